@@ -1,0 +1,25 @@
+# Every target installs dependencies first when node_modules is missing or older than the lockfile.
+SHELL := /bin/bash
+NODE_STAMP := node_modules/.install-stamp
+
+.PHONY: run test check bench sandbox-image install
+
+install: $(NODE_STAMP)
+
+$(NODE_STAMP): package-lock.json package.json
+	npm ci --no-audit --no-fund
+	@touch $(NODE_STAMP)
+
+run: $(NODE_STAMP)
+	npx tsx src/main.ts
+
+TESTS ?= $(shell find test -name "*.test.ts" | sort)
+
+test: $(NODE_STAMP)
+	node --import tsx --test --test-concurrency=1 --test-reporter=spec $(TESTS)
+
+check: $(NODE_STAMP)
+	npx tsc --noEmit -p .
+
+bench: $(NODE_STAMP)
+	npx tsx bench/sandbox.ts

@@ -1,0 +1,58 @@
+/**
+ * The one error registry. Every error swarmd raises on purpose is a `SwarmError` with a stable
+ * uppercase `code`; `src/http/` maps codes to HTTP statuses in one place. Handlers never build
+ * error JSON themselves.
+ */
+export const ERROR_CODES = {
+  // Requests
+  INVALID_BODY: "The request body is not valid.",
+  INVALID_QUERY: "A query parameter is not valid.",
+  UNAUTHORIZED: "Missing or wrong bearer token.",
+  BODY_TOO_LARGE: "The request body is too large.",
+  NOT_FOUND: "No such route.",
+  RUN_NOT_FOUND: "Run does not exist.",
+  AGENT_NOT_FOUND: "Agent does not exist.",
+  AGENT_NOT_LIVE: "Agent is not live.",
+  AGENT_NOT_PAUSED: "Agent is not paused.",
+  // Sandboxes
+  SANDBOX_EXISTS: "A sandbox with this id already exists.",
+  SANDBOX_NOT_FOUND: "No such sandbox.",
+  SANDBOX_GONE: "The sandbox's processes or container vanished.",
+  SANDBOX_PROVISION_FAILED: "The sandbox could not be provisioned.",
+  SANDBOX_FREEZE_FAILED: "The sandbox could not be paused.",
+  SANDBOX_THAW_FAILED: "The sandbox could not be resumed.",
+  INVALID_INPUT_NAME: "An input file name is not a plain file name.",
+  RUNTIME_UNAVAILABLE: "The sandbox runtime cannot be reached.",
+  // Harness
+  HARNESS_START_FAILED: "The harness did not start.",
+  HARNESS_UNREACHABLE: "The harness socket does not answer.",
+  HARNESS_REJECTED: "The harness did not accept the command.",
+  HARNESS_TIMEOUT: "The harness did not answer in time.",
+  // Misc
+  CONFIG_INVALID: "The configuration is not valid.",
+  INTERNAL: "Internal error.",
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export class SwarmError extends Error {
+  readonly code: ErrorCode;
+  /** Extra machine-readable details (for example the failing fields of a body). */
+  readonly details?: unknown;
+
+  constructor(code: ErrorCode, message?: string, options?: { cause?: unknown; details?: unknown }) {
+    super(message ?? ERROR_CODES[code], options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = "SwarmError";
+    this.code = code;
+    this.details = options?.details;
+  }
+}
+
+export function isSwarmError(err: unknown, code?: ErrorCode): err is SwarmError {
+  return err instanceof SwarmError && (code === undefined || err.code === code);
+}
+
+/** The message of anything thrown, for logs and `error` fields. */
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,123 @@
+/**
+ * The harness wire protocol: JSON lines (LF-framed only) over the sandbox's Unix socket.
+ *
+ * Client → harness: `hello` (first, names the last event it has), commands in the manner of pi's
+ * RPC mode, and `host_result` answers to the harness's `host_call`s.
+ * Harness → client: `response` to each command, `event` lines numbered by a gap-free `hseq`, and
+ * `host_call`s for the tools that need the service (`spawn_agent`, `await_result`).
+ */
+
+/** Names of the files in a sandbox's control folder. */
+export const CONTROL_FILES = {
+  socket: "harness.sock",
+  eventLog: "events.jsonl",
+  spec: "spec.json",
+  pid: "harness.pid",
+  output: "harness.out",
+} as const;
+
+/** Longest accepted line from a client; longer lines are discarded and answered with an error. */
+export const MAX_LINE_BYTES = 4 * 1024 * 1024;
+
+export type HarnessCommand =
+  | { type: "prompt"; id?: string; message: string }
+  | { type: "steer"; id?: string; message: string }
+  | { type: "abort"; id?: string }
+  | { type: "get_session_stats"; id?: string }
+  | { type: "get_state"; id?: string }
+  | { type: "shutdown"; id?: string };
+
+export type HarnessCommandType = HarnessCommand["type"];
+
+export interface HelloMessage {
+  type: "hello";
+  /** Replay every event with `hseq > after`, then stream live events. */
+  after: number;
+}
+
+export interface HostResultMessage {
+  type: "host_result";
+  id: string;
+  ok: boolean;
+  data?: unknown;
+  error?: string;
+}
+
+export type ClientMessage = HarnessCommand | HelloMessage | HostResultMessage;
+
+export interface ResponseMessage {
+  type: "response";
+  id?: string;
+  command: string;
+  success: boolean;
+  data?: unknown;
+  error?: string;
+}
+
+/** Harness event names on the wire (see DESIGN.md "Event names on the wire"). */
+export type HarnessEventType =
+  | "agent_start"
+  | "agent_end"
+  | "turn_start"
+  | "turn_end"
+  | "message_start"
+  | "message_end"
+  | "text"
+  | "thinking"
+  | "tool_start"
+  | "tool_update"
+  | "tool_end"
+  | "compaction_start"
+  | "compaction_end"
+  | "auto_retry_start"
+  | "auto_retry_end"
+  | "extension_error"
+  | "permission_request"
+  | "permission_resolved"
+  | "queue_update"
+  /** Emitted by swarmd's harness when the session is idle again: the turn is really over. */
+  | "turn_settled";
+
+/** One harness event as it travels and as it is logged. `hseq` is gap-free from 1. */
+export interface HarnessEventMessage {
+  type: "event";
+  hseq: number;
+  event: HarnessEventType;
+  /** Epoch milliseconds when the harness emitted it. */
+  at: number;
+  data: Record<string, unknown>;
+}
+
+export interface HostCallMessage {
+  type: "host_call";
+  id: string;
+  method: "spawn_agent" | "await_result";
+  params: Record<string, unknown>;
+}
+
+export type HarnessMessage = ResponseMessage | HarnessEventMessage | HostCallMessage;
+
+/** Data of the `turn_settled` event: how the turn ended and its final text. */
+export interface TurnSettledData {
+  outcome: "success" | "failed" | "aborted";
+  /** Final assistant text of the turn; null when it produced none. */
+  text: string | null;
+  error?: string;
+}
+
+/** Events the ledger persists (spec section 6.2). Everything else is ephemeral. */
+export const PERSISTED_HARNESS_EVENTS: ReadonlySet<string> = new Set([
+  "agent_start",
+  "agent_end",
+  "turn_start",
+  "turn_end",
+  "tool_start",
+  "tool_end",
+  "compaction_start",
+  "compaction_end",
+  "permission_request",
+  "permission_resolved",
+  "auto_retry_start",
+  "auto_retry_end",
+  "extension_error",
+]);

@@ -1,0 +1,109 @@
+import type { Socket } from "node:net";
+
+/** The runtimes swarmd ships. `process` is the embedded default. */
+export type RuntimeKind = "process" | "docker";
+
+/** What a runtime knows about one sandbox it owns. */
+export interface SandboxInfo {
+  sandboxId: string;
+  runId: string;
+  agentId: string;
+  /**
+   * `running`: processes or container alive and not frozen. `frozen`: suspended in place.
+   * `gone`: the sandbox's folder or container record exists but its processes/container vanished.
+   */
+  status: "running" | "frozen" | "gone";
+}
+
+/** Everything a runtime needs to create a sandbox. */
+export interface ProvisionRequest {
+  /** UUID chosen by the caller, so a crash between "asked" and "answered" can be reconciled. */
+  sandboxId: string;
+  runId: string;
+  agentId: string;
+  /** The agent spec as validated JSON; written where the harness reads it. */
+  spec: Record<string, unknown>;
+  /** Extra environment for the agent (spec.env). The daemon's own environment is never passed. */
+  env?: Record<string, string>;
+  /** Give the sandbox network access. Default false: no network. */
+  network?: boolean;
+  /** Container image (docker only; ignored by `process`). */
+  image?: string;
+}
+
+/**
+ * A sandbox runtime: the service's handle on agent sandboxes, acting from outside the agent.
+ *
+ * Layout: every sandbox has a host folder `<dataDir>/sandboxes/<sandboxId>/` whose `control/`
+ * subfolder holds the harness socket (`harness.sock`), its event log and the spec. The agent sees
+ * its files at `/work` and its inputs at `/inputs`.
+ *
+ * Every call takes an AbortSignal; an aborted call rejects with the signal's reason and leaves no
+ * half-made sandbox behind (what it created is removed). Errors are `SandboxError`s.
+ */
+export interface SandboxRuntime {
+  readonly kind: RuntimeKind;
+
+  /**
+   * Create an empty sandbox (empty `/work`, empty `/inputs`). Does not start the harness.
+   * Throws `SANDBOX_EXISTS` when `sandboxId` is already owned, `SANDBOX_PROVISION_FAILED` otherwise.
+   */
+  provision(req: ProvisionRequest, signal: AbortSignal): Promise<SandboxInfo>;
+
+  /**
+   * Create a new sandbox whose `/work` is a copy of the live parent's files at this moment.
+   * Never copies processes. The parent keeps running (it may be frozen for the copy's duration on
+   * runtimes that need it, and is left in the state it was in).
+   * Throws `SANDBOX_NOT_FOUND` / `SANDBOX_GONE` for the parent, `SANDBOX_PROVISION_FAILED` otherwise.
+   */
+  fork(parentSandboxId: string, req: ProvisionRequest, signal: AbortSignal): Promise<SandboxInfo>;
+
+  /**
+   * Write files into `/inputs` (name → UTF-8 content; names are plain file names, no slashes).
+   * Overwrites files of the same name. Throws `SANDBOX_NOT_FOUND`, `INVALID_INPUT_NAME`.
+   */
+  writeInputs(sandboxId: string, files: Record<string, string>, signal: AbortSignal): Promise<void>;
+
+  /**
+   * Start the harness inside the sandbox and resolve once its socket accepts connections.
+   * Idempotent: when the harness already runs, resolves at once. Throws `SANDBOX_NOT_FOUND`,
+   * `SANDBOX_GONE`, `HARNESS_START_FAILED` (with the harness's own output in the message).
+   */
+  startHarness(sandboxId: string, signal: AbortSignal): Promise<void>;
+
+  /**
+   * Open a new connection to the harness socket. The harness serves one client at a time; a new
+   * connection replaces the previous one. Throws `HARNESS_UNREACHABLE`.
+   */
+  connect(sandboxId: string, signal: AbortSignal): Promise<Socket>;
+
+  /**
+   * Suspend every process of the sandbox in place. Idempotent (freezing a frozen sandbox is fine).
+   * Throws `SANDBOX_NOT_FOUND`, `SANDBOX_GONE`, `SANDBOX_FREEZE_FAILED`.
+   */
+  freeze(sandboxId: string, signal: AbortSignal): Promise<void>;
+
+  /**
+   * Continue every process of the sandbox from where it was frozen. Idempotent.
+   * Throws `SANDBOX_NOT_FOUND`, `SANDBOX_GONE`, `SANDBOX_THAW_FAILED`.
+   */
+  thaw(sandboxId: string, signal: AbortSignal): Promise<void>;
+
+  /**
+   * Kill every process of the sandbox and release its folder, container and images.
+   * Idempotent: closing an unknown or already closed sandbox resolves. A frozen sandbox is closed too.
+   */
+  close(sandboxId: string, signal: AbortSignal): Promise<void>;
+
+  /** Status of one owned sandbox, or `undefined` when this data folder does not own it. */
+  inspect(sandboxId: string, signal: AbortSignal): Promise<SandboxInfo | undefined>;
+
+  /**
+   * Every sandbox this data folder owns, including ones whose processes vanished (`gone`).
+   * A restarted service uses it to reconnect to live sandboxes and close orphans.
+   */
+  list(signal: AbortSignal): Promise<SandboxInfo[]>;
+
+  /** Host path of the sandbox's control folder (socket, event log, spec). */
+  controlDir(sandboxId: string): string;
+}

@@ -1,0 +1,54 @@
+import { z } from "zod";
+
+/** One tool call a scripted model makes. */
+export const ScriptToolCallSchema = z.strictObject({
+  tool: z.string().min(1),
+  args: z.record(z.string(), z.unknown()).default({}),
+});
+
+/**
+ * One scripted model response, consumed one per model call across the agent's whole life.
+ * Text may contain `{{lastUserMessage}}` and `{{lastToolResult}}`, replaced at call time.
+ */
+export const ScriptStepSchema = z.union([
+  z.strictObject({ text: z.string(), delayMs: z.number().int().min(0).max(3_600_000).optional() }),
+  z.strictObject({
+    tool: z.string().min(1),
+    args: z.record(z.string(), z.unknown()).default({}),
+    delayMs: z.number().int().min(0).max(3_600_000).optional(),
+  }),
+  z.strictObject({
+    tools: z.array(ScriptToolCallSchema).min(1),
+    delayMs: z.number().int().min(0).max(3_600_000).optional(),
+  }),
+]);
+
+export const TOOL_NAMES = ["bash", "read", "write", "edit", "spawn_agent", "await_result"] as const;
+export type ToolName = (typeof TOOL_NAMES)[number];
+
+const NAME = /^[A-Za-z0-9._-]{1,64}$/;
+
+export const AgentSpecSchema = z
+  .strictObject({
+    name: z.string().regex(NAME, "must be 1..64 characters of [A-Za-z0-9._-]"),
+    model: z.strictObject({ provider: z.string().min(1), id: z.string().min(1) }).optional(),
+    script: z.array(ScriptStepSchema).max(10_000).optional(),
+    systemPrompt: z.string().max(200_000).optional(),
+    tools: z.array(z.enum(TOOL_NAMES)).optional(),
+    spawnDepth: z.number().int().min(0).max(64).optional(),
+    maxAgents: z.number().int().min(0).max(100_000).optional(),
+    image: z.string().min(1).max(256).optional(),
+    env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"), z.string()).optional(),
+    network: z.boolean().optional(),
+  })
+  .refine((s) => (s.model === undefined) !== (s.script === undefined), {
+    message: "exactly one of model or script is required",
+    path: ["model"],
+  });
+
+export type AgentSpec = z.infer<typeof AgentSpecSchema>;
+export type ScriptStep = z.infer<typeof ScriptStepSchema>;
+export type ScriptToolCall = z.infer<typeof ScriptToolCallSchema>;
+
+export const DEFAULT_SPAWN_DEPTH = 2;
+export const DEFAULT_MAX_AGENTS = 16;
