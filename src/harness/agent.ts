@@ -1,0 +1,167 @@
+import {
+  AuthStorage,
+  createAgentSession,
+  createExtensionRuntime,
+  ModelRegistry,
+  SessionManager,
+  SettingsManager,
+  type AgentSession,
+  type ResourceLoader,
+  type SessionStats,
+} from "@mariozechner/pi-coding-agent";
+import { TOOL_NAMES, type AgentSpec } from "../spec/agent-spec.ts";
+import { toWireEvent } from "./event-map.ts";
+import type { HostCalls } from "./host-calls.ts";
+import { createHostTools } from "./host-tools.ts";
+import { resolveModel } from "./model.ts";
+import type { HarnessEventType, TurnSettledData } from "./protocol.ts";
+
+const DEFAULT_SYSTEM_PROMPT =
+  "You are a coding agent working in /work, a sandbox of your own. Results of agents you were told to wait for are in /inputs. " +
+  "You can start child agents with spawn_agent and collect their results with await_result.";
+
+export interface HarnessAgentOptions {
+  spec: AgentSpec;
+  workDir: string;
+  /** Folder for pi's own files (settings, auth); nothing is read from the user's ~/.pi. */
+  agentDir: string;
+  host: HostCalls;
+  emit: (event: HarnessEventType, data: Record<string, unknown>) => void;
+}
+
+/** One agent: a pi coding-agent session driven turn by turn. */
+export interface HarnessAgent {
+  /** Start a turn, or queue it behind the running one. Never throws: failures settle the turn. */
+  prompt(text: string): { queued: boolean };
+  /** Deliver a message to the running turn after its running tool calls finish. */
+  steer(text: string): Promise<void>;
+  /** Abort the running turn (and its tool processes); resolves when the session is idle. */
+  abort(): Promise<void>;
+  stats(): SessionStats;
+  state(): { busy: boolean; queued: number };
+  dispose(): void;
+}
+
+export async function createHarnessAgent(options: HarnessAgentOptions): Promise<HarnessAgent> {
+  const { spec, workDir, emit } = options;
+  const authStorage = AuthStorage.inMemory();
+  const modelRegistry = ModelRegistry.inMemory(authStorage);
+  const model = resolveModel(spec, modelRegistry, authStorage);
+  const { session } = await createAgentSession({
+    cwd: workDir,
+    agentDir: options.agentDir,
+    model,
+    thinkingLevel: "off",
+    authStorage,
+    modelRegistry,
+    resourceLoader: minimalResources(spec.systemPrompt ?? DEFAULT_SYSTEM_PROMPT),
+    tools: [...(spec.tools ?? TOOL_NAMES)],
+    customTools: createHostTools(options.host),
+    sessionManager: SessionManager.inMemory(workDir),
+    settingsManager: SettingsManager.inMemory({ compaction: { enabled: true }, retry: { enabled: true, maxRetries: 3 } }),
+  });
+  const unsubscribe = session.subscribe((event) => {
+    const wire = toWireEvent(event);
+    if (wire) emit(wire.event, wire.data);
+  });
+
+  const queue: string[] = [];
+  let busy = false;
+
+  const runTurn = async (text: string): Promise<void> => {
+    busy = true;
+    const start = session.messages.length;
+    let error: string | undefined;
+    try {
+      await session.prompt(text);
+      await untilIdle(session);
+    } catch (err) {
+      error = err instanceof Error ? err.message : String(err);
+    }
+    emit("turn_settled", { ...settle(session.messages.slice(start), error) });
+    const next = queue.shift();
+    if (next === undefined) busy = false;
+    else void runTurn(next);
+  };
+
+  return {
+    prompt(text) {
+      if (busy) {
+        queue.push(text);
+        return { queued: true };
+      }
+      void runTurn(text);
+      return { queued: false };
+    },
+    async steer(text) {
+      if (!busy) throw new Error("no turn is running");
+      await session.steer(text);
+    },
+    async abort() {
+      queue.length = 0;
+      await session.abort();
+    },
+    stats: () => session.getSessionStats(),
+    state: () => ({ busy, queued: queue.length }),
+    dispose() {
+      unsubscribe();
+      session.dispose();
+    },
+  };
+}
+
+/**
+ * A turn is over only when the session is idle: a failed model call can end the agent run and
+ * then start an automatic retry with a new `agent_start`.
+ */
+async function untilIdle(session: AgentSession): Promise<void> {
+  for (;;) {
+    await session.agent.waitForIdle();
+    if (!session.isStreaming && !session.isRetrying) return;
+    await new Promise<void>((resolve) => {
+      const off = session.subscribe((e) => {
+        if (e.type === "agent_end" || e.type === "auto_retry_end") {
+          off();
+          resolve();
+        }
+      });
+    });
+  }
+}
+
+type AgentMessage = AgentSession["messages"][number];
+
+/** The turn's outcome and final text: the newest assistant text of the turn, or null. */
+function settle(turn: AgentMessage[], error: string | undefined): TurnSettledData {
+  let text: string | null = null;
+  let stopReason: string | undefined;
+  let errorMessage = error;
+  for (let i = turn.length - 1; i >= 0; i--) {
+    const message = turn[i];
+    if (!message || !("role" in message) || message.role !== "assistant") continue;
+    stopReason ??= message.stopReason;
+    errorMessage ??= message.errorMessage;
+    const joined = message.content.map((block) => (block.type === "text" ? block.text : "")).join("");
+    if (joined.length > 0) {
+      text = joined;
+      break;
+    }
+  }
+  if (error !== undefined || stopReason === "error") return { outcome: "failed", text, error: errorMessage ?? "the turn failed" };
+  if (stopReason === "aborted") return { outcome: "aborted", text };
+  return { outcome: "success", text };
+}
+
+function minimalResources(systemPrompt: string): ResourceLoader {
+  return {
+    getExtensions: () => ({ extensions: [], errors: [], runtime: createExtensionRuntime() }),
+    getSkills: () => ({ skills: [], diagnostics: [] }),
+    getPrompts: () => ({ prompts: [], diagnostics: [] }),
+    getThemes: () => ({ themes: [], diagnostics: [] }),
+    getAgentsFiles: () => ({ agentsFiles: [] }),
+    getSystemPrompt: () => systemPrompt,
+    getAppendSystemPrompt: () => [],
+    extendResources: () => {},
+    reload: async () => {},
+  };
+}

@@ -1,0 +1,56 @@
+/**
+ * The harness: the program inside every sandbox that does the agent's work. Started by a sandbox
+ * runtime as `main.ts --control <dir> --work <dir>`; reads `<control>/spec.json`, serves
+ * `<control>/harness.sock`, logs every event to `<control>/events.jsonl`.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { AgentSpecSchema } from "../spec/agent-spec.ts";
+import { createHarnessAgent } from "./agent.ts";
+import { openEventLog } from "./event-log.ts";
+import { createHostCalls } from "./host-calls.ts";
+import { CONTROL_FILES } from "./protocol.ts";
+import { startHarnessServer, type HarnessServer } from "./server.ts";
+
+const { values } = parseArgs({ options: { control: { type: "string" }, work: { type: "string" } } });
+if (!values.control || !values.work) {
+  process.stderr.write("usage: harness --control <dir> --work <dir>\n");
+  process.exit(2);
+}
+const controlDir = values.control;
+const workDir = values.work;
+
+const spec = AgentSpecSchema.parse(JSON.parse(readFileSync(join(controlDir, CONTROL_FILES.spec), "utf8")));
+const log = openEventLog(join(controlDir, CONTROL_FILES.eventLog));
+const host = createHostCalls();
+let server: HarnessServer | undefined;
+
+const agent = await createHarnessAgent({
+  spec,
+  workDir,
+  agentDir: join(controlDir, "pi"),
+  host,
+  emit(event, data) {
+    server?.publish(log.append({ event, at: Date.now(), data }));
+  },
+});
+
+const shutdown = async (code: number) => {
+  await agent.abort().catch(() => undefined);
+  agent.dispose();
+  await server?.close();
+  log.close();
+  process.exit(code);
+};
+
+server = await startHarnessServer({
+  socketPath: join(controlDir, CONTROL_FILES.socket),
+  log,
+  agent,
+  host,
+  onShutdown: () => void shutdown(0),
+});
+process.on("SIGTERM", () => void shutdown(0));
+process.on("SIGINT", () => void shutdown(0));
+process.stdout.write(`harness ready on ${join(controlDir, CONTROL_FILES.socket)}\n`);
