@@ -1,0 +1,111 @@
+import type { AgentSpec } from "./spec/agent-spec.ts";
+
+/**
+ * What the HTTP routes, the tool bridge and agents' host calls ask of swarmd. Routes are thin:
+ * they validate, call this, and shape the answer. Every method throws `SwarmError`s
+ * (`RUN_NOT_FOUND`, `AGENT_NOT_FOUND`, `AGENT_NOT_LIVE`, `AGENT_NOT_PAUSED`, `INVALID_BODY`,
+ * `HARNESS_REJECTED`, `SANDBOX_FREEZE_FAILED`, `SANDBOX_THAW_FAILED`, ...).
+ */
+export interface SwarmApi {
+  createRun(request: CreateRunRequest): Promise<CreateRunResponse>;
+  /** Snapshot of a run: a fold of its ledger up to `asOf`. */
+  getRun(runId: string): RunSnapshot;
+  /** Abort and close every live agent of the run (leaves first); the ledger is kept. */
+  deleteRun(runId: string): Promise<void>;
+  spawn(runId: string, request: SpawnRequest): Promise<SpawnResponse>;
+  /** The agent view plus `sessionStats` when the harness answers within 2 s and the agent is not paused. */
+  getAgent(agentId: string): Promise<AgentView & { sessionStats?: Record<string, unknown> }>;
+  prompt(agentId: string, text: string): Promise<void>;
+  steer(agentId: string, request: { message: string; scope: Scope }): Promise<ControlResponse & { delivery: Delivery }>;
+  pause(agentId: string, scope: Scope): Promise<ControlResponse>;
+  resume(agentId: string, scope: Scope): Promise<ControlResponse>;
+  stop(agentId: string, request: { mode: "abort" | "drain"; scope: Scope }): Promise<ControlResponse>;
+  /** The agent's result, waiting up to `waitSeconds` while it is pending (resolves early when `signal` aborts). */
+  result(agentId: string, waitSeconds: number, signal?: AbortSignal): Promise<ResultView>;
+  /** Whether a run exists (for the event stream's 404). */
+  hasRun(runId: string): boolean;
+}
+
+export type Scope = "agent" | "subtree";
+export type Delivery = "steer" | "turn" | "queued";
+
+export interface BudgetOverride {
+  spawnDepth?: number;
+  maxAgents?: number;
+}
+
+export interface CreateRunRequest {
+  spec: AgentSpec;
+  prompt?: string;
+  budget?: BudgetOverride;
+  /** Keep the root live and idle after its turns until stopped (DESIGN.md). */
+  keepAlive?: boolean;
+}
+
+export interface CreateRunResponse {
+  runId: string;
+  rootAgentId: string;
+  state: "provisioning";
+}
+
+export interface SpawnRequest {
+  parentAgentId: string;
+  spec: AgentSpec;
+  prompt?: string;
+  waitFor?: string[];
+  budget?: BudgetOverride;
+  idempotencyKey?: string;
+  keepAlive?: boolean;
+}
+
+export interface SpawnResponse {
+  agentId: string;
+  state: "provisioning" | "spawning";
+}
+
+export type LiveState = "spawning" | "provisioning" | "running" | "paused";
+export type AgentState = LiveState | "done" | "aborted";
+export type Outcome = "success" | "failed" | "aborted" | "budget-exceeded" | "lost";
+
+/** Spec section 2.2. */
+export interface AgentView {
+  agentId: string;
+  runId: string;
+  parentAgentId: string | null;
+  depth: number;
+  spawnIndex: number;
+  state: AgentState;
+  specName: string;
+  sandboxId: string | null;
+  createdAt: number;
+  endedAt: number | null;
+  outcome: Outcome | null;
+  pausedBy?: "operator" | "cascade";
+}
+
+/** Spec section 2.1 (snapshot form). */
+export interface RunSnapshot {
+  runId: string;
+  rootAgentId: string;
+  asOf: number;
+  agents: AgentView[];
+}
+
+export interface MemberResult {
+  agentId: string;
+  outcome: "applied" | "noop" | "failed";
+  error?: string;
+}
+
+export interface ControlResponse {
+  results: MemberResult[];
+}
+
+/** Spec section 2.4. */
+export interface ResultView {
+  agentId: string;
+  state: "settled" | "pending";
+  outcome: Outcome | null;
+  resultRef: string | null;
+  result: string | null;
+}
