@@ -1,0 +1,182 @@
+import { assign, emit, enqueueActions, sendTo, setup } from "xstate";
+import { agentMachine } from "./agent.machine.ts";
+import type { AgentInput, ControlOp, Delivery, MemberReply, PausedBy } from "./agent.types.ts";
+
+/** One member of a control request, in the order the cascade must visit them. */
+export interface ControlMember {
+  agentId: string;
+  by: PausedBy;
+}
+
+export interface ControlRequest {
+  requestId: string;
+  op: ControlOp;
+  members: ControlMember[];
+  message?: string;
+}
+
+export interface MemberResult {
+  agentId: string;
+  outcome: MemberReply["outcome"];
+  error?: string;
+  delivery?: Delivery;
+}
+
+export type RunEvent =
+  | { type: "agent.add"; input: AgentInput; parentAgentId: string | null; waitFor: string[]; live: boolean }
+  | { type: "agent.settled"; agentId: string }
+  | { type: "agent.ended"; agentId: string }
+  | { type: "control"; request: ControlRequest }
+  | MemberReply;
+
+export type RunEmitted = { type: "control.done"; requestId: string; results: MemberResult[] };
+
+interface RunContext {
+  runId: string;
+  parents: Record<string, string | null>;
+  /** Agents whose result settled or that ended: what `waitFor` waits for. */
+  settled: Record<string, true>;
+  /** Spawning agents and the agents they still wait for. */
+  waiting: Record<string, string[]>;
+  queue: ControlRequest[];
+  current: { request: ControlRequest; index: number; results: MemberResult[] } | null;
+}
+
+/**
+ * The run supervisor: owns the run's agent actors, starts `waitFor` children when their
+ * dependencies settle, tells parents when children end, and carries out control requests one at a
+ * time. A cascade is a state that sends to one member, waits for its answer, then moves to the next,
+ * so the order the request lists (parents first for pause, leaves first for stop and resume) is
+ * the order things happen in.
+ */
+export const runMachine = setup({
+  types: {
+    context: {} as RunContext,
+    input: {} as { runId: string },
+    events: {} as RunEvent,
+    emitted: {} as RunEmitted,
+  },
+  actors: { agent: agentMachine },
+  guards: {
+    cascadeDone: ({ context }) => !context.current || context.current.index >= context.current.request.members.length,
+    hasQueued: ({ context }) => context.queue.length > 0,
+    answersCurrent: ({ context, event }) => {
+      if (event.type !== "member.reply" || !context.current) return false;
+      const member = context.current.request.members[context.current.index];
+      return event.requestId === context.current.request.requestId && event.agentId === member?.agentId;
+    },
+  },
+  actions: {
+    sendToMember: sendTo(
+      ({ context }) => context.current?.request.members[context.current.index]?.agentId ?? "",
+      ({ context }) => {
+        const request = context.current!.request;
+        const member = request.members[context.current!.index]!;
+        switch (request.op) {
+          case "pause":
+            return { type: "control.pause" as const, requestId: request.requestId, by: member.by };
+          case "resume":
+            return { type: "control.resume" as const, requestId: request.requestId };
+          case "stop":
+            return { type: "control.stop" as const, requestId: request.requestId };
+          case "steer":
+            return { type: "control.steer" as const, requestId: request.requestId, message: request.message ?? "" };
+        }
+      },
+    ),
+    releaseReady: enqueueActions(({ context, enqueue }) => {
+      const waiting = { ...context.waiting };
+      for (const [agentId, deps] of Object.entries(waiting)) {
+        if (deps.every((dep) => context.settled[dep])) {
+          delete waiting[agentId];
+          enqueue.sendTo(agentId, { type: "deps.settled" });
+        }
+      }
+      enqueue.assign({ waiting });
+    }),
+  },
+}).createMachine({
+  id: "run",
+  context: ({ input }) => ({ runId: input.runId, parents: {}, settled: {}, waiting: {}, queue: [], current: null }),
+  on: {
+    "agent.add": {
+      actions: [
+        enqueueActions(({ context, event, enqueue }) => {
+          enqueue.spawnChild("agent", { id: event.input.agentId, input: event.input });
+          enqueue.assign({
+            parents: { ...context.parents, [event.input.agentId]: event.parentAgentId },
+            waiting: event.input.start === "spawning" ? { ...context.waiting, [event.input.agentId]: event.waitFor } : context.waiting,
+          });
+          if (event.parentAgentId && event.live) enqueue.sendTo(event.parentAgentId, { type: "child.spawned" });
+        }),
+        "releaseReady",
+      ],
+    },
+    "agent.settled": {
+      actions: [assign({ settled: ({ context, event }) => ({ ...context.settled, [event.agentId]: true as const }) }), "releaseReady"],
+    },
+    "agent.ended": {
+      actions: [
+        assign({ settled: ({ context, event }) => ({ ...context.settled, [event.agentId]: true as const }) }),
+        enqueueActions(({ context, event, enqueue }) => {
+          const parent = context.parents[event.agentId];
+          if (parent) enqueue.sendTo(parent, { type: "child.ended" });
+        }),
+        "releaseReady",
+      ],
+    },
+  },
+  initial: "ready",
+  states: {
+    ready: {
+      on: {
+        control: { target: "working", actions: assign({ current: ({ event }) => ({ request: event.request, index: 0, results: [] }) }) },
+      },
+    },
+    working: {
+      initial: "next",
+      on: {
+        control: { actions: assign({ queue: ({ context, event }) => [...context.queue, event.request] }) },
+      },
+      states: {
+        next: {
+          always: [{ guard: "cascadeDone", target: "#run.finish" }, { target: "waiting", actions: "sendToMember" }],
+        },
+        waiting: {
+          on: {
+            "member.reply": {
+              guard: "answersCurrent",
+              target: "next",
+              actions: assign({
+                current: ({ context, event }) => {
+                  const current = context.current!;
+                  const { agentId, outcome, error, delivery } = event;
+                  const result: MemberResult = { agentId, outcome, ...(error ? { error } : {}), ...(delivery ? { delivery } : {}) };
+                  return { ...current, index: current.index + 1, results: [...current.results, result] };
+                },
+              }),
+            },
+          },
+        },
+      },
+    },
+    finish: {
+      entry: emit(({ context }) => ({
+        type: "control.done" as const,
+        requestId: context.current?.request.requestId ?? "",
+        results: context.current?.results ?? [],
+      })),
+      always: [
+        {
+          guard: "hasQueued",
+          target: "working",
+          actions: assign({
+            current: ({ context }) => ({ request: context.queue[0]!, index: 0, results: [] }),
+            queue: ({ context }) => context.queue.slice(1),
+          }),
+        },
+        { target: "ready", actions: assign({ current: null }) },
+      ],
+    },
+  },
+});

@@ -1,0 +1,69 @@
+import { createActor, fromCallback, fromPromise, SimulatedClock, type AnyEventObject } from "xstate";
+import { agentMachine } from "../../machines/agent.machine.ts";
+import type { AgentInput, Fact, HarnessActorInput, HarnessCommandEvent, HarnessReportEvent } from "../../machines/agent.types.ts";
+import { runMachine, type MemberResult } from "../../machines/run.machine.ts";
+
+/** Effects of an agent machine replaced by in-memory fakes that record what was asked. */
+export function fakeEffects() {
+  const calls: string[] = [];
+  const harnesses = new Map<string, { send: (e: HarnessReportEvent) => void; commands: HarnessCommandEvent[] }>();
+  let failFreeze: string | undefined;
+  const agent = agentMachine.provide({
+    actors: {
+      provision: fromPromise(async ({ input }) => {
+        calls.push(`provision:${input.agentId}`);
+      }),
+      harness: fromCallback<HarnessCommandEvent, HarnessActorInput>(({ sendBack, receive, input }) => {
+        const entry = { send: (e: HarnessReportEvent) => sendBack(e as AnyEventObject), commands: [] as HarnessCommandEvent[] };
+        harnesses.set(input.agentId, entry);
+        receive((command) => {
+          entry.commands.push(command);
+          calls.push(`${command.type}:${input.agentId}`);
+        });
+      }),
+      freeze: fromPromise(async ({ input }) => {
+        if (failFreeze === input.agentId) throw new Error("freezer broke");
+        calls.push(`freeze:${input.agentId}`);
+      }),
+      thaw: fromPromise(async ({ input }) => {
+        calls.push(`thaw:${input.agentId}`);
+      }),
+      close: fromPromise(async ({ input }) => {
+        calls.push(`close:${input.agentId}`);
+      }),
+    },
+  });
+  return {
+    agent,
+    calls,
+    harnesses,
+    failFreezeOf: (id: string) => (failFreeze = id),
+  };
+}
+
+export function startRun(effects: ReturnType<typeof fakeEffects>, clock = new SimulatedClock()) {
+  const run = createActor(runMachine.provide({ actors: { agent: effects.agent } }), { input: { runId: "r_1" }, clock });
+  const facts: Array<{ agentId: string; fact: Fact }> = [];
+  const done: Array<{ requestId: string; results: MemberResult[] }> = [];
+  run.on("control.done", (e) => done.push(e));
+  run.start();
+  const add = (input: Partial<AgentInput> & { agentId: string }, parentAgentId: string | null = null, waitFor: string[] = []) => {
+    run.send({
+      type: "agent.add",
+      parentAgentId,
+      waitFor,
+      live: true,
+      input: { runId: "r_1", sandboxId: `s-${input.agentId}`, start: "provisioning", keepAlive: false, turnMaxMs: 1_000, ...input },
+    });
+    const child = run.getSnapshot().children[input.agentId];
+    child?.on("fact", (e) => {
+      facts.push({ agentId: e.agentId, fact: e.fact });
+      if (e.fact.kind === "ended") run.send({ type: "agent.ended", agentId: e.agentId });
+      if (e.fact.kind === "settled") run.send({ type: "agent.settled", agentId: e.agentId });
+    });
+  };
+  const stateOf = (agentId: string) => JSON.stringify(run.getSnapshot().children[agentId]?.getSnapshot().value);
+  return { run, clock, facts, done, add, stateOf };
+}
+
+export const flush = () => new Promise((resolve) => setImmediate(resolve));

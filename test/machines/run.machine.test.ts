@@ -1,0 +1,67 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { leavesFirst, parentsFirst } from "../../machines/tree.ts";
+import { fakeEffects, flush, startRun } from "./fakes.ts";
+
+describe("run machine", () => {
+  const parents = { root: null, a: "root", b: "root", a1: "a" } as const;
+
+  it("orders subtree members parents-first for pause and leaves-first for stop/resume", () => {
+    assert.deepEqual(parentsFirst("root", parents), ["root", "a", "a1", "b"]);
+    assert.deepEqual(leavesFirst("root", parents), ["a1", "a", "b", "root"]);
+  });
+
+  it("carries a cascade out one member at a time, in order, and queues requests behind it", async () => {
+    const fx = fakeEffects();
+    const r = startRun(fx);
+    r.add({ agentId: "root" });
+    r.add({ agentId: "a" }, "root");
+    r.add({ agentId: "a1" }, "a");
+    await flush();
+    fx.calls.length = 0;
+    const members = parentsFirst("root", { root: null, a: "root", a1: "a" }).map((agentId, i) => ({ agentId, by: i === 0 ? ("operator" as const) : ("cascade" as const) }));
+    r.run.send({ type: "control", request: { requestId: "p", op: "pause", members } });
+    r.run.send({ type: "control", request: { requestId: "s", op: "stop", members: ["a1", "a", "root"].map((agentId) => ({ agentId, by: "operator" as const })) } });
+    await flush();
+    await flush();
+    assert.deepEqual(fx.calls, ["freeze:root", "freeze:a", "freeze:a1", "close:a1", "close:a", "close:root"]);
+    assert.deepEqual(r.done.map((d) => d.requestId), ["p", "s"]);
+    assert.ok(r.done[1]!.results.every((m) => m.outcome === "applied"));
+    const pausedReasons = r.facts.filter((f) => f.fact.kind === "state" && f.fact.to === "paused").map((f) => [f.agentId, (f.fact as { reason: string }).reason]);
+    assert.deepEqual(pausedReasons, [["root", "operator"], ["a", "cascade"], ["a1", "cascade"]]);
+  });
+
+  it("starts a waitFor child once its dependencies settle, and ends a parent when its last child ends", async () => {
+    const fx = fakeEffects();
+    const r = startRun(fx);
+    r.add({ agentId: "root", prompt: "p" });
+    r.add({ agentId: "dep", prompt: "d" }, "root");
+    r.add({ agentId: "w", start: "spawning", prompt: "w" }, "root", ["dep"]);
+    await flush();
+    assert.equal(r.stateOf("w"), '"spawning"');
+    fx.harnesses.get("root")!.send({ type: "harness.settled", outcome: "success", text: "root" });
+    fx.harnesses.get("dep")!.send({ type: "harness.settled", outcome: "success", text: "dep" });
+    await flush();
+    assert.ok(fx.calls.includes("provision:w"), "w forked after dep settled");
+    assert.equal(r.stateOf("root"), '{"live":{"running":"idle"}}', "root waits for its live child");
+    fx.harnesses.get("w")!.send({ type: "harness.settled", outcome: "success", text: "w" });
+    await flush();
+    assert.equal(r.stateOf("w"), '"done"');
+    assert.equal(r.stateOf("root"), '"done"');
+  });
+
+  it("a child not yet forked joins a subtree pause once forked", async () => {
+    const fx = fakeEffects();
+    const r = startRun(fx);
+    r.add({ agentId: "root" });
+    r.add({ agentId: "w", start: "spawning" }, "root", ["nobody-yet"]);
+    await flush();
+    r.run.send({ type: "control", request: { requestId: "p", op: "pause", members: [{ agentId: "root", by: "operator" }, { agentId: "w", by: "cascade" }] } });
+    await flush();
+    assert.deepEqual(r.done[0]!.results.map((m) => m.outcome), ["applied", "applied"]);
+    r.run.send({ type: "agent.settled", agentId: "nobody-yet" });
+    await flush();
+    assert.equal(r.stateOf("w"), '{"live":"paused"}');
+    assert.deepEqual(r.facts.filter((f) => f.agentId === "w" && f.fact.kind === "state").map((f) => (f.fact as { to: string }).to), ["provisioning", "running", "paused"]);
+  });
+});
