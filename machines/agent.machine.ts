@@ -117,7 +117,7 @@ export const agentMachine = setup({
     settleTurn: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "harness.settled") return;
       const outcome = event.outcome === "aborted" ? (event.text ? "success" : "failed") : event.outcome;
-      enqueue.emit({ type: "fact", agentId: context.agentId, fact: { kind: "settled", outcome, text: event.text } });
+      enqueue.emit({ type: "fact", agentId: context.agentId, fact: { kind: "settled", outcome, text: event.text, hseq: event.hseq } });
       const reason = event.error ?? (context.quietAbort ? "the turn went quiet past the quiet-turn limit" : "the turn failed");
       enqueue.assign({
         inflight: Math.max(0, context.inflight - 1),

@@ -38,7 +38,8 @@ export type Fact =
   | { kind: "state"; from: string; to: string; reason: string }
   | { kind: "provisioned"; sandboxId: string }
   | { kind: "steered"; message: string }
-  | { kind: "settled"; outcome: TurnOutcome; text: string | null }
+  /** `hseq` of the harness event that settled the turn, recorded so a replay never settles it twice. */
+  | { kind: "settled"; outcome: TurnOutcome; text: string | null; hseq: number }
   | { kind: "ended"; outcome: EndOutcome; error?: string };
 
 /** Commands the machine sends to its `harness` actor. */
@@ -50,7 +51,7 @@ export type HarnessCommandEvent =
 /** What the harness actor reports back. */
 export type HarnessReportEvent =
   | { type: "harness.activity" }
-  | { type: "harness.settled"; outcome: TurnOutcome; text: string | null; error?: string }
+  | { type: "harness.settled"; outcome: TurnOutcome; text: string | null; error?: string; hseq: number }
   /** Answer to `harness.steer`; `idle` when the harness had no running turn to take it. */
   | { type: "harness.steered"; requestId: string; message: string; ok: boolean; idle?: boolean; error?: string }
   | { type: "harness.lost"; error: string };

@@ -9,7 +9,7 @@ describe("agent machine", () => {
     r.add({ agentId: "a", prompt: "hello" });
     await flush();
     assert.deepEqual(fx.calls, ["provision:a", "harness.prompt:a"]);
-    fx.harnesses.get("a")!.send({ type: "harness.settled", outcome: "success", text: "hi" });
+    fx.harnesses.get("a")!.send({ type: "harness.settled", outcome: "success", text: "hi", hseq: 1 });
     await flush();
     assert.equal(r.stateOf("a"), '"done"');
     assert.deepEqual(
@@ -26,7 +26,7 @@ describe("agent machine", () => {
     r.add({ agentId: "root" });
     r.add({ agentId: "kept", prompt: "x", keepAlive: true });
     await flush();
-    fx.harnesses.get("kept")!.send({ type: "harness.settled", outcome: "success", text: "x" });
+    fx.harnesses.get("kept")!.send({ type: "harness.settled", outcome: "success", text: "x", hseq: 1 });
     await flush();
     assert.equal(r.stateOf("root"), '{"live":{"running":"idle"}}');
     assert.equal(r.stateOf("kept"), '{"live":{"running":"idle"}}');
@@ -37,9 +37,9 @@ describe("agent machine", () => {
     const r = startRun(fx);
     r.add({ agentId: "a", prompt: "go" });
     await flush();
-    fx.harnesses.get("a")!.send({ type: "harness.settled", outcome: "failed", text: null, error: "model exploded" });
+    fx.harnesses.get("a")!.send({ type: "harness.settled", outcome: "failed", text: null, error: "model exploded", hseq: 1 });
     await flush();
-    assert.deepEqual(r.facts.find((f) => f.fact.kind === "settled")?.fact, { kind: "settled", outcome: "failed", text: null });
+    assert.deepEqual(r.facts.find((f) => f.fact.kind === "settled")?.fact, { kind: "settled", outcome: "failed", text: null, hseq: 1 });
     assert.deepEqual(r.facts.at(-1)?.fact, { kind: "ended", outcome: "failed", error: "model exploded" });
   });
 
@@ -61,9 +61,9 @@ describe("agent machine", () => {
     await flush();
     r.clock.increment(1_000);
     assert.ok(h.commands.some((c) => c.type === "harness.abort"), "quiet turn aborted");
-    h.send({ type: "harness.settled", outcome: "aborted", text: "partial" });
+    h.send({ type: "harness.settled", outcome: "aborted", text: "partial", hseq: 1 });
     await flush();
-    assert.deepEqual(r.facts.find((f) => f.fact.kind === "settled")?.fact, { kind: "settled", outcome: "success", text: "partial" });
+    assert.deepEqual(r.facts.find((f) => f.fact.kind === "settled")?.fact, { kind: "settled", outcome: "success", text: "partial", hseq: 1 });
   });
 
   it("answers pause on a paused agent with noop and reports a freeze failure", async () => {

@@ -39,12 +39,12 @@ describe("run machine", () => {
     r.add({ agentId: "w", start: "spawning", prompt: "w" }, "root", ["dep"]);
     await flush();
     assert.equal(r.stateOf("w"), '"spawning"');
-    fx.harnesses.get("root")!.send({ type: "harness.settled", outcome: "success", text: "root" });
-    fx.harnesses.get("dep")!.send({ type: "harness.settled", outcome: "success", text: "dep" });
+    fx.harnesses.get("root")!.send({ type: "harness.settled", outcome: "success", text: "root", hseq: 1 });
+    fx.harnesses.get("dep")!.send({ type: "harness.settled", outcome: "success", text: "dep", hseq: 1 });
     await flush();
     assert.ok(fx.calls.includes("provision:w"), "w forked after dep settled");
     assert.equal(r.stateOf("root"), '{"live":{"running":"idle"}}', "root waits for its live child");
-    fx.harnesses.get("w")!.send({ type: "harness.settled", outcome: "success", text: "w" });
+    fx.harnesses.get("w")!.send({ type: "harness.settled", outcome: "success", text: "w", hseq: 1 });
     await flush();
     assert.equal(r.stateOf("w"), '"done"');
     assert.equal(r.stateOf("root"), '"done"');
