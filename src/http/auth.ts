@@ -1,0 +1,24 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { FastifyRequest } from "fastify";
+import { SwarmError } from "../errors.ts";
+
+/** Routes anyone may call: liveness probes carry no credentials. */
+const OPEN_ROUTES = new Set(["/health"]);
+
+/**
+ * An `onRequest` hook requiring `Authorization: Bearer <token>` on every route but `/health`.
+ * Unknown routes need it too, so an unauthenticated caller cannot map the API by its 404s.
+ */
+export function bearerAuth(token: string): (request: FastifyRequest) => Promise<void> {
+  const expected = digest(token);
+  return async (request) => {
+    if (request.routeOptions.url !== undefined && OPEN_ROUTES.has(request.routeOptions.url)) return;
+    const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(request.headers.authorization ?? "");
+    // Digests are equal-length whatever was sent, so the comparison leaks neither content nor length.
+    if (match?.[1] === undefined || !timingSafeEqual(digest(match[1]), expected)) throw new SwarmError("UNAUTHORIZED");
+  };
+}
+
+function digest(value: string): Buffer {
+  return createHash("sha256").update(value, "utf8").digest();
+}

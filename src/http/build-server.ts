@@ -1,0 +1,72 @@
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
+import { SwarmError } from "../errors.ts";
+import type { SwarmApi } from "../swarm-api.ts";
+import { bearerAuth } from "./auth.ts";
+import { sendError } from "./errors.ts";
+import type { EventSource } from "./event-source.ts";
+import { agentRoutes } from "./routes/agents.ts";
+import { eventRoutes } from "./routes/events.ts";
+import { runRoutes } from "./routes/runs.ts";
+import type { EventStream } from "./sse/event-stream.ts";
+
+export interface ServerConfig {
+  /** Largest accepted request body; larger ones are a 413. */
+  bodyLimitBytes: number;
+  /** When set, every route but `/health` needs `Authorization: Bearer <token>`. */
+  token?: string;
+  /** Interval of the `: heartbeat` comment on event streams (spec: 10000). */
+  heartbeatMs: number;
+  /** Persisted events queued for a client that is not reading before its stream is cut (spec: 500). */
+  slowConsumerLimit: number;
+  logger: FastifyServerOptions["logger"];
+}
+
+export interface ServerDeps {
+  swarm: SwarmApi;
+  events: EventSource;
+  config: ServerConfig;
+}
+
+/**
+ * The HTTP app of spec section 4, built but not listening (`main.ts` listens; tests `inject`).
+ * Every error, fastify's own included, leaves through `sendError` as `{"error": message}`.
+ */
+export function buildServer(deps: ServerDeps): FastifyInstance {
+  const { config } = deps;
+  const app = Fastify({
+    logger: config.logger,
+    bodyLimit: config.bodyLimitBytes,
+    // Errors fastify raises before routing (a malformed URL) go through the same mapping.
+    frameworkErrors: (err, request, reply) => sendError(err, request, reply),
+  });
+
+  // Bodies are JSON only: fastify's built-in text/plain parser would let a string through to zod
+  // as "expected object" when the honest answer is 415.
+  app.removeContentTypeParser("text/plain");
+  // pause, resume and stop take an optional body; clients that always send
+  // `content-type: application/json` with nothing after it get "no body", not a 400.
+  const defaultJson = app.getDefaultJsonParser("error", "error");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
+    const text = typeof body === "string" ? body : body.toString("utf8");
+    if (text === "") done(null, undefined);
+    else defaultJson(request, text, done);
+  });
+
+  app.setErrorHandler((err, request, reply) => sendError(err, request, reply));
+  app.setNotFoundHandler((request) => {
+    throw new SwarmError("NOT_FOUND", `No route ${request.method} ${request.url.split("?")[0] ?? ""}.`);
+  });
+  if (config.token !== undefined && config.token !== "") app.addHook("onRequest", bearerAuth(config.token));
+
+  const streams = new Set<EventStream>();
+  // Open event streams would keep `close()` waiting forever; end them first.
+  app.addHook("preClose", async () => {
+    for (const stream of [...streams]) stream.close("shutdown");
+  });
+
+  app.get("/health", async () => ({ ok: true }));
+  runRoutes(app, deps.swarm);
+  agentRoutes(app, deps.swarm);
+  eventRoutes(app, { swarm: deps.swarm, events: deps.events, heartbeatMs: config.heartbeatMs, slowConsumerLimit: config.slowConsumerLimit, streams });
+  return app;
+}

@@ -1,0 +1,71 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import { ERROR_CODES, isSwarmError, type ErrorCode } from "../errors.ts";
+
+/**
+ * The one map from error codes to HTTP statuses. Codes not listed are server faults (500).
+ * Partial on purpose: a code added elsewhere must not break this file, it just answers 500.
+ */
+const STATUS: Partial<Record<ErrorCode, number>> = {
+  INVALID_BODY: 400,
+  INVALID_QUERY: 400,
+  UNAUTHORIZED: 401,
+  NOT_FOUND: 404,
+  RUN_NOT_FOUND: 404,
+  AGENT_NOT_FOUND: 404,
+  AGENT_NOT_LIVE: 409,
+  AGENT_NOT_PAUSED: 409,
+  BODY_TOO_LARGE: 413,
+  HARNESS_REJECTED: 502,
+  HARNESS_TIMEOUT: 502,
+  HARNESS_UNREACHABLE: 502,
+  SANDBOX_FREEZE_FAILED: 502,
+  SANDBOX_THAW_FAILED: 502,
+  RUNTIME_UNAVAILABLE: 503,
+};
+
+/**
+ * Fastify's own request errors, given swarmd's codes and wording. Other 4xx FST_ errors (a bad URL,
+ * a Content-Length mismatch) keep fastify's status and message.
+ */
+const FASTIFY_CODES: Record<string, { code: ErrorCode; message: string } | { status: number; message: string }> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: { code: "BODY_TOO_LARGE", message: ERROR_CODES.BODY_TOO_LARGE },
+  FST_ERR_CTP_INVALID_JSON_BODY: { code: "INVALID_BODY", message: "body: is not valid JSON" },
+  FST_ERR_CTP_EMPTY_JSON_BODY: { code: "INVALID_BODY", message: "body: must not be empty" },
+  // No swarmd code: only fastify's parser can refuse a media type.
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, message: "Unsupported Media Type: request bodies must be application/json." },
+};
+
+export interface HttpError {
+  statusCode: number;
+  message: string;
+}
+
+export function statusForCode(code: ErrorCode): number {
+  return STATUS[code] ?? 500;
+}
+
+/** Status and public message for anything thrown while serving a request. */
+export function toHttpError(err: unknown): HttpError {
+  if (isSwarmError(err)) return { statusCode: statusForCode(err.code), message: err.message };
+  if (isFastifyError(err)) {
+    const known = FASTIFY_CODES[err.code];
+    if (known) return { statusCode: "code" in known ? statusForCode(known.code) : known.status, message: known.message };
+    const status = err.statusCode ?? 500;
+    if (status >= 400 && status < 500) return { statusCode: status, message: err.message };
+  }
+  // Unexpected faults never leak their text: it may hold paths or internals.
+  return { statusCode: 500, message: ERROR_CODES.INTERNAL };
+}
+
+function isFastifyError(err: unknown): err is FastifyError {
+  return err instanceof Error && "code" in err && typeof err.code === "string" && err.code.startsWith("FST_");
+}
+
+/** Send `{"error": message}` with the mapped status. The only place error bodies are built. */
+export function sendError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const { statusCode, message } = toHttpError(err);
+  if (statusCode >= 500) request.log.error({ err }, "request failed");
+  else request.log.info({ statusCode, message }, "request refused");
+  if (statusCode === 401) reply.header("www-authenticate", "Bearer");
+  return reply.code(statusCode).type("application/json; charset=utf-8").send({ error: message });
+}

@@ -1,0 +1,32 @@
+/** One persisted event of a run's ledger; `seq` is gap-free per run, starting at 1. */
+export interface LedgerEvent {
+  runId: string;
+  seq: number;
+  type: string;
+  /** `null` for run-level events. */
+  agentId: string | null;
+  /** Epoch milliseconds of the commit. */
+  at: number;
+  data: Record<string, unknown>;
+}
+
+/** What a subscriber sees: persisted events after their commit, and ephemeral ones that are never stored. */
+export type LiveEvent =
+  | ({ persisted: true } & LedgerEvent)
+  | { persisted: false; runId: string; type: string; agentId: string | null; data: Record<string, unknown> };
+
+/**
+ * The part of the ledger the event stream reads. Structurally a subset of `src/ledger/`, so the
+ * real ledger and the in-memory test fake both fit.
+ */
+export interface EventSource {
+  /** Persisted events of the run with `seq > afterSeq`, in order. */
+  iterate(runId: string, afterSeq: number): AsyncIterable<LedgerEvent>;
+  /** Highest committed `seq` of the run (0 when empty). */
+  lastSeq(runId: string): number;
+  /**
+   * Calls `listener` synchronously after each committed batch (once per event, in order) and for
+   * each ephemeral event. Returns the unsubscribe function. The listener must not throw.
+   */
+  subscribe(runId: string, listener: (e: LiveEvent) => void): () => void;
+}

@@ -1,0 +1,61 @@
+import type { ServerResponse } from "node:http";
+import type { FastifyInstance } from "fastify";
+import type { SwarmApi } from "../../swarm-api.ts";
+import { agentIdParam, parseOrThrow, PromptBody, ResultQuery, ScopeBody, SteerBody, StopBody } from "../schemas.ts";
+
+type AgentParams = { Params: { agentId: string } };
+
+/** Spec sections 4.6 to 4.12; control answers follow DESIGN.md "Control responses". */
+export function agentRoutes(app: FastifyInstance, swarm: SwarmApi): void {
+  app.get<AgentParams>("/agents/:agentId", async (request) => swarm.getAgent(agentIdParam(request.params.agentId)));
+
+  app.post<AgentParams>("/agents/:agentId/prompt", async (request, reply) => {
+    const agentId = agentIdParam(request.params.agentId);
+    const { text } = parseOrThrow(PromptBody, request.body, "body");
+    await swarm.prompt(agentId, text);
+    return reply.code(202).send({ accepted: true });
+  });
+
+  app.post<AgentParams>("/agents/:agentId/steer", async (request, reply) => {
+    const agentId = agentIdParam(request.params.agentId);
+    const body = parseOrThrow(SteerBody, request.body, "body");
+    return reply.code(202).send(await swarm.steer(agentId, body));
+  });
+
+  app.post<AgentParams>("/agents/:agentId/pause", async (request, reply) => {
+    const agentId = agentIdParam(request.params.agentId);
+    const { scope } = parseOrThrow(ScopeBody, request.body, "body");
+    return reply.code(202).send(await swarm.pause(agentId, scope));
+  });
+
+  app.post<AgentParams>("/agents/:agentId/resume", async (request, reply) => {
+    const agentId = agentIdParam(request.params.agentId);
+    const { scope } = parseOrThrow(ScopeBody, request.body, "body");
+    return reply.code(202).send(await swarm.resume(agentId, scope));
+  });
+
+  app.post<AgentParams>("/agents/:agentId/stop", async (request, reply) => {
+    const agentId = agentIdParam(request.params.agentId);
+    const body = parseOrThrow(StopBody, request.body, "body");
+    return reply.code(202).send(await swarm.stop(agentId, body));
+  });
+
+  app.get<AgentParams>("/agents/:agentId/result", async (request, reply) => {
+    const agentId = agentIdParam(request.params.agentId);
+    const { wait } = parseOrThrow(ResultQuery, request.query, "query", "INVALID_QUERY");
+    const view = await swarm.result(agentId, wait, abortOnDisconnect(reply.raw));
+    return reply.code(view.state === "settled" ? 200 : 202).send(view);
+  });
+}
+
+/**
+ * Aborts when the client goes away before the answer is written, so a long `wait` does not hold a
+ * waiter for a caller who left. (`res` 'close' fires on both; `writableFinished` tells them apart.)
+ */
+function abortOnDisconnect(res: ServerResponse): AbortSignal {
+  const controller = new AbortController();
+  res.once("close", () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}

@@ -1,0 +1,71 @@
+import { z } from "zod";
+import { SwarmError, type ErrorCode } from "../errors.ts";
+import { AgentSpecSchema } from "../spec/agent-spec.ts";
+import { formatIssues } from "./format-issues.ts";
+
+/** Request bodies and queries of spec section 4. Bodies are strict: an unknown field is a 400 naming it. */
+
+const Text = z.string().min(1, "must not be empty");
+const Scope = z.enum(["agent", "subtree"], { error: 'must be "agent" or "subtree"' }).default("agent");
+const Budget = z.strictObject({
+  spawnDepth: z.number().int().min(0).optional(),
+  maxAgents: z.number().int().min(0).optional(),
+});
+const AgentIdValue = z.string().min(1, "must not be empty");
+
+export const CreateRunBody = z.strictObject({
+  spec: AgentSpecSchema,
+  prompt: Text.optional(),
+  budget: Budget.optional(),
+  keepAlive: z.boolean().optional(),
+});
+
+export const SpawnBody = z.strictObject({
+  parentAgentId: AgentIdValue,
+  spec: AgentSpecSchema,
+  prompt: Text.optional(),
+  waitFor: z.array(AgentIdValue).optional(),
+  budget: Budget.optional(),
+  idempotencyKey: z.string().min(1).max(256).optional(),
+  keepAlive: z.boolean().optional(),
+});
+
+export const PromptBody = z.strictObject({ text: Text });
+export const SteerBody = z.strictObject({ message: Text, scope: Scope });
+// pause, resume and stop take an optional body: `prefault({})` parses a missing one as `{}`.
+export const ScopeBody = z.strictObject({ scope: Scope }).prefault({});
+export const StopBody = z
+  .strictObject({ mode: z.enum(["abort", "drain"], { error: 'must be "abort" or "drain"' }).default("abort"), scope: Scope })
+  .prefault({});
+
+const WAIT_MESSAGE = "must be an integer number of seconds 0..240";
+/** Unknown query parameters are ignored (proxies and cache-busters add them); known ones are checked. */
+export const ResultQuery = z.object({
+  wait: z.string().regex(/^\d{1,3}$/, WAIT_MESSAGE).transform(Number).pipe(z.number().max(240, WAIT_MESSAGE)).default(0),
+});
+
+const SEQ_MESSAGE = "must be a non-negative integer event id";
+const Seq = z.string().regex(/^\d{1,15}$/, SEQ_MESSAGE).transform(Number);
+export const EventsQuery = z.object({ lastEventId: Seq.optional() });
+export const LastEventIdHeader = Seq;
+
+/** Parse `value` or throw a `SwarmError` whose message names every failing field under `root`. */
+export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, root: string, code: ErrorCode = "INVALID_BODY"): z.output<S> {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  throw new SwarmError(code, formatIssues(root, parsed.error.issues), { details: parsed.error.issues });
+}
+
+/**
+ * Ids in paths: `r_<hex>` and `a_<hex>`. A malformed id is answered as the 404 of its kind rather
+ * than a 400: no such run or agent can exist, and the client's fix is the same (use a real id).
+ */
+export function runIdParam(value: string): string {
+  if (!/^r_[0-9a-f]+$/.test(value)) throw new SwarmError("RUN_NOT_FOUND", `Run ${value} does not exist.`);
+  return value;
+}
+
+export function agentIdParam(value: string): string {
+  if (!/^a_[0-9a-f]+$/.test(value)) throw new SwarmError("AGENT_NOT_FOUND", `Agent ${value} does not exist.`);
+  return value;
+}

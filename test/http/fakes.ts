@@ -1,0 +1,185 @@
+import { setImmediate as tick } from "node:timers/promises";
+import type { FastifyInstance } from "fastify";
+import { buildServer, type ServerConfig } from "../../src/http/build-server.ts";
+import type { EventSource, LedgerEvent, LiveEvent } from "../../src/http/event-source.ts";
+import type { AgentView, ResultView, SwarmApi } from "../../src/swarm-api.ts";
+
+export const RUN_ID = "r_1";
+export const ROOT_ID = "a_1";
+
+export const AGENT: AgentView = {
+  agentId: ROOT_ID,
+  runId: RUN_ID,
+  parentAgentId: null,
+  depth: 0,
+  spawnIndex: 0,
+  state: "running",
+  specName: "echo",
+  sandboxId: "0b7e2a4c-0000-4000-8000-000000000001",
+  createdAt: 1_700_000_000_000,
+  endedAt: null,
+  outcome: null,
+};
+
+export const SETTLED: ResultView = { agentId: ROOT_ID, state: "settled", outcome: "success", resultRef: `fs://${ROOT_ID}/result.md`, result: "hello" };
+export const PENDING: ResultView = { agentId: ROOT_ID, state: "pending", outcome: null, resultRef: null, result: null };
+
+type Method = keyof SwarmApi;
+
+/**
+ * A SwarmApi that answers canned values and records every call. `fail(method, err)` makes the next
+ * calls of that method throw, which is how the tests drive each error row of spec section 7.
+ */
+export function createFakeSwarm() {
+  const calls: Array<{ method: Method; args: unknown[] }> = [];
+  const failures = new Map<Method, Error>();
+  let result: ResultView = SETTLED;
+  /** Resolves with whether the signal aborted, each time `result` ends a wait. */
+  const waits: Array<Promise<"aborted" | "timeout">> = [];
+
+  function record(method: Method, ...args: unknown[]): void {
+    calls.push({ method, args });
+    const err = failures.get(method);
+    if (err) throw err;
+  }
+
+  const api: SwarmApi = {
+    async createRun(request) {
+      record("createRun", request);
+      return { runId: RUN_ID, rootAgentId: ROOT_ID, state: "provisioning" };
+    },
+    getRun(runId) {
+      record("getRun", runId);
+      return { runId, rootAgentId: ROOT_ID, asOf: 7, agents: [AGENT] };
+    },
+    async deleteRun(runId) {
+      record("deleteRun", runId);
+    },
+    async spawn(runId, request) {
+      record("spawn", runId, request);
+      return { agentId: "a_2", state: request.waitFor ? "spawning" : "provisioning" };
+    },
+    async getAgent(agentId) {
+      record("getAgent", agentId);
+      return { ...AGENT, agentId, sessionStats: { tokens: 12 } };
+    },
+    async prompt(agentId, text) {
+      record("prompt", agentId, text);
+    },
+    async steer(agentId, request) {
+      record("steer", agentId, request);
+      return { results: [{ agentId, outcome: "applied" }], delivery: "steer" };
+    },
+    async pause(agentId, scope) {
+      record("pause", agentId, scope);
+      return { results: [{ agentId, outcome: "applied" }] };
+    },
+    async resume(agentId, scope) {
+      record("resume", agentId, scope);
+      return { results: [{ agentId, outcome: "applied" }] };
+    },
+    async stop(agentId, request) {
+      record("stop", agentId, request);
+      return { results: [{ agentId, outcome: "applied" }] };
+    },
+    async result(agentId, waitSeconds, signal) {
+      record("result", agentId, waitSeconds);
+      if (result.state === "settled" || waitSeconds === 0) return result;
+      const ended = new Promise<"aborted" | "timeout">((resolve) => {
+        const timer = setTimeout(() => resolve("timeout"), waitSeconds * 1000);
+        signal?.addEventListener("abort", () => {
+          clearTimeout(timer);
+          resolve("aborted");
+        });
+      });
+      waits.push(ended);
+      await ended;
+      return result;
+    },
+    hasRun(runId) {
+      record("hasRun", runId);
+      return runId === RUN_ID;
+    },
+  };
+
+  return {
+    api,
+    calls,
+    waits,
+    fail(method: Method, err: Error) {
+      failures.set(method, err);
+    },
+    setResult(view: ResultView) {
+      result = view;
+    },
+    /** Arguments of the last call of `method`. */
+    last(method: Method): unknown[] | undefined {
+      return calls.filter((c) => c.method === method).at(-1)?.args;
+    },
+  };
+}
+
+/**
+ * An in-memory ledger. `iterate` yields to the event loop between events, so appends made meanwhile
+ * land both in the replay and in the subscription: the seam's deduplication is exercised, not
+ * assumed. By default it reads the live array; `snapshot` makes it stop where the ledger ended when
+ * it began, as a LevelDB iterator does.
+ */
+export function createFakeEvents(options: { snapshot?: boolean } = {}) {
+  const ledgers = new Map<string, LedgerEvent[]>();
+  const listeners = new Map<string, Set<(e: LiveEvent) => void>>();
+  const ledger = (runId: string) => ledgers.get(runId) ?? ledgers.set(runId, []).get(runId) ?? [];
+
+  const source: EventSource = {
+    async *iterate(runId, afterSeq) {
+      const events = ledger(runId);
+      const end = options.snapshot ? events.length : Infinity;
+      for (let i = afterSeq; i < Math.min(end, events.length); i++) {
+        await tick();
+        const e = events[i];
+        if (e) yield e;
+      }
+    },
+    lastSeq: (runId) => ledger(runId).length,
+    subscribe(runId, listener) {
+      const set = listeners.get(runId) ?? listeners.set(runId, new Set()).get(runId) ?? new Set();
+      set.add(listener);
+      return () => set.delete(listener);
+    },
+  };
+
+  function notify(runId: string, e: LiveEvent): void {
+    // A copy: a listener may unsubscribe itself (a stream cut off for being slow) while notified.
+    for (const listener of [...(listeners.get(runId) ?? [])]) listener(e);
+  }
+
+  return {
+    source,
+    /** Commit one persisted event and notify subscribers, as the ledger does after a batch. */
+    append(runId: string, type: string, agentId: string | null, data: Record<string, unknown> = {}): LedgerEvent {
+      const events = ledger(runId);
+      const e: LedgerEvent = { runId, seq: events.length + 1, type, agentId, at: 1_700_000_000_000 + events.length, data };
+      events.push(e);
+      notify(runId, { persisted: true, ...e });
+      return e;
+    },
+    ephemeral(runId: string, type: string, agentId: string | null, data: Record<string, unknown> = {}): void {
+      notify(runId, { persisted: false, runId, type, agentId, data });
+    },
+    listenerCount: (runId: string) => listeners.get(runId)?.size ?? 0,
+  };
+}
+
+export const CONFIG: ServerConfig = { bodyLimitBytes: 64 * 1024, heartbeatMs: 10_000, slowConsumerLimit: 500, logger: false };
+
+/** A server over fresh fakes; close it with `t.after(() => app.close())`. */
+export function setup(config: Partial<ServerConfig> = {}, options: { snapshot?: boolean } = {}): {
+  app: FastifyInstance;
+  swarm: ReturnType<typeof createFakeSwarm>;
+  events: ReturnType<typeof createFakeEvents>;
+} {
+  const swarm = createFakeSwarm();
+  const events = createFakeEvents(options);
+  const app = buildServer({ swarm: swarm.api, events: events.source, config: { ...CONFIG, ...config } });
+  return { app, swarm, events };
+}
