@@ -23,3 +23,8 @@ check: $(NODE_STAMP)
 
 bench: $(NODE_STAMP)
 	npx tsx bench/sandbox.ts
+
+# The docker runtime's image, swarmd-sandbox:<version>, built from this machine's node, bash and
+# busybox with no registry access (scripts/build-sandbox-image.sh --dockerfile for node:20-slim).
+sandbox-image:
+	scripts/build-sandbox-image.sh

@@ -1,0 +1,198 @@
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { SwarmError, type ErrorCode } from "../../errors.ts";
+import { CONTROL_FILES } from "../../harness/protocol.ts";
+import type { ProvisionRequest, SandboxInfo, SandboxRuntime } from "../runtime.ts";
+import { IN_CONTAINER } from "./container-options.ts";
+import { engineError, openEngine, type DockerEndpoint } from "./engine.ts";
+import { execHarness, execRunning, execToEnd, killHarness, waitForHarness } from "./harness-exec.ts";
+import { LABEL, SANDBOX_ID, forkImageOf, ownerIdOf } from "./labels.ts";
+import { sandboxContainers, type OwnedContainer } from "./sandbox-containers.ts";
+import { sandboxFolders, type SandboxRecord } from "./sandbox-folder.ts";
+import { defaultSandboxImage } from "./sandbox-image.ts";
+import { connectSocket } from "./socket-connect.ts";
+import { tarFiles } from "./tar-files.ts";
+
+export interface DockerRuntimeOptions {
+  /** The data folder; sandboxes live in `<dataDir>/sandboxes/<sandboxId>/`. */
+  dataDir: string;
+  /** Default image (a request's `image` wins). Default `swarmd-sandbox:<package version>`. */
+  image?: string;
+  /** Memory limit of each container. Default 2 GiB. */
+  memoryBytes?: number;
+  /** Most processes each container may run. Default 1024. */
+  pidsLimit?: number;
+  /** The engine. Default `DOCKER_HOST`, else `/var/run/docker.sock`. */
+  docker?: DockerEndpoint;
+}
+
+const INPUT_NAME = /^(?!\.\.?$)[^/\0]{1,255}$/;
+/** Longest Unix socket path the kernel takes (108 bytes including the terminating zero). */
+const MAX_SOCKET_PATH = 107;
+
+/**
+ * The `docker` runtime: one container per sandbox, labelled with its run, agent, sandbox and the
+ * owning data folder. See container-options.ts for why containers idle and the harness is exec'd.
+ */
+export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRuntime {
+  const root = join(options.dataDir, "sandboxes");
+  mkdirSync(root, { recursive: true });
+  const owner = ownerIdOf(options.dataDir);
+  const engine = openEngine(options.docker);
+  const { docker } = engine;
+  const folders = sandboxFolders(root);
+  const uid = process.getuid?.() ?? 0;
+  const gid = process.getgid?.() ?? 0;
+  const user = `${uid}:${gid}`;
+  const containers = sandboxContainers(docker, folders, {
+    owner,
+    user,
+    memoryBytes: options.memoryBytes ?? 2 * 1024 ** 3,
+    pidsLimit: options.pidsLimit ?? 1024,
+  });
+  const defaultImage = options.image ?? defaultSandboxImage();
+  const queues = new Map<string, Promise<unknown>>();
+
+  /** Aborts reject with the signal's reason; engine failures become SwarmErrors. */
+  const guarded = async <T>(signal: AbortSignal, code: ErrorCode, what: string, work: () => Promise<T>): Promise<T> => {
+    signal.throwIfAborted();
+    try {
+      return await work();
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      throw engineError(engine, err, code, what);
+    }
+  };
+
+  /** One call at a time per sandbox, so a second startHarness sees the first one's harness. */
+  const serialized = <T>(sandboxId: string, work: () => Promise<T>): Promise<T> => {
+    const previous = queues.get(sandboxId) ?? Promise.resolve();
+    const next = previous.catch(() => undefined).then(work);
+    queues.set(sandboxId, next);
+    void next.catch(() => undefined).then(() => queues.get(sandboxId) === next && queues.delete(sandboxId));
+    return next;
+  };
+
+  /** Make the folder then the container; anything that fails after the folder exists removes both. */
+  const create = async (req: ProvisionRequest, make: () => Promise<OwnedContainer>): Promise<SandboxInfo> => {
+    if (!SANDBOX_ID.test(req.sandboxId)) throw new SwarmError("SANDBOX_PROVISION_FAILED", `Not a usable sandbox id: ${JSON.stringify(req.sandboxId)}.`);
+    const socketPath = join(folders.controlDir(req.sandboxId), CONTROL_FILES.socket);
+    if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH) {
+      throw new SwarmError("SANDBOX_PROVISION_FAILED", `The harness socket path ${socketPath} is longer than Unix sockets allow; use a shorter data folder path.`);
+    }
+    if (await containers.find(req.sandboxId)) throw new SwarmError("SANDBOX_EXISTS", `Sandbox ${req.sandboxId} already exists.`);
+    const record: SandboxRecord = { sandboxId: req.sandboxId, runId: req.runId, agentId: req.agentId, env: req.env ?? {} };
+    await folders.create(record, req.spec);
+    try {
+      return (await make()).info;
+    } catch (err) {
+      await containers.remove(req.sandboxId).catch(() => undefined);
+      throw err;
+    }
+  };
+
+  const provision = (req: ProvisionRequest, signal: AbortSignal) =>
+    guarded(signal, "SANDBOX_PROVISION_FAILED", `Provisioning sandbox ${req.sandboxId} failed`, () =>
+      create(req, () => containers.createAndStart(req, req.image ?? defaultImage, signal)),
+    );
+
+  const fork = (parentSandboxId: string, req: ProvisionRequest, signal: AbortSignal) =>
+    guarded(signal, "SANDBOX_PROVISION_FAILED", `Forking sandbox ${parentSandboxId} into ${req.sandboxId} failed`, async () => {
+      const parent = await containers.live(parentSandboxId);
+      return create(req, async () => {
+        const { repo, tag } = forkImageOf(owner, req.sandboxId);
+        const labels = { [LABEL.sandbox]: req.sandboxId, [LABEL.run]: req.runId, [LABEL.agent]: req.agentId };
+        // The commit pauses the parent for its duration unless it is frozen already, and leaves it as it was.
+        await parent.container.commit({
+          repo,
+          tag,
+          pause: true,
+          comment: `swarmd fork of sandbox ${parentSandboxId}`,
+          changes: [`LABEL ${Object.entries(labels).map(([k, v]) => `${JSON.stringify(k)}=${JSON.stringify(v)}`).join(" ")}`],
+        });
+        signal.throwIfAborted();
+        const child = await containers.createAndStart(req, `${repo}:${tag}`, signal);
+        // The commit copied the parent's /inputs too; a child starts with empty inputs like any sandbox.
+        const cleared = await execToEnd(child.container, ["sh", "-c", `rm -rf ${IN_CONTAINER.inputs}/* ${IN_CONTAINER.inputs}/.[!.]* ${IN_CONTAINER.inputs}/..?*`], "0:0");
+        if (cleared !== 0) throw new SwarmError("SANDBOX_PROVISION_FAILED", `Emptying the fork's ${IN_CONTAINER.inputs} exited with ${cleared}.`);
+        return child;
+      });
+    });
+
+  const writeInputs = async (sandboxId: string, files: Record<string, string>, signal: AbortSignal) => {
+    const bad = Object.keys(files).find((name) => !INPUT_NAME.test(name));
+    if (bad !== undefined) throw new SwarmError("INVALID_INPUT_NAME", `Input name ${JSON.stringify(bad)} is not a plain file name.`);
+    await guarded(signal, "INTERNAL", `Writing inputs into sandbox ${sandboxId} failed`, async () => {
+      const { container } = await containers.live(sandboxId);
+      await container.putArchive(tarFiles(files, { uid, gid }), { path: IN_CONTAINER.inputs, abortSignal: signal });
+    });
+  };
+
+  const startHarness = (sandboxId: string, signal: AbortSignal) =>
+    serialized(sandboxId, () =>
+      guarded(signal, "HARNESS_START_FAILED", `Starting the harness of sandbox ${sandboxId} failed`, async () => {
+        const { container, info } = await containers.live(sandboxId);
+        const record = await folders.read(sandboxId);
+        if (!record) throw new SwarmError("SANDBOX_GONE", `Sandbox ${sandboxId}'s folder vanished.`);
+        const controlDir = folders.controlDir(sandboxId);
+        if (await execRunning(docker, record.harnessExecId)) {
+          // Already running: never probe a ready harness (a connection would replace the service's).
+          if (existsSync(join(controlDir, CONTROL_FILES.socket))) return;
+          return waitForHarness(controlDir, () => execRunning(docker, record.harnessExecId), signal);
+        }
+        if (info.status === "frozen") throw new SwarmError("HARNESS_START_FAILED", `Sandbox ${sandboxId} is frozen: thaw it before starting its harness.`);
+        const harnessExecId = await execHarness(container, controlDir, record.env);
+        await folders.update({ ...record, harnessExecId });
+        try {
+          await waitForHarness(controlDir, () => execRunning(docker, harnessExecId), signal);
+        } catch (err) {
+          // A start that failed or was given up leaves the sandbox as provisioned, not gone.
+          await killHarness(docker, container, harnessExecId).catch(() => undefined);
+          await folders.update({ ...record, harnessExecId: undefined });
+          throw err;
+        }
+      }),
+    );
+
+  const setPaused = (sandboxId: string, signal: AbortSignal, paused: boolean) =>
+    guarded(signal, paused ? "SANDBOX_FREEZE_FAILED" : "SANDBOX_THAW_FAILED", `${paused ? "Freezing" : "Thawing"} sandbox ${sandboxId} failed`, async () => {
+      const { container, info } = await containers.live(sandboxId);
+      if ((info.status === "frozen") === paused) return;
+      try {
+        await (paused ? container.pause({ abortSignal: signal }) : container.unpause({ abortSignal: signal }));
+      } catch (err) {
+        // Another caller may have won the race; what matters is the state now.
+        const now = await containers.find(sandboxId);
+        if ((now?.info.status === "frozen") !== paused) throw err;
+      }
+    });
+
+  return {
+    kind: "docker",
+    provision,
+    fork,
+    writeInputs,
+    startHarness,
+    connect: (sandboxId, signal) => connectSocket(join(folders.controlDir(sandboxId), CONTROL_FILES.socket), signal),
+    freeze: (sandboxId, signal) => setPaused(sandboxId, signal, true),
+    thaw: (sandboxId, signal) => setPaused(sandboxId, signal, false),
+    close: (sandboxId, signal) => guarded(signal, "INTERNAL", `Closing sandbox ${sandboxId} failed`, () => containers.remove(sandboxId)),
+    inspect: (sandboxId, signal) =>
+      guarded(signal, "INTERNAL", `Inspecting sandbox ${sandboxId} failed`, async () => {
+        const found = await containers.find(sandboxId);
+        if (found) return found.info;
+        const record = SANDBOX_ID.test(sandboxId) ? await folders.read(sandboxId) : undefined;
+        return record && { sandboxId, runId: record.runId, agentId: record.agentId, status: "gone" as const };
+      }),
+    list: (signal) =>
+      guarded(signal, "INTERNAL", "Listing sandboxes failed", async () => {
+        const infos = await containers.list();
+        const seen = new Set(infos.map((i) => i.sandboxId));
+        for (const record of await folders.list()) {
+          if (!seen.has(record.sandboxId)) infos.push({ sandboxId: record.sandboxId, runId: record.runId, agentId: record.agentId, status: "gone" });
+        }
+        return infos;
+      }),
+    controlDir: (sandboxId) => folders.controlDir(sandboxId),
+  };
+}

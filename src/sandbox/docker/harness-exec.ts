@@ -1,0 +1,113 @@
+import { readFile, rm } from "node:fs/promises";
+import { connect } from "node:net";
+import { join } from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
+import type Docker from "dockerode";
+import { SwarmError } from "../../errors.ts";
+import { harnessArgv } from "../../harness/launch.ts";
+import { CONTROL_FILES } from "../../harness/protocol.ts";
+import { IN_CONTAINER } from "./container-options.ts";
+
+const START_TIMEOUT_MS = 60_000;
+const POLL_MS = 50;
+const OUTPUT_TAIL_BYTES = 4_000;
+
+/**
+ * Exec the harness into the (running) container, its output to `/control/harness.out`, and
+ * return the exec id. The stale socket of an earlier harness is removed first, so the socket file
+ * existing later means this harness bound it.
+ */
+export async function execHarness(container: Docker.Container, hostControlDir: string, env: Record<string, string>): Promise<string> {
+  await rm(join(hostControlDir, CONTROL_FILES.socket), { force: true });
+  await rm(join(hostControlDir, CONTROL_FILES.pid), { force: true });
+  const control = IN_CONTAINER.control;
+  const argv = harnessArgv({ controlDir: control, workDir: IN_CONTAINER.work, swarmdRoot: IN_CONTAINER.swarmdRoot, nodePath: "node" });
+  const script = `echo $$ > ${control}/${CONTROL_FILES.pid}; exec "$@" > ${control}/${CONTROL_FILES.output} 2>&1`;
+  const exec = await container.exec({
+    Cmd: ["sh", "-c", script, "harness", ...argv],
+    Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+    WorkingDir: IN_CONTAINER.work,
+    AttachStdin: false,
+    AttachStdout: false,
+    AttachStderr: false,
+  });
+  const answer = await exec.start({ Detach: true });
+  await drained(answer);
+  return exec.id;
+}
+
+/** Whether the exec still runs. An exec the engine forgot (container gone, collected) does not. */
+export async function execRunning(docker: Docker, execId: string | undefined): Promise<boolean> {
+  if (!execId) return false;
+  try {
+    const info = await docker.getExec(execId).inspect();
+    return info.Running;
+  } catch (err) {
+    if ((err as { statusCode?: number }).statusCode === 404) return false;
+    throw err;
+  }
+}
+
+/**
+ * Resolve once the harness socket accepts a connection (closed at once: nobody else is connected
+ * to a harness that is just starting). Fails with the harness's own output when it exits first
+ * or does not answer within a minute.
+ */
+export async function waitForHarness(hostControlDir: string, alive: () => Promise<boolean>, signal: AbortSignal): Promise<void> {
+  const socketPath = join(hostControlDir, CONTROL_FILES.socket);
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  for (;;) {
+    signal.throwIfAborted();
+    if (await accepts(socketPath)) return;
+    if (!(await alive())) throw await startFailed(hostControlDir, "the harness exited");
+    if (Date.now() > deadline) throw await startFailed(hostControlDir, `the harness socket did not answer within ${START_TIMEOUT_MS / 1000}s`);
+    await delay(POLL_MS, undefined, { signal });
+  }
+}
+
+function accepts(socketPath: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(socketPath);
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}
+
+async function startFailed(hostControlDir: string, why: string): Promise<SwarmError> {
+  const output = await readFile(join(hostControlDir, CONTROL_FILES.output), "utf8").catch(() => "");
+  const tail = output.length > OUTPUT_TAIL_BYTES ? `...${output.slice(-OUTPUT_TAIL_BYTES)}` : output;
+  return new SwarmError("HARNESS_START_FAILED", `${why}. Harness output:\n${tail.trim() || "(none)"}`);
+}
+
+/**
+ * Kill a harness that is still starting (its pid file may not be written yet: retry until the
+ * exec is over). Gives up quietly after a few seconds; the caller reports the original failure.
+ */
+export async function killHarness(docker: Docker, container: Docker.Container, execId: string): Promise<void> {
+  const kill = `kill -KILL $(cat ${IN_CONTAINER.control}/${CONTROL_FILES.pid} 2>/dev/null) 2>/dev/null; true`;
+  for (let attempt = 0; attempt < 100 && (await execRunning(docker, execId)); attempt++) {
+    await execToEnd(container, ["sh", "-c", kill], "0:0");
+    await delay(POLL_MS);
+  }
+}
+
+/** Run a command to its end inside the container; resolves with its exit code. */
+export async function execToEnd(container: Docker.Container, cmd: string[], user: string): Promise<number> {
+  const exec = await container.exec({ Cmd: cmd, User: user, AttachStdout: true, AttachStderr: true });
+  await drained(await exec.start({ hijack: true, stdin: false }));
+  const info = await exec.inspect();
+  return info.ExitCode ?? -1;
+}
+
+/** Read an engine answer to its end, so its connection goes back to the pool (or closes). */
+function drained(stream: NodeJS.ReadableStream): Promise<void> {
+  return new Promise((resolve, reject) => {
+    stream.on("error", reject);
+    stream.on("end", resolve);
+    stream.on("close", resolve);
+    stream.resume();
+  });
+}

@@ -1,0 +1,135 @@
+import type Docker from "dockerode";
+import { SwarmError } from "../../errors.ts";
+import type { ProvisionRequest, SandboxInfo } from "../runtime.ts";
+import { containerOptions } from "./container-options.ts";
+import { engineStatus } from "./engine.ts";
+import { execRunning } from "./harness-exec.ts";
+import { LABEL, SANDBOX_ID, containerNameOf, sandboxLabels, statusOfState } from "./labels.ts";
+import type { SandboxFolders, SandboxRecord } from "./sandbox-folder.ts";
+
+export interface ContainerSettings {
+  owner: string;
+  user: string;
+  memoryBytes: number;
+  pidsLimit: number;
+}
+
+/** A container of ours as the runtime sees it. */
+export interface OwnedContainer {
+  container: Docker.Container;
+  info: SandboxInfo;
+}
+
+/** Finding, creating and removing the containers (and fork images) of one data folder. */
+export interface SandboxContainers {
+  /** Our container for the sandbox, whatever its state; undefined when there is none. */
+  find(sandboxId: string): Promise<OwnedContainer | undefined>;
+  /** Our running or frozen container: `SANDBOX_GONE` when it stopped or vanished, `SANDBOX_NOT_FOUND` when unknown. */
+  live(sandboxId: string): Promise<OwnedContainer>;
+  /** Create and start the sandbox's container from `image`. */
+  createAndStart(req: ProvisionRequest, image: string, signal: AbortSignal): Promise<OwnedContainer>;
+  /** Every container of this data folder, in any state. */
+  list(): Promise<SandboxInfo[]>;
+  /** Remove the container, its fork images and its folder; whatever is already gone is fine. */
+  remove(sandboxId: string): Promise<void>;
+}
+
+export function sandboxContainers(docker: Docker, folders: SandboxFolders, settings: ContainerSettings): SandboxContainers {
+  const { owner } = settings;
+  const ownedBy = [`${LABEL.owner}=${owner}`];
+  const byName = (sandboxId: string) => docker.getContainer(containerNameOf(owner, sandboxId));
+
+  /**
+   * A sandbox lives as long as its container runs and, once its harness was started, as long as
+   * the harness does: a harness that exited leaves an idle container that is of no use (gone).
+   */
+  const statusOf = async (state: string, record: SandboxRecord | undefined): Promise<SandboxInfo["status"]> => {
+    const status = statusOfState(state);
+    if (status === "gone" || !record?.harnessExecId) return status;
+    return (await execRunning(docker, record.harnessExecId)) ? status : "gone";
+  };
+
+  const find = async (sandboxId: string): Promise<OwnedContainer | undefined> => {
+    if (!SANDBOX_ID.test(sandboxId)) return undefined;
+    const container = byName(sandboxId);
+    try {
+      const { Config, State } = await container.inspect();
+      const labels = Config.Labels ?? {};
+      if (labels[LABEL.owner] !== owner) return undefined;
+      const status = await statusOf(State.Status, await folders.read(sandboxId));
+      const info = { sandboxId, runId: labels[LABEL.run] ?? "", agentId: labels[LABEL.agent] ?? "", status };
+      return { container, info };
+    } catch (err) {
+      if (engineStatus(err) === 404) return undefined;
+      throw err;
+    }
+  };
+
+  const ignoreGone = (err: unknown) => {
+    // 404: already removed; 409: removal already in progress, or an image other images build on
+    // (untagging it is enough: the engine prunes it with the last image that needs it).
+    const status = engineStatus(err);
+    if (status !== 404 && status !== 409 && status !== 304) throw err;
+  };
+
+  return {
+    find,
+    async live(sandboxId) {
+      const found = await find(sandboxId);
+      if (found && found.info.status !== "gone") return found;
+      if (found) throw new SwarmError("SANDBOX_GONE", `Sandbox ${sandboxId}'s container is no longer running.`);
+      if (SANDBOX_ID.test(sandboxId) && (await folders.read(sandboxId))) {
+        throw new SwarmError("SANDBOX_GONE", `Sandbox ${sandboxId}'s container vanished.`);
+      }
+      throw new SwarmError("SANDBOX_NOT_FOUND", `No sandbox ${sandboxId}.`);
+    },
+    async createAndStart(req, image, signal) {
+      const options = containerOptions({
+        name: containerNameOf(owner, req.sandboxId),
+        image,
+        labels: sandboxLabels(owner, req),
+        controlDir: folders.controlDir(req.sandboxId),
+        network: req.network === true,
+        memoryBytes: settings.memoryBytes,
+        pidsLimit: settings.pidsLimit,
+        user: settings.user,
+      });
+      // No abortSignal on calls that create things: an aborted request may still complete in the
+      // engine after our clean-up ran. The signal is checked between steps instead.
+      let container: Docker.Container;
+      try {
+        container = await docker.createContainer(options);
+      } catch (err) {
+        if (engineStatus(err) === 404) {
+          throw new SwarmError("SANDBOX_PROVISION_FAILED", `Image ${image} is not on this Docker engine (swarmd never pulls): build it with \`make sandbox-image\`.`, { cause: err });
+        }
+        throw err;
+      }
+      signal.throwIfAborted();
+      await container.start();
+      signal.throwIfAborted();
+      return { container, info: { sandboxId: req.sandboxId, runId: req.runId, agentId: req.agentId, status: "running" } };
+    },
+    async list() {
+      const found = await docker.listContainers({ all: true, filters: { label: ownedBy } });
+      const records = new Map((await folders.list()).map((r) => [r.sandboxId, r]));
+      return Promise.all(
+        found.map(async (c) => {
+          const sandboxId = c.Labels[LABEL.sandbox] ?? "";
+          const status = await statusOf(c.State, records.get(sandboxId));
+          return { sandboxId, runId: c.Labels[LABEL.run] ?? "", agentId: c.Labels[LABEL.agent] ?? "", status };
+        }),
+      );
+    },
+    async remove(sandboxId) {
+      if (!SANDBOX_ID.test(sandboxId)) return;
+      await byName(sandboxId).remove({ force: true, v: true }).catch(ignoreGone);
+      const images = await docker.listImages({ filters: { label: [...ownedBy, `${LABEL.sandbox}=${sandboxId}`] } });
+      for (const image of images) {
+        const tags = (image.RepoTags ?? []).filter((t) => t !== "<none>:<none>");
+        for (const ref of tags.length > 0 ? tags : [image.Id]) await docker.getImage(ref).remove().catch(ignoreGone);
+      }
+      await folders.remove(sandboxId);
+    },
+  };
+}

@@ -1,0 +1,186 @@
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it, test } from "node:test";
+import Docker from "dockerode";
+import { errorMessage, isSwarmError } from "../../src/errors.ts";
+import type { ProvisionRequest, SandboxRuntime } from "../../src/sandbox/runtime.ts";
+import { createDockerRuntime } from "../../src/sandbox/docker/docker-runtime.ts";
+import { pingEngine } from "../../src/sandbox/docker/engine.ts";
+import { defaultSandboxImage } from "../../src/sandbox/docker/sandbox-image.ts";
+import { createTestHarnessClient } from "../support/harness-client.ts";
+import { runSandboxContract, type SandboxContractSetup } from "./contract.ts";
+
+const IMAGE = defaultSandboxImage();
+const docker = new Docker();
+const signal = () => AbortSignal.timeout(60_000);
+
+/** Why the docker tests cannot run here, or undefined when they can. */
+async function unusable(): Promise<string | undefined> {
+  try {
+    await pingEngine();
+  } catch (err) {
+    return errorMessage(err);
+  }
+  const images = await docker.listImages({ filters: { reference: [IMAGE] } });
+  return images.length === 0 ? `image ${IMAGE} is missing: run \`make sandbox-image\`` : undefined;
+}
+
+/** Containers, images and folders a closed sandbox must not leave. */
+async function dockerLeaks(dataDir: string, sandboxId: string): Promise<string[]> {
+  const label = [`swarmd.sandbox=${sandboxId}`];
+  const containers = await docker.listContainers({ all: true, filters: { label } });
+  const images = await docker.listImages({ filters: { label } });
+  return [
+    ...containers.map((c) => `container ${c.Names.join(",")} (${c.State})`),
+    ...images.map((i) => `image ${(i.RepoTags ?? [i.Id]).join(",")}`),
+    ...(existsSync(join(dataDir, "sandboxes", sandboxId)) ? ["sandbox folder"] : []),
+  ];
+}
+
+function dockerSetup(): () => Promise<SandboxContractSetup> {
+  return async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), "swarmd-docker-"));
+    const make = () => createDockerRuntime({ dataDir });
+    return {
+      runtime: make(),
+      reopen: async () => make(),
+      cleanup: () => rm(dataDir, { recursive: true, force: true }),
+      leaks: (sandboxId) => dockerLeaks(dataDir, sandboxId),
+    };
+  };
+}
+
+const reason = await unusable();
+if (reason === undefined) {
+  runSandboxContract("docker", dockerSetup());
+  describe("docker runtime specifics", () => dockerSpecifics());
+} else if (process.env.CI === "true") {
+  test("docker runtime: a Docker engine and the sandbox image are required when CI=true", () => assert.fail(reason));
+} else {
+  test("docker runtime", { skip: `docker tests skipped: ${reason}` }, () => undefined);
+}
+
+function dockerSpecifics(): void {
+  let dataDir: string;
+  let rt: SandboxRuntime;
+  const made = new Set<string>();
+  const request = (spec: Record<string, unknown>, extra: Partial<ProvisionRequest> = {}): ProvisionRequest => {
+    const sandboxId = randomUUID();
+    made.add(sandboxId);
+    return { sandboxId, runId: `run-${randomUUID()}`, agentId: `agent-${randomUUID()}`, spec, ...extra };
+  };
+  const containerOf = async (sandboxId: string) => {
+    const [found] = await docker.listContainers({ all: true, filters: { label: [`swarmd.sandbox=${sandboxId}`] } });
+    assert.ok(found, `a container for ${sandboxId}`);
+    return docker.getContainer(found.Id).inspect();
+  };
+  const runBash = async (runtime: SandboxRuntime, sandboxId: string) => {
+    await runtime.startHarness(sandboxId, signal());
+    const client = createTestHarnessClient(await runtime.connect(sandboxId, signal()));
+    client.hello(0);
+    const { toolOutputs } = await client.prompt("go");
+    client.close();
+    return toolOutputs;
+  };
+
+  before(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), "swarmd-docker-"));
+    rt = createDockerRuntime({ dataDir, memoryBytes: 512 * 1024 ** 2, pidsLimit: 200 });
+  });
+  after(async () => {
+    for (const id of made) await rt.close(id, signal()).catch(() => undefined);
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it("runs one labelled, limited container per sandbox with no network and only the spec's environment", async () => {
+    process.env.SWARMD_DAEMON_ONLY = "secret";
+    const req = request(
+      { name: "t", script: [{ tool: "bash", args: { command: "ls /sys/class/net; echo FOO=$FOO; env | grep -c SWARMD_DAEMON_ONLY; true" } }, { text: "done" }] },
+      { env: { FOO: "from spec" } },
+    );
+    await rt.provision(req, signal());
+    const info = await containerOf(req.sandboxId);
+    assert.equal(info.Config.Labels["swarmd.run"], req.runId);
+    assert.equal(info.Config.Labels["swarmd.agent"], req.agentId);
+    assert.match(info.Config.Labels["swarmd.owner"] ?? "", /^[0-9a-f]{16}$/);
+    assert.equal(info.Config.Image, IMAGE);
+    assert.equal(info.HostConfig.NetworkMode, "none");
+    assert.equal(info.HostConfig.Memory, 512 * 1024 ** 2);
+    assert.equal(info.HostConfig.PidsLimit, 200);
+    assert.equal(info.Config.Env.some((e) => e.startsWith("FOO=")), false, "spec env stays out of the container (a commit would copy it)");
+
+    assert.deepEqual(await runBash(rt, req.sandboxId), ["lo\nFOO=from spec\n0\n"]);
+    delete process.env.SWARMD_DAEMON_ONLY;
+  });
+
+  it("forks through a committed image labelled for the child, with empty inputs, and removes it on close", async () => {
+    const parent = request({ name: "p", script: [{ tool: "bash", args: { command: "echo kept > /work/file" } }, { text: "done" }] });
+    await rt.provision(parent, signal());
+    await rt.writeInputs(parent.sandboxId, { "parent.md": "for the parent only" }, signal());
+    await runBash(rt, parent.sandboxId);
+
+    const child = request({ name: "c", script: [{ tool: "bash", args: { command: "cat /work/file; ls -A /inputs | wc -l" } }, { text: "done" }] });
+    await rt.fork(parent.sandboxId, child, signal());
+    const [image] = await docker.listImages({ filters: { label: [`swarmd.sandbox=${child.sandboxId}`] } });
+    assert.ok(image, "a fork image labelled with the child");
+    assert.equal(image.Labels["swarmd.agent"], child.agentId);
+    assert.equal((await containerOf(child.sandboxId)).Image, image.Id);
+    assert.deepEqual((await runBash(rt, child.sandboxId)).map((o) => o.replace(/\s+/g, " ").trim()), ["kept 0"]);
+
+    await rt.close(child.sandboxId, signal());
+    assert.deepEqual(await dockerLeaks(dataDir, child.sandboxId), []);
+    assert.equal((await rt.inspect(parent.sandboxId, signal()))?.status, "running", "closing the child leaves the parent");
+  });
+
+  it("reports a container removed behind its back as gone, and close cleans up the rest", async () => {
+    const req = request({ name: "t", script: [] });
+    await rt.provision(req, signal());
+    await docker.getContainer((await containerOf(req.sandboxId)).Id).remove({ force: true });
+    assert.equal((await rt.inspect(req.sandboxId, signal()))?.status, "gone");
+    assert.equal((await rt.list(signal())).find((i) => i.sandboxId === req.sandboxId)?.status, "gone");
+    await assert.rejects(rt.freeze(req.sandboxId, signal()), (err) => isSwarmError(err, "SANDBOX_GONE"));
+    await rt.close(req.sandboxId, signal());
+    assert.equal(await rt.inspect(req.sandboxId, signal()), undefined);
+    assert.deepEqual(await dockerLeaks(dataDir, req.sandboxId), []);
+  });
+
+  it("never sees nor touches the containers of another data folder", async () => {
+    const req = request({ name: "t", script: [] });
+    await rt.provision(req, signal());
+    const otherDir = await mkdtemp(join(tmpdir(), "swarmd-docker-other-"));
+    try {
+      const other = createDockerRuntime({ dataDir: otherDir });
+      assert.equal((await other.list(signal())).some((i) => i.sandboxId === req.sandboxId), false);
+      assert.equal(await other.inspect(req.sandboxId, signal()), undefined);
+      await other.close(req.sandboxId, signal());
+      await assert.rejects(other.freeze(req.sandboxId, signal()), (err) => isSwarmError(err, "SANDBOX_NOT_FOUND"));
+      assert.equal((await rt.inspect(req.sandboxId, signal()))?.status, "running");
+    } finally {
+      await rm(otherDir, { recursive: true, force: true });
+    }
+  });
+
+  it("refuses an image the engine does not have, leaving nothing behind", async () => {
+    const req = request({ name: "t", script: [] }, { image: "swarmd-sandbox:no-such-version" });
+    await assert.rejects(rt.provision(req, signal()), (err: unknown) => {
+      assert.ok(isSwarmError(err, "SANDBOX_PROVISION_FAILED"), String(err));
+      assert.match(err.message, /swarmd-sandbox:no-such-version.*make sandbox-image/);
+      return true;
+    });
+    assert.equal(await rt.inspect(req.sandboxId, signal()), undefined);
+    assert.deepEqual(await dockerLeaks(dataDir, req.sandboxId), []);
+  });
+
+  it("names the engine address it could not reach", async () => {
+    const unreachable = createDockerRuntime({ dataDir, docker: { socketPath: "/nonexistent/docker.sock" } });
+    await assert.rejects(unreachable.list(signal()), (err: unknown) => {
+      assert.ok(isSwarmError(err, "RUNTIME_UNAVAILABLE"), String(err));
+      assert.match(err.message, /\/nonexistent\/docker\.sock/);
+      return true;
+    });
+  });
+}
