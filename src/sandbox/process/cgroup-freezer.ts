@@ -1,0 +1,127 @@
+import { accessSync, constants, existsSync, mkdirSync } from "node:fs";
+import { mkdir, readFile, rmdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { Freezer } from "./freezer.ts";
+import { FREEZER_DEADLINE_MS } from "./freezer.ts";
+import { pollUntil } from "./poll.ts";
+import { isLive, readProc, signalPid } from "./proc-table.ts";
+import { isMissing } from "./sandbox-record.ts";
+
+export type CgroupKind = "cgroup-v2" | "cgroup-v1";
+
+/** A writable freezer hierarchy: sandbox cgroups are made under `base` (`<hierarchy>/swarmd`). */
+export interface CgroupHierarchy {
+  kind: CgroupKind;
+  base: string;
+}
+
+const CANDIDATES: { kind: CgroupKind; root: string; marker: string; control: string }[] = [
+  // v2 roots carry `cgroup.controllers`; a hybrid machine mounts v2 at `unified`.
+  { kind: "cgroup-v2", root: "/sys/fs/cgroup", marker: "cgroup.controllers", control: "cgroup.freeze" },
+  { kind: "cgroup-v2", root: "/sys/fs/cgroup/unified", marker: "cgroup.controllers", control: "cgroup.freeze" },
+  { kind: "cgroup-v1", root: "/sys/fs/cgroup/freezer", marker: "cgroup.procs", control: "freezer.state" },
+];
+
+/**
+ * The first cgroup freezer this process can use, or `undefined`. Probing creates `swarmd/` under
+ * the hierarchy, because the root cgroup has no freezer file of its own to test.
+ */
+export function detectCgroupHierarchy(only?: CgroupKind): CgroupHierarchy | undefined {
+  for (const candidate of CANDIDATES) {
+    if (only !== undefined && candidate.kind !== only) continue;
+    if (!existsSync(join(candidate.root, candidate.marker))) continue;
+    const base = join(candidate.root, "swarmd");
+    try {
+      mkdirSync(base, { recursive: true });
+      accessSync(join(base, candidate.control), constants.W_OK);
+      accessSync(join(base, "cgroup.procs"), constants.W_OK);
+      return { kind: candidate.kind, base };
+    } catch {
+      continue;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * A sandbox's own cgroup `dir`. The harness joins it before it execs, so every tool process it
+ * spawns (whatever its session or process group) is a member; the kernel then freezes, lists and
+ * kills them as one.
+ */
+export function createCgroupFreezer(kind: CgroupKind, dir: string): Freezer {
+  const v2 = kind === "cgroup-v2";
+  const file = (name: string) => join(dir, name);
+  const read = async (name: string): Promise<string | undefined> => {
+    try {
+      return (await readFile(file(name), "utf8")).trim();
+    } catch (err) {
+      if (isMissing(err)) return undefined;
+      throw err;
+    }
+  };
+  const requestState = (frozen: boolean) =>
+    v2 ? writeFile(file("cgroup.freeze"), frozen ? "1" : "0") : writeFile(file("freezer.state"), frozen ? "FROZEN" : "THAWED");
+  // v2 reports completion in cgroup.events; v1 shows FREEZING until every task is frozen.
+  const reached = async (frozen: boolean) =>
+    v2 ? new RegExp(`^frozen ${frozen ? 1 : 0}$`, "m").test((await read("cgroup.events")) ?? "") : (await read("freezer.state")) === (frozen ? "FROZEN" : "THAWED");
+  const settle = async (frozen: boolean, signal: AbortSignal) => {
+    await requestState(frozen);
+    await pollUntil(async () => ((await reached(frozen)) ? true : undefined), {
+      timeoutMs: FREEZER_DEADLINE_MS,
+      intervalMs: 10,
+      signal,
+      what: `cgroup ${dir} to be ${frozen ? "frozen" : "thawed"}`,
+    });
+  };
+  const members = async (): Promise<number[]> => {
+    const pids = ((await read("cgroup.procs")) ?? "").split("\n").filter(Boolean).map(Number);
+    const entries = await Promise.all(pids.map(readProc));
+    return entries.filter(isLive).map((e) => e.pid);
+  };
+
+  return {
+    kind,
+    async launchPrefix() {
+      await mkdir(dir, { recursive: true });
+      // A cgroup left frozen (a crash mid-freeze) would freeze the new harness before it listens.
+      await requestState(false);
+      return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', file("cgroup.procs")];
+    },
+    members,
+    async isFrozen() {
+      return v2 ? (await read("cgroup.freeze")) === "1" : ((await read("freezer.state")) ?? "THAWED") !== "THAWED";
+    },
+    freeze: (signal) => settle(true, signal),
+    thaw: (signal) => settle(false, signal),
+    async killAll(signal) {
+      if (!existsSync(dir)) return;
+      // v1 holds a frozen task's SIGKILL until it is thawed; v2 can kill the whole cgroup at once.
+      await requestState(false);
+      if (v2 && existsSync(file("cgroup.kill"))) await writeFile(file("cgroup.kill"), "1");
+      await pollUntil(
+        async () => {
+          const pids = await members();
+          pids.forEach((pid) => signalPid(pid, "SIGKILL"));
+          return pids.length === 0 ? true : undefined;
+        },
+        { timeoutMs: FREEZER_DEADLINE_MS, intervalMs: 10, signal, what: `every process of ${dir} to die` },
+      );
+    },
+    async release() {
+      // rmdir fails with EBUSY until the kernel has let go of the last exited member.
+      await pollUntil(
+        async () => {
+          try {
+            await rmdir(dir);
+            return true;
+          } catch (err) {
+            if (isMissing(err)) return true;
+            if ((err as NodeJS.ErrnoException).code === "EBUSY") return undefined;
+            throw err;
+          }
+        },
+        { timeoutMs: FREEZER_DEADLINE_MS, what: `cgroup ${dir} to be removable` },
+      );
+    },
+  };
+}

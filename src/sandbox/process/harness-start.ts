@@ -1,0 +1,53 @@
+import { mkdir, rm } from "node:fs/promises";
+import { errorMessage, SwarmError } from "../../errors.ts";
+import { harnessCommand } from "./harness-command.ts";
+import { spawnDetached, waitForSocket } from "./harness-launcher.ts";
+import { freezerOf, ownedRecord, statusOf, UNABORTABLE, type RuntimeContext } from "./runtime-context.ts";
+import { writeRecord } from "./sandbox-record.ts";
+
+/**
+ * Start a sandbox's harness (see `SandboxRuntime.startHarness`). The record names the harness's
+ * pid before the socket is awaited, so a service that dies meanwhile leaves a findable process;
+ * a start that fails or is aborted kills what it started and leaves the sandbox as never started.
+ */
+export function startHarness(ctx: RuntimeContext, sandboxId: string, signal: AbortSignal): Promise<void> {
+  return ctx.lock(sandboxId, async () => {
+    signal.throwIfAborted();
+    const { layout, record } = await ownedRecord(ctx, sandboxId);
+    if (record.harness !== undefined) {
+      // Already started (maybe by an earlier service): no probe connection, it would replace the client.
+      if ((await statusOf(record)) === "gone") throw new SwarmError("SANDBOX_GONE", `the harness of sandbox ${sandboxId} is gone`);
+      return;
+    }
+    const freezer = freezerOf(record);
+    const fail = (err: unknown) => new SwarmError("HARNESS_START_FAILED", `harness of sandbox ${sandboxId}: ${errorMessage(err)}`, { cause: err });
+
+    const command = (() => {
+      try {
+        return harnessCommand({ record, layout, dataDir: ctx.dataDir, bwrap: ctx.bwrap });
+      } catch (err) {
+        throw fail(err);
+      }
+    })();
+    // Leftovers of a start interrupted before its pid was recorded would hold the socket.
+    if ((await freezer.members()).length > 0) await freezer.killAll(signal);
+    await rm(layout.socket, { force: true });
+    if (record.isolation === "none") await mkdir(layout.home, { recursive: true });
+    signal.throwIfAborted();
+
+    const child = await spawnDetached(command, await freezer.launchPrefix(), layout.output).catch((err: unknown) => {
+      throw fail(err);
+    });
+    if (child.pid === undefined) throw fail(new Error("the harness process has no pid"));
+    const started = { ...record, harness: { pid: child.pid, startedAt: new Date().toISOString() } };
+    await writeRecord(layout, started);
+    try {
+      await waitForSocket(layout.socket, child, { timeoutMs: ctx.harnessStartTimeoutMs, signal, outputFile: layout.output });
+    } catch (err) {
+      await freezerOf(started).killAll(UNABORTABLE);
+      await writeRecord(layout, record);
+      if (signal.aborted) throw signal.reason;
+      throw fail(err);
+    }
+  });
+}

@@ -1,0 +1,199 @@
+import { mkdirSync, realpathSync } from "node:fs";
+import { readdir, rm } from "node:fs/promises";
+import { connect as connectSocket, type Socket } from "node:net";
+import { resolve } from "node:path";
+import { errorMessage, isSwarmError, SwarmError } from "../../errors.ts";
+import type { SandboxInfo, SandboxRuntime } from "../runtime.ts";
+import { findBubblewrap } from "./bubblewrap.ts";
+import { detectCgroupHierarchy } from "./cgroup-freezer.ts";
+import { createKeyedLock } from "./keyed-lock.ts";
+import { startHarness } from "./harness-start.ts";
+import { writeInputFiles, assertInputNames } from "./input-files.ts";
+import { findRecord, freezerOf, infoOf, layoutOf, liveRecord, ownedRecord, UNABORTABLE, type RuntimeContext } from "./runtime-context.ts";
+import { createSandbox, forkSandbox } from "./sandbox-create.ts";
+import { sandboxesDir } from "./sandbox-layout.ts";
+import { isMissing, type FreezerKind } from "./sandbox-record.ts";
+
+/** Where the runtime reports what it decided (pino and console both fit). */
+export interface RuntimeLogger {
+  info(message: string): void;
+  warn(message: string): void;
+}
+
+export interface ProcessRuntimeOptions {
+  /** The service's data folder; sandboxes live in `<dataDir>/sandboxes/<sandboxId>/`. */
+  dataDir: string;
+  logger?: RuntimeLogger;
+  /** `auto` (default): bubblewrap when it works on this machine, else none (with a warning). */
+  isolation?: "auto" | "bubblewrap" | "none";
+  /** `auto` (default): a writable cgroup freezer (v2, then v1), else SIGSTOP/SIGCONT. */
+  freezer?: "auto" | FreezerKind;
+  /** How long `startHarness` waits for the harness socket. Default 30 s. */
+  harnessStartTimeoutMs?: number;
+}
+
+/** The `process` runtime, telling what it chose for the sandboxes it makes. */
+export interface ProcessRuntime extends SandboxRuntime {
+  readonly kind: "process";
+  readonly isolation: "bubblewrap" | "none";
+  readonly freezer: FreezerKind;
+}
+
+const stderrLogger: RuntimeLogger = {
+  info: () => undefined,
+  warn: (message) => process.stderr.write(`swarmd: ${message}\n`),
+};
+
+/**
+ * The embedded runtime: a folder per sandbox, the harness as a detached process (it survives a
+ * service restart; a new runtime on the same data folder finds it through the ownership record),
+ * isolated with bubblewrap and frozen with the cgroup freezer when the machine has them.
+ * Freezing or thawing a sandbox whose harness was never started does nothing: it has no processes.
+ * Throws `RUNTIME_UNAVAILABLE` when an isolation or freezer that was asked for by name is missing.
+ */
+export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRuntime {
+  const logger = options.logger ?? stderrLogger;
+  mkdirSync(sandboxesDir(resolve(options.dataDir)), { recursive: true });
+  const dataDir = realpathSync(resolve(options.dataDir));
+
+  const bwrap = findBubblewrap();
+  if (options.isolation === "bubblewrap" && bwrap === undefined) throw new SwarmError("RUNTIME_UNAVAILABLE", "bubblewrap was asked for, but bwrap is missing or cannot create namespaces here");
+  const isolation = options.isolation !== "none" && bwrap !== undefined ? "bubblewrap" : "none";
+  const wanted = options.freezer ?? "auto";
+  const hierarchy = wanted === "signal" ? undefined : detectCgroupHierarchy(wanted === "auto" ? undefined : wanted);
+  if (wanted !== "auto" && wanted !== "signal" && hierarchy === undefined) throw new SwarmError("RUNTIME_UNAVAILABLE", `no writable ${wanted} freezer on this machine`);
+  const ctx: RuntimeContext = {
+    dataDir,
+    bwrap,
+    isolation,
+    freezer: hierarchy?.kind ?? "signal",
+    hierarchy,
+    harnessStartTimeoutMs: options.harnessStartTimeoutMs ?? 30_000,
+    lock: createKeyedLock(),
+  };
+  logger.info(`process runtime on ${dataDir}: isolation ${isolation}${bwrap ? ` (${bwrap})` : ""}, freezer ${ctx.freezer}${hierarchy ? ` (${hierarchy.base})` : ""}`);
+  if (isolation === "none") {
+    const why = options.isolation === "none" ? "isolation is turned off" : "bubblewrap (bwrap) is missing or cannot create namespaces here";
+    logger.warn(`${why}: sandboxes run UNISOLATED, with the host's network, processes and files, and see host paths instead of /work and /inputs`);
+  }
+  if (ctx.freezer === "signal" && wanted === "auto") logger.warn("no writable cgroup freezer: sandboxes are paused with SIGSTOP/SIGCONT");
+
+  const unreachable = (sandboxId: string, err: unknown) => new SwarmError("HARNESS_UNREACHABLE", `harness of sandbox ${sandboxId}: ${errorMessage(err)}`, { cause: err });
+
+  return {
+    kind: "process",
+    isolation,
+    freezer: ctx.freezer,
+
+    provision: (req, signal) => createSandbox(ctx, req, signal),
+    fork: (parentId, req, signal) => forkSandbox(ctx, parentId, req, signal),
+
+    async writeInputs(sandboxId, files, signal) {
+      signal.throwIfAborted();
+      assertInputNames(Object.keys(files));
+      const { layout } = await ownedRecord(ctx, sandboxId);
+      await writeInputFiles(layout, files, signal);
+    },
+
+    startHarness: (sandboxId, signal) => startHarness(ctx, sandboxId, signal),
+
+    async connect(sandboxId, signal) {
+      signal.throwIfAborted();
+      const layout = layoutOf(ctx, sandboxId);
+      if (!layout) throw unreachable(sandboxId, new Error("not a sandbox id"));
+      return new Promise<Socket>((resolvePromise, reject) => {
+        const socket = connectSocket(layout.socket);
+        const onAbort = () => {
+          socket.destroy();
+          reject(signal.reason);
+        };
+        const onError = (err: Error) => {
+          signal.removeEventListener("abort", onAbort);
+          reject(unreachable(sandboxId, err));
+        };
+        signal.addEventListener("abort", onAbort, { once: true });
+        socket.once("error", onError);
+        socket.once("connect", () => {
+          signal.removeEventListener("abort", onAbort);
+          socket.off("error", onError);
+          resolvePromise(socket);
+        });
+      });
+    },
+
+    freeze: (sandboxId, signal) =>
+      ctx.lock(sandboxId, async () => {
+        signal.throwIfAborted();
+        const { record } = await liveRecord(ctx, sandboxId);
+        if (record.harness === undefined) return; // nothing runs yet, nothing to suspend
+        const freezer = freezerOf(record);
+        try {
+          await freezer.freeze(signal);
+        } catch (err) {
+          // Half frozen is the one state nobody asked for: undo.
+          await freezer.thaw(UNABORTABLE).catch(() => undefined);
+          if (signal.aborted) throw signal.reason;
+          throw new SwarmError("SANDBOX_FREEZE_FAILED", `sandbox ${sandboxId}: ${errorMessage(err)}`, { cause: err });
+        }
+      }),
+
+    thaw: (sandboxId, signal) =>
+      ctx.lock(sandboxId, async () => {
+        signal.throwIfAborted();
+        const { record } = await liveRecord(ctx, sandboxId);
+        if (record.harness === undefined) return;
+        try {
+          await freezerOf(record).thaw(signal);
+        } catch (err) {
+          if (signal.aborted) throw signal.reason;
+          throw new SwarmError("SANDBOX_THAW_FAILED", `sandbox ${sandboxId}: ${errorMessage(err)}`, { cause: err });
+        }
+      }),
+
+    close: (sandboxId, signal) =>
+      ctx.lock(sandboxId, async () => {
+        signal.throwIfAborted();
+        const layout = layoutOf(ctx, sandboxId);
+        if (!layout) return;
+        const found = await findRecord(ctx, sandboxId);
+        // No record: closed already, half-made (no process is started before the record exists),
+        // or another data folder's; only a leftover folder is ours to remove.
+        try {
+          if (found) {
+            const freezer = freezerOf(found.record);
+            await freezer.killAll(signal);
+            await freezer.release();
+          }
+        } catch (err) {
+          if (signal.aborted) throw signal.reason;
+          throw isSwarmError(err) ? err : new SwarmError("INTERNAL", `closing sandbox ${sandboxId}: ${errorMessage(err)}`, { cause: err });
+        }
+        await rm(layout.root, { recursive: true, force: true });
+      }),
+
+    async inspect(sandboxId, signal): Promise<SandboxInfo | undefined> {
+      signal.throwIfAborted();
+      const found = await findRecord(ctx, sandboxId);
+      return found && infoOf(found.record);
+    },
+
+    async list(signal) {
+      signal.throwIfAborted();
+      const names = await readdir(sandboxesDir(dataDir)).catch((err: unknown) => {
+        if (isMissing(err)) return [];
+        throw err;
+      });
+      const infos = await Promise.all(names.map(async (name) => {
+        const found = await findRecord(ctx, name);
+        return found && infoOf(found.record);
+      }));
+      return infos.filter((i): i is SandboxInfo => i !== undefined);
+    },
+
+    controlDir(sandboxId) {
+      const layout = layoutOf(ctx, sandboxId);
+      if (!layout) throw new SwarmError("SANDBOX_NOT_FOUND", `${JSON.stringify(sandboxId)} is not a sandbox id`);
+      return layout.control;
+    },
+  };
+}

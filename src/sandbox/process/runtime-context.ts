@@ -1,0 +1,74 @@
+import { SwarmError } from "../../errors.ts";
+import type { SandboxInfo } from "../runtime.ts";
+import { createCgroupFreezer, type CgroupHierarchy } from "./cgroup-freezer.ts";
+import type { Freezer } from "./freezer.ts";
+import type { KeyedLock } from "./keyed-lock.ts";
+import { isValidSandboxId, sandboxLayout, type SandboxLayout } from "./sandbox-layout.ts";
+import { readRecord, type FreezerKind, type SandboxRecord } from "./sandbox-record.ts";
+import { createSignalFreezer } from "./signal-freezer.ts";
+
+/** What the process runtime decided at creation, shared by its operations. */
+export interface RuntimeContext {
+  /** Absolute, symlink-free. */
+  dataDir: string;
+  /** The bwrap binary when it works here (also serves sandboxes made by an earlier service). */
+  bwrap: string | undefined;
+  /** Isolation for new sandboxes. */
+  isolation: "bubblewrap" | "none";
+  /** Freezer for new sandboxes, and the hierarchy their cgroups go under. */
+  freezer: FreezerKind;
+  hierarchy: CgroupHierarchy | undefined;
+  harnessStartTimeoutMs: number;
+  /** One operation at a time per sandbox id. */
+  lock: KeyedLock;
+}
+
+/** The layout of an id that may name a sandbox, or `undefined` for one that cannot. */
+export function layoutOf(ctx: RuntimeContext, sandboxId: string): SandboxLayout | undefined {
+  return isValidSandboxId(sandboxId) ? sandboxLayout(ctx.dataDir, sandboxId) : undefined;
+}
+
+export async function findRecord(ctx: RuntimeContext, sandboxId: string): Promise<{ layout: SandboxLayout; record: SandboxRecord } | undefined> {
+  const layout = layoutOf(ctx, sandboxId);
+  const record = layout && (await readRecord(layout));
+  return layout && record ? { layout, record } : undefined;
+}
+
+/** The sandbox's record, or `SANDBOX_NOT_FOUND`. */
+export async function ownedRecord(ctx: RuntimeContext, sandboxId: string): Promise<{ layout: SandboxLayout; record: SandboxRecord }> {
+  const found = await findRecord(ctx, sandboxId);
+  if (!found) throw new SwarmError("SANDBOX_NOT_FOUND", `no sandbox ${sandboxId} in ${ctx.dataDir}`);
+  return found;
+}
+
+/** The freezer the sandbox was made with (a restarted service may have chosen differently since). */
+export function freezerOf(record: SandboxRecord): Freezer {
+  if (record.freezer === "signal") return createSignalFreezer({ sandboxId: record.sandboxId, rootPid: record.harness?.pid });
+  if (record.cgroupDir === undefined) throw new Error(`sandbox ${record.sandboxId} has a cgroup freezer but no cgroup`);
+  return createCgroupFreezer(record.freezer, record.cgroupDir);
+}
+
+/**
+ * `gone` once the harness was started and no process of the sandbox is left; a sandbox whose
+ * harness was never started has no processes yet and counts as `running`.
+ */
+export async function statusOf(record: SandboxRecord): Promise<SandboxInfo["status"]> {
+  if (record.harness === undefined) return "running";
+  const freezer = freezerOf(record);
+  if ((await freezer.members()).length === 0) return "gone";
+  return (await freezer.isFrozen()) ? "frozen" : "running";
+}
+
+export async function infoOf(record: SandboxRecord): Promise<SandboxInfo> {
+  return { sandboxId: record.sandboxId, runId: record.runId, agentId: record.agentId, status: await statusOf(record) };
+}
+
+/** The record of a sandbox whose processes are not gone: else `SANDBOX_NOT_FOUND` / `SANDBOX_GONE`. */
+export async function liveRecord(ctx: RuntimeContext, sandboxId: string): Promise<{ layout: SandboxLayout; record: SandboxRecord }> {
+  const found = await ownedRecord(ctx, sandboxId);
+  if ((await statusOf(found.record)) === "gone") throw new SwarmError("SANDBOX_GONE", `the processes of sandbox ${sandboxId} are gone`);
+  return found;
+}
+
+/** A signal that never aborts, for undoing steps that must finish even when the call was aborted. */
+export const UNABORTABLE: AbortSignal = new AbortController().signal;

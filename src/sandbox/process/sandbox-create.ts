@@ -1,0 +1,82 @@
+import { mkdir, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { errorMessage, isSwarmError, SwarmError } from "../../errors.ts";
+import type { ProvisionRequest, SandboxInfo } from "../runtime.ts";
+import { copyTree } from "./copy-tree.ts";
+import { freezerOf, liveRecord, UNABORTABLE, type RuntimeContext } from "./runtime-context.ts";
+import { isValidSandboxId, MAX_SOCKET_PATH_BYTES, sandboxLayout, type SandboxLayout } from "./sandbox-layout.ts";
+import { writeRecord, type SandboxRecord } from "./sandbox-record.ts";
+
+/**
+ * Make a sandbox folder (`work/`, `inputs/`, `control/spec.json`), let `fill` put files into it,
+ * and write the ownership record last: a folder without a record was never handed out. Any
+ * failure or abort removes the folder again.
+ */
+export function createSandbox(ctx: RuntimeContext, req: ProvisionRequest, signal: AbortSignal, fill?: (layout: SandboxLayout) => Promise<void>): Promise<SandboxInfo> {
+  return ctx.lock(req.sandboxId, async () => {
+    signal.throwIfAborted();
+    if (!isValidSandboxId(req.sandboxId)) throw new SwarmError("SANDBOX_PROVISION_FAILED", `sandbox id ${JSON.stringify(req.sandboxId)} is not a plain name`);
+    const layout = sandboxLayout(ctx.dataDir, req.sandboxId);
+    if (Buffer.byteLength(layout.socket) > MAX_SOCKET_PATH_BYTES) {
+      throw new SwarmError("SANDBOX_PROVISION_FAILED", `the harness socket path ${layout.socket} is longer than ${MAX_SOCKET_PATH_BYTES} bytes; use a shorter data folder`);
+    }
+    try {
+      await mkdir(layout.root, { mode: 0o700 });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "EEXIST") throw new SwarmError("SANDBOX_EXISTS", `sandbox ${req.sandboxId} already exists`);
+      throw new SwarmError("SANDBOX_PROVISION_FAILED", `cannot create ${layout.root}: ${errorMessage(err)}`, { cause: err });
+    }
+    try {
+      await Promise.all([mkdir(layout.work), mkdir(layout.inputs), mkdir(layout.control, { mode: 0o700 })]);
+      await writeFile(layout.spec, JSON.stringify(req.spec), { mode: 0o600 });
+      signal.throwIfAborted();
+      await fill?.(layout);
+      signal.throwIfAborted();
+      const record: SandboxRecord = {
+        version: 1,
+        sandboxId: req.sandboxId,
+        runId: req.runId,
+        agentId: req.agentId,
+        createdAt: new Date().toISOString(),
+        network: req.network ?? false,
+        env: req.env ?? {},
+        isolation: ctx.isolation,
+        freezer: ctx.freezer,
+        ...(ctx.hierarchy ? { cgroupDir: join(ctx.hierarchy.base, req.sandboxId) } : {}),
+      };
+      await writeRecord(layout, record);
+      signal.throwIfAborted();
+      return { sandboxId: req.sandboxId, runId: req.runId, agentId: req.agentId, status: "running" };
+    } catch (err) {
+      await rm(layout.root, { recursive: true, force: true });
+      if (signal.aborted) throw signal.reason;
+      if (isSwarmError(err)) throw err;
+      throw new SwarmError("SANDBOX_PROVISION_FAILED", `sandbox ${req.sandboxId}: ${errorMessage(err)}`, { cause: err });
+    }
+  });
+}
+
+/**
+ * A new sandbox whose `work/` is a copy of the parent's. The parent is frozen for the copy so the
+ * files are one moment's state, not a mix of before and after a write, then left as it was.
+ */
+export async function forkSandbox(ctx: RuntimeContext, parentId: string, req: ProvisionRequest, signal: AbortSignal): Promise<SandboxInfo> {
+  signal.throwIfAborted();
+  await liveRecord(ctx, parentId);
+  return createSandbox(ctx, req, signal, (layout) =>
+    ctx.lock(parentId, async () => {
+      const parent = await liveRecord(ctx, parentId);
+      const freezer = freezerOf(parent.record);
+      const freezeForCopy = parent.record.harness !== undefined && !(await freezer.isFrozen());
+      if (freezeForCopy) await freezer.freeze(signal).catch(async (err: unknown) => {
+        await freezer.thaw(UNABORTABLE);
+        throw err;
+      });
+      try {
+        await copyTree(parent.layout.work, layout.work, signal);
+      } finally {
+        if (freezeForCopy) await freezer.thaw(UNABORTABLE);
+      }
+    }),
+  );
+}

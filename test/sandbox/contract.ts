@@ -1,0 +1,291 @@
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { isSwarmError, type ErrorCode } from "../../src/errors.ts";
+import type { HarnessEventMessage } from "../../src/harness/protocol.ts";
+import type { ProvisionRequest, SandboxInfo, SandboxRuntime } from "../../src/sandbox/runtime.ts";
+import { createTestHarnessClient, type TestHarnessClient } from "../support/harness-client.ts";
+
+/** What one adapter hands the contract suite. */
+export interface SandboxContractSetup {
+  runtime: SandboxRuntime;
+  /** A second runtime on the same data (what a restarted service creates). */
+  reopen: () => Promise<SandboxRuntime>;
+  cleanup: () => Promise<void>;
+  /** Adapter-specific remains of a closed sandbox (processes, containers, images, cgroups), described. */
+  leaks?: (sandboxId: string) => Promise<string[]>;
+}
+
+/** Spec of a scripted agent whose one turn runs `command` in bash. */
+const bashSpec = (...commands: string[]): Record<string, unknown> => ({
+  name: "t",
+  script: [...commands.flatMap((command) => [{ tool: "bash", args: { command } }, { text: "done" }])],
+});
+
+/** A counter in the background; it outlives the tool call that starts it. */
+const COUNTER = (file: string) =>
+  `(i=0; while true; do i=$((i+1)); echo $i > ${file}.tmp; mv ${file}.tmp ${file}; sleep 0.05; done) > /dev/null 2>&1 &`;
+
+const signal = () => AbortSignal.timeout(60_000);
+
+async function rejectsWith(promise: Promise<unknown>, code: ErrorCode): Promise<void> {
+  await assert.rejects(promise, (err: unknown) => {
+    assert.ok(isSwarmError(err, code), `expected ${code}, got ${String(err)}`);
+    return true;
+  });
+}
+
+/** Poll an async probe until it returns a value, for state that announces no event. */
+async function eventually<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+/**
+ * The one contract every sandbox runtime passes. Commands run inside a sandbox only through its
+ * harness (scripted bash steps), and are observed through harness events or files the sandbox
+ * writes into its control folder, so no adapter's host paths are assumed.
+ */
+export function runSandboxContract(name: string, setup: () => Promise<SandboxContractSetup>): void {
+  describe(`sandbox runtime contract: ${name}`, () => {
+    let env: SandboxContractSetup;
+    let rt: SandboxRuntime;
+    const made = new Set<string>();
+
+    before(async () => {
+      env = await setup();
+      rt = env.runtime;
+    });
+    after(async () => {
+      for (const id of made) await rt.close(id, signal()).catch(() => undefined);
+      await env.cleanup();
+    });
+
+    const request = (spec: Record<string, unknown>, extra: Partial<ProvisionRequest> = {}): ProvisionRequest => {
+      const sandboxId = randomUUID();
+      made.add(sandboxId);
+      return { sandboxId, runId: `run-${randomUUID()}`, agentId: `agent-${randomUUID()}`, spec, ...extra };
+    };
+    const provision = async (spec: Record<string, unknown>, extra?: Partial<ProvisionRequest>) => rt.provision(request(spec, extra), signal());
+    const open = async (sandboxId: string, runtime = rt): Promise<TestHarnessClient> => {
+      const client = createTestHarnessClient(await runtime.connect(sandboxId, signal()));
+      client.hello(0);
+      return client;
+    };
+    const started = async (spec: Record<string, unknown>) => {
+      const info = await provision(spec);
+      await rt.startHarness(info.sandboxId, signal());
+      return { info, client: await open(info.sandboxId) };
+    };
+    const controlFile = async (sandboxId: string, file: string) => readFile(join(rt.controlDir(sandboxId), file), "utf8").catch(() => undefined);
+    const counter = async (sandboxId: string): Promise<number | undefined> => {
+      const text = (await controlFile(sandboxId, "counter"))?.trim();
+      return text ? Number(text) : undefined;
+    };
+    const counterAbove = (sandboxId: string, floor: number) =>
+      eventually(async () => {
+        const value = await counter(sandboxId);
+        return value !== undefined && value > floor ? value : undefined;
+      }, `the counter of ${sandboxId} to pass ${floor}`);
+    const status = async (sandboxId: string, runtime = rt) => (await runtime.inspect(sandboxId, signal()))?.status;
+
+    it("provisions an empty sandbox, starts its harness once and talks to it", async () => {
+      const req = request(bashSpec("echo work=$(ls -A /work | wc -l) inputs=$(ls -A /inputs | wc -l)"));
+      const info = await rt.provision(req, signal());
+      const expected: SandboxInfo = { sandboxId: req.sandboxId, runId: req.runId, agentId: req.agentId, status: "running" };
+      assert.deepEqual(info, expected);
+      assert.deepEqual(await rt.inspect(req.sandboxId, signal()), expected);
+      assert.deepEqual((await rt.list(signal())).find((i) => i.sandboxId === req.sandboxId), expected);
+      assert.equal(await rt.inspect(randomUUID(), signal()), undefined);
+      await rejectsWith(rt.provision(req, signal()), "SANDBOX_EXISTS");
+
+      await rt.startHarness(req.sandboxId, signal());
+      const client = await open(req.sandboxId);
+      const state = await client.request({ type: "get_state" });
+      assert.equal(state.type, "response");
+      assert.equal(state.command, "get_state");
+      assert.equal(state.success, true, state.error);
+
+      await rt.startHarness(req.sandboxId, signal());
+      assert.equal((await client.request({ type: "get_state" })).success, true, "a second start leaves the running harness and its client alone");
+      const { settled, toolOutputs } = await client.prompt("go");
+      assert.equal((settled.data as { outcome: string }).outcome, "success");
+      assert.deepEqual(toolOutputs.map((o) => o.replace(/\s+/g, " ").trim()), ["work=0 inputs=0"]);
+      client.close();
+    });
+
+    it("freezes every process in place and thaws them to continue from where they stopped", async () => {
+      const { info, client } = await started(bashSpec(COUNTER("/control/counter")));
+      await client.prompt("go");
+      await counterAbove(info.sandboxId, 3);
+
+      await rt.freeze(info.sandboxId, signal());
+      await rt.freeze(info.sandboxId, signal());
+      assert.equal(await status(info.sandboxId), "frozen");
+      const frozenAt = await counter(info.sandboxId);
+      assert.ok(frozenAt !== undefined && frozenAt > 3);
+      let answered = false;
+      const pending = client.request({ type: "get_state" }, 30_000).then((r) => ((answered = true), r));
+      await sleep(700); // nothing to await: the point is that nothing happens for a while
+      assert.equal(await counter(info.sandboxId), frozenAt, "the counter made no progress while frozen");
+      assert.equal(answered, false, "a frozen harness does not answer");
+
+      await rt.thaw(info.sandboxId, signal());
+      await rt.thaw(info.sandboxId, signal());
+      assert.equal(await status(info.sandboxId), "running");
+      assert.equal((await pending).success, true, "the harness answers once thawed");
+      const next = await counterAbove(info.sandboxId, frozenAt);
+      assert.ok(next > frozenAt, `continues from ${frozenAt}, not from the start (saw ${next})`);
+      client.close();
+    });
+
+    it("forks a copy of the parent's files without its processes and leaves the parent as it was", async () => {
+      const parentSpec = bashSpec(`echo from-parent > /work/note.txt; ${COUNTER("/work/counter")} ${COUNTER("/control/counter")}`);
+      const { info: parent, client } = await started(parentSpec);
+      await client.prompt("go");
+      await counterAbove(parent.sandboxId, 3);
+
+      const childReq = request(bashSpec('cat /work/note.txt; a=$(cat /work/counter); sleep 0.5; b=$(cat /work/counter); [ -n "$a" ] && [ "$a" = "$b" ] && echo still || echo moving'));
+      const child = await rt.fork(parent.sandboxId, childReq, signal());
+      assert.deepEqual(child, { sandboxId: childReq.sandboxId, runId: childReq.runId, agentId: childReq.agentId, status: "running" });
+      assert.equal(await status(parent.sandboxId), "running", "the parent is not left frozen");
+      await counterAbove(parent.sandboxId, (await counter(parent.sandboxId)) ?? 0);
+
+      await rt.startHarness(child.sandboxId, signal());
+      const childClient = await open(child.sandboxId);
+      const { toolOutputs } = await childClient.prompt("go");
+      assert.deepEqual(toolOutputs, ["from-parent\nstill\n"], "the copied counter file has no process writing it");
+      assert.equal(await controlFile(child.sandboxId, "counter"), undefined, "no copied process writes into the child's control folder");
+
+      await rt.freeze(parent.sandboxId, signal());
+      await rt.fork(parent.sandboxId, request(bashSpec("true")), signal());
+      assert.equal(await status(parent.sandboxId), "frozen", "a frozen parent stays frozen");
+      await rt.thaw(parent.sandboxId, signal());
+
+      const orphan = request(bashSpec("true"));
+      await rejectsWith(rt.fork(randomUUID(), orphan, signal()), "SANDBOX_NOT_FOUND");
+      assert.equal(await rt.inspect(orphan.sandboxId, signal()), undefined);
+      client.close();
+      childClient.close();
+    });
+
+    it("shows inputs written from outside at /inputs, before and while the harness runs", async () => {
+      const info = await provision(bashSpec("cat /inputs/x.md", "cat /inputs/x.md /inputs/y.md"));
+      await rt.writeInputs(info.sandboxId, { "x.md": "# one\n" }, signal());
+      await rt.startHarness(info.sandboxId, signal());
+      const client = await open(info.sandboxId);
+      assert.deepEqual((await client.prompt("first")).toolOutputs, ["# one\n"]);
+
+      await rt.writeInputs(info.sandboxId, { "x.md": "# two\n", "y.md": "why\n" }, signal());
+      assert.deepEqual((await client.prompt("second")).toolOutputs, ["# two\nwhy\n"]);
+
+      for (const bad of ["", ".", "..", "../x.md", "a/b", "nul\0byte"]) {
+        await rejectsWith(rt.writeInputs(info.sandboxId, { "ok.md": "fine", [bad]: "no" }, signal()), "INVALID_INPUT_NAME");
+      }
+      await rejectsWith(rt.writeInputs(randomUUID(), { "x.md": "" }, signal()), "SANDBOX_NOT_FOUND");
+      client.close();
+    });
+
+    it("closes a frozen sandbox with running tools and leaves nothing behind, twice", async () => {
+      const { info, client } = await started(bashSpec("sleep 1000 > /dev/null 2>&1 & echo started"));
+      assert.deepEqual((await client.prompt("go")).toolOutputs, ["started\n"]);
+      await rt.freeze(info.sandboxId, signal());
+
+      await rt.close(info.sandboxId, signal());
+      await client.closed;
+      assert.equal(await rt.inspect(info.sandboxId, signal()), undefined);
+      assert.equal((await rt.list(signal())).some((i) => i.sandboxId === info.sandboxId), false);
+      await rejectsWith(rt.connect(info.sandboxId, signal()), "HARNESS_UNREACHABLE");
+      assert.equal(existsSync(rt.controlDir(info.sandboxId)), false, "the control folder is removed");
+      assert.deepEqual((await env.leaks?.(info.sandboxId)) ?? [], []);
+
+      await rt.close(info.sandboxId, signal());
+      await rt.close(randomUUID(), signal());
+    });
+
+    it("lets a second runtime on the same data list and reconnect to live sandboxes", async () => {
+      const { info: live, client } = await started(bashSpec("echo before-restart"));
+      await client.prompt("go");
+      const idle = await provision(bashSpec("true"));
+
+      const rt2 = await env.reopen();
+      const listed = await rt2.list(signal());
+      assert.deepEqual(listed.find((i) => i.sandboxId === live.sandboxId), live);
+      assert.deepEqual(listed.find((i) => i.sandboxId === idle.sandboxId), idle);
+      await rt2.startHarness(live.sandboxId, signal());
+
+      const again = await open(live.sandboxId, rt2);
+      const replayed = (await again.waitFor((m) => m.type === "event" && m.event === "tool_end")) as HarnessEventMessage;
+      assert.equal(replayed.data.output, "before-restart\n", "the new connection replays what happened before");
+      await client.closed; // one client at a time: the new connection replaced the old one
+      assert.equal((await again.request({ type: "get_state" })).success, true);
+
+      await rt.freeze(live.sandboxId, signal());
+      assert.equal(await status(live.sandboxId, rt2), "frozen");
+      await rt2.thaw(live.sandboxId, signal());
+      assert.equal(await status(live.sandboxId, rt), "running");
+      await rt2.close(live.sandboxId, signal());
+      await rt2.close(idle.sandboxId, signal());
+      assert.equal(await rt.inspect(live.sandboxId, signal()), undefined);
+      again.close();
+    });
+
+    it("reports a sandbox whose processes vanished as gone and refuses to use it", async () => {
+      const { info, client } = await started(bashSpec("true"));
+      assert.equal((await client.request({ type: "shutdown" })).success, true);
+      await client.closed;
+      await eventually(async () => ((await status(info.sandboxId)) === "gone" ? true : undefined), "status gone");
+      assert.equal((await rt.list(signal())).find((i) => i.sandboxId === info.sandboxId)?.status, "gone");
+
+      await rejectsWith(rt.startHarness(info.sandboxId, signal()), "SANDBOX_GONE");
+      await rejectsWith(rt.freeze(info.sandboxId, signal()), "SANDBOX_GONE");
+      await rejectsWith(rt.thaw(info.sandboxId, signal()), "SANDBOX_GONE");
+      const child = request(bashSpec("true"));
+      await rejectsWith(rt.fork(info.sandboxId, child, signal()), "SANDBOX_GONE");
+      assert.equal(await rt.inspect(child.sandboxId, signal()), undefined);
+      await rejectsWith(rt.connect(info.sandboxId, signal()), "HARNESS_UNREACHABLE");
+      await rt.close(info.sandboxId, signal());
+      assert.equal(await rt.inspect(info.sandboxId, signal()), undefined);
+    });
+
+    it("rejects aborted calls with the signal's reason and leaves nothing half-made", async () => {
+      const reason = new Error("caller gave up");
+      const aborted = AbortSignal.abort(reason);
+      const req = request(bashSpec("true"));
+      await assert.rejects(rt.provision(req, aborted), (err) => err === reason);
+      assert.equal(await rt.inspect(req.sandboxId, signal()), undefined);
+
+      const parent = await provision(bashSpec("echo up"));
+      const child = request(bashSpec("true"));
+      await assert.rejects(rt.fork(parent.sandboxId, child, aborted), (err) => err === reason);
+      assert.equal(await rt.inspect(child.sandboxId, signal()), undefined);
+
+      // The harness takes far longer than 100 ms to start, so the abort lands while it is awaited.
+      const soon = AbortSignal.timeout(100);
+      await assert.rejects(rt.startHarness(parent.sandboxId, soon), (err) => err === soon.reason);
+      assert.equal(await status(parent.sandboxId), "running");
+      await rt.startHarness(parent.sandboxId, signal());
+      const client = await open(parent.sandboxId);
+      assert.deepEqual((await client.prompt("go")).toolOutputs, ["up\n"], "a fresh start after the aborted one works");
+      client.close();
+    });
+
+    it("fails to start a harness that dies, with the harness's own output in the error", async () => {
+      const info = await provision({ name: "not a valid name!", script: [] });
+      await assert.rejects(rt.startHarness(info.sandboxId, signal()), (err: unknown) => {
+        assert.ok(isSwarmError(err, "HARNESS_START_FAILED"), String(err));
+        assert.match(err.message, /must be 1\.\.64 characters/);
+        return true;
+      });
+    });
+  });
+}
