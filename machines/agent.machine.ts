@@ -158,7 +158,7 @@ export const agentMachine = setup({
     turnMaxMs: input.turnMaxMs,
     prompts: input.prompt === undefined ? [] : [input.prompt],
     steers: [],
-    inflight: 0,
+    inflight: input.inflight ?? 0,
     turns: input.turns ?? 0,
     liveChildren: input.liveChildren ?? 0,
     pausedBy: input.pausedBy ?? null,

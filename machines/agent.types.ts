@@ -28,6 +28,8 @@ export interface AgentInput {
   pausedBy?: PausedBy;
   liveChildren?: number;
   turns?: number;
+  /** Restore only: turns the harness accepted and has not yet settled (as the ledger knows it). */
+  inflight?: number;
 }
 
 /**

@@ -86,6 +86,8 @@ export async function createHarnessAgent(options: HarnessAgentOptions): Promise<
 
   return {
     prompt(text) {
+      // Logged so that a restarted service can count the turns this harness owes it.
+      emit("prompt_accepted", { queued: busy });
       if (busy) {
         queue.push(text);
         return { queued: true };

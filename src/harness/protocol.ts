@@ -75,6 +75,8 @@ export type HarnessEventType =
   | "permission_request"
   | "permission_resolved"
   | "queue_update"
+  /** A prompt was accepted (run now or queued); with `turn_settled`, tells how many turns are owed. */
+  | "prompt_accepted"
   /** Emitted by swarmd's harness when the session is idle again: the turn is really over. */
   | "turn_settled";
 

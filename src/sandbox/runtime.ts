@@ -39,7 +39,7 @@ export interface ProvisionRequest {
  * its files at `/work` and its inputs at `/inputs`.
  *
  * Every call takes an AbortSignal; an aborted call rejects with the signal's reason and leaves no
- * half-made sandbox behind (what it created is removed). Errors are `SandboxError`s.
+ * half-made sandbox behind (what it created is removed). Errors are `SwarmError`s (src/errors.ts).
  */
 export interface SandboxRuntime {
   readonly kind: RuntimeKind;

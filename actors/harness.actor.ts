@@ -1,0 +1,143 @@
+import { fromCallback, type AnyEventObject } from "xstate";
+import type { HarnessActorInput, HarnessCommandEvent, HarnessReportEvent } from "../machines/agent.types.ts";
+import { errorMessage, isSwarmError } from "../src/errors.ts";
+import { attachHarnessClient, type HarnessClient } from "../src/harness/client.ts";
+import { PERSISTED_HARNESS_EVENTS, type HarnessEventMessage, type HostCallMessage, type TurnSettledData } from "../src/harness/protocol.ts";
+import type { SandboxRuntime } from "../src/sandbox/runtime.ts";
+
+/** What the harness actor needs from the rest of the service. */
+export interface HarnessActorDeps {
+  runtime: SandboxRuntime;
+  /** Live connections by agent, for `sessionStats`. */
+  clients: Map<string, HarnessClient>;
+  /** The last harness event this agent had recorded (persisted event or settled turn). */
+  recordedHseq(agentId: string): Promise<number>;
+  /** Persist one harness event of the §6.2 list, recording its hseq in the same batch. */
+  persist(runId: string, agentId: string, event: HarnessEventMessage): Promise<void>;
+  /** Hand an ephemeral event to live listeners. */
+  publish(runId: string, agentId: string, event: HarnessEventMessage): void;
+  /** Answer a `spawn_agent` / `await_result` call made by the agent. */
+  hostCall(agentId: string, call: HostCallMessage): Promise<unknown>;
+  log(message: string): void;
+}
+
+const RECONNECT_ATTEMPTS = 5;
+
+/**
+ * The agent's connection to its harness for as long as the agent is live. Forwards harness events
+ * to the ledger (persisted) or live listeners (ephemeral), reports activity and settled turns to
+ * the machine, and carries the machine's prompt / steer / abort commands. A connection that drops
+ * is re-opened from the last event seen; a sandbox that is gone is reported as `harness.lost`.
+ */
+export function createHarnessActor(deps: HarnessActorDeps) {
+  return fromCallback<HarnessCommandEvent, HarnessActorInput>(({ input, sendBack, receive }) => {
+    const { agentId, runId, sandboxId } = input;
+    const report = (event: HarnessReportEvent) => sendBack(event as AnyEventObject);
+    const abort = new AbortController();
+    let client: HarnessClient | undefined;
+    let seen = -1; // newest hseq handled on any connection of this actor
+    let ready: Promise<HarnessClient>;
+    // Commands observe a failed connection through their own catch; this one only keeps the
+    // rejection from counting as unhandled.
+    const setReady = (next: Promise<HarnessClient>) => {
+      ready = next;
+      next.catch(() => undefined);
+    };
+    setReady(connect().catch(() => reconnect()));
+
+    async function connect(): Promise<HarnessClient> {
+      if (seen < 0) seen = await deps.recordedHseq(agentId);
+      const socket = await deps.runtime.connect(sandboxId, abort.signal);
+      const next = attachHarnessClient(socket, seen, {
+        onEvent: (event) => {
+          if (event.hseq <= seen) return;
+          seen = event.hseq;
+          handle(event);
+        },
+        onHostCall: (call) => answer(next, call),
+        onClose: () => {
+          if (deps.clients.get(agentId) === next) deps.clients.delete(agentId);
+          if (!abort.signal.aborted) setReady(reconnect());
+        },
+      });
+      client = next;
+      deps.clients.set(agentId, next);
+      return next;
+    }
+
+    async function reconnect(): Promise<HarnessClient> {
+      for (let attempt = 0; ; attempt++) {
+        if (abort.signal.aborted) throw new Error("the agent left its live state");
+        const info = await deps.runtime.inspect(sandboxId, abort.signal).catch(() => undefined);
+        if (!info || info.status === "gone" || attempt >= RECONNECT_ATTEMPTS) {
+          const why = !info || info.status === "gone" ? "its sandbox is gone" : "its harness stopped answering";
+          if (!abort.signal.aborted) report({ type: "harness.lost", error: `agent lost: ${why}` });
+          throw new Error(why);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 100 * 2 ** attempt));
+        try {
+          return await connect();
+        } catch {
+          continue;
+        }
+      }
+    }
+
+    function handle(event: HarnessEventMessage) {
+      if (event.event === "turn_settled") {
+        const data = event.data as unknown as TurnSettledData;
+        report({ type: "harness.settled", outcome: data.outcome, text: data.text, error: data.error, hseq: event.hseq });
+        return;
+      }
+      report({ type: "harness.activity" });
+      if (event.event === "prompt_accepted") return; // bookkeeping for restarts, not news
+      if (PERSISTED_HARNESS_EVENTS.has(event.event)) {
+        deps.persist(runId, agentId, event).catch((err: unknown) => deps.log(`could not persist ${event.event} of ${agentId}: ${errorMessage(err)}`));
+      } else {
+        deps.publish(runId, agentId, event);
+      }
+    }
+
+    function answer(to: HarnessClient, call: HostCallMessage) {
+      deps.hostCall(agentId, call).then(
+        (data) => to.answer(call.id, { ok: true, data }),
+        (err: unknown) => to.answer(call.id, { ok: false, error: errorMessage(err) }),
+      );
+    }
+
+    receive((command) => {
+      void ready
+        .then((c) => run(c, command))
+        .catch((err: unknown) => {
+          if (command.type === "harness.steer") report({ type: "harness.steered", requestId: command.requestId, message: command.message, ok: false, error: errorMessage(err) });
+          else deps.log(`harness command ${command.type} for ${agentId} failed: ${errorMessage(err)}`);
+        });
+    });
+
+    async function run(c: HarnessClient, command: HarnessCommandEvent): Promise<void> {
+      switch (command.type) {
+        case "harness.prompt":
+          await c.request({ type: "prompt", message: command.text });
+          return;
+        case "harness.abort":
+          await c.request({ type: "abort" });
+          return;
+        case "harness.steer":
+          try {
+            await c.request({ type: "steer", message: command.message });
+            report({ type: "harness.steered", requestId: command.requestId, message: command.message, ok: true });
+          } catch (err) {
+            const idle = isSwarmError(err, "HARNESS_REJECTED") && /no turn is running/.test(err.message);
+            report({ type: "harness.steered", requestId: command.requestId, message: command.message, ok: false, idle, error: errorMessage(err) });
+          }
+          return;
+      }
+    }
+
+    return () => {
+      abort.abort();
+      if (client && deps.clients.get(agentId) === client) deps.clients.delete(agentId);
+      client?.close();
+    };
+  });
+}

@@ -1,0 +1,121 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { AgentInput, StartState } from "../machines/agent.types.ts";
+import { parentsFirst } from "../machines/tree.ts";
+import { errorMessage } from "../src/errors.ts";
+import { CONTROL_FILES } from "../src/harness/protocol.ts";
+import type { SandboxInfo } from "../src/sandbox/runtime.ts";
+import { applyEvent } from "../src/views/run-view.ts";
+import { addAgent, appendToRun, openRun, type AgentMeta, type RunHandle, type ServiceCore } from "./service-core.ts";
+import { agentKey } from "./spawn.ts";
+
+/**
+ * Start-up: rebuild every run from the ledger and give each live agent its actor back, in the
+ * state the ledger left it, reconnected to its sandbox. Agents whose sandbox vanished end `lost`;
+ * an agent caught mid-provisioning is provisioned again from scratch; sandboxes of this data
+ * folder that belong to no live agent are closed. Returns the number of runs restored.
+ */
+export async function restoreRuns(core: ServiceCore, log: (message: string) => void): Promise<number> {
+  const owned = new Map((await core.runtime.list(AbortSignal.timeout(60_000))).map((s) => [s.sandboxId, s]));
+  const kept = new Set<string>();
+  const runIds = core.ledger.runIds();
+  for (const runId of runIds) {
+    const run = openRun(core, runId);
+    const settledCount = new Map<string, number>();
+    for await (const event of core.ledger.iterate(runId, 0)) {
+      if (event.seq <= run.view.asOf) continue; // already folded through the live subscription
+      applyEvent(run.view, event);
+      if (event.type === "handle_settled" && event.agentId) settledCount.set(event.agentId, (settledCount.get(event.agentId) ?? 0) + 1);
+    }
+    await restoreRun(core, run, owned, kept, settledCount, log);
+  }
+  for (const [sandboxId, info] of owned) {
+    if (kept.has(sandboxId)) continue;
+    log(`closing sandbox ${sandboxId} (agent ${info.agentId} of run ${info.runId}): no live agent owns it`);
+    await core.runtime.close(sandboxId, AbortSignal.timeout(60_000)).catch((err: unknown) => log(`could not close ${sandboxId}: ${errorMessage(err)}`));
+  }
+  return runIds.length;
+}
+
+async function restoreRun(
+  core: ServiceCore,
+  run: RunHandle,
+  owned: Map<string, SandboxInfo>,
+  kept: Set<string>,
+  settledCount: Map<string, number>,
+  log: (message: string) => void,
+): Promise<void> {
+  const agents = run.view.agents;
+  for (const agent of agents.values()) {
+    core.agentRuns.set(agent.agentId, run.runId);
+    const raw = await core.ledger.getIndex(agentKey(agent.agentId));
+    if (raw) run.meta.set(agent.agentId, JSON.parse(raw) as AgentMeta);
+    if (agent.parentAgentId && agent.outcome !== "budget-exceeded") {
+      for (let id: string | null = agent.parentAgentId; id; id = agents.get(id)?.parentAgentId ?? null) {
+        run.descendants[id] = (run.descendants[id] ?? 0) + 1;
+      }
+    }
+  }
+  const parents = Object.fromEntries([...agents.values()].map((a) => [a.agentId, a.parentAgentId]));
+  for (const agentId of parentsFirst(run.view.rootAgentId, parents)) {
+    const agent = agents.get(agentId)!;
+    const meta = run.meta.get(agentId);
+    if (agent.settled || agent.outcome) run.actor.send({ type: "agent.settled", agentId });
+    if (agent.outcome || !meta) continue;
+    const liveChildren = agent.children.filter((id) => agents.get(id)?.outcome === null).length;
+    const base: AgentInput = {
+      agentId,
+      runId: run.runId,
+      sandboxId: meta.sandboxId,
+      start: agent.state as StartState,
+      keepAlive: meta.keepAlive,
+      turnMaxMs: core.config.turnMaxMs,
+      liveChildren,
+    };
+    if (agent.state === "spawning") {
+      addAgent(core, run, { ...base, prompt: agent.prompt ?? undefined }, agent.parentAgentId, agent.waitFor);
+      continue;
+    }
+    if (agent.state === "provisioning") {
+      log(`agent ${agentId} was provisioning when the service stopped: provisioning it again`);
+      await core.runtime.close(meta.sandboxId, AbortSignal.timeout(60_000)).catch(() => undefined);
+      addAgent(core, run, { ...base, prompt: agent.prompt ?? undefined }, agent.parentAgentId, agent.waitFor);
+      continue;
+    }
+    const sandbox = owned.get(meta.sandboxId);
+    if (!sandbox || sandbox.status === "gone") {
+      const why = sandbox ? "its sandbox's processes vanished" : "its sandbox no longer exists";
+      log(`agent ${agentId} is lost: ${why}`);
+      await appendToRun(core, run, [{ type: "agent_ended", agentId, data: { outcome: "lost", endedAt: Date.now(), error: `agent lost while the service was down: ${why}` } }]);
+      run.actor.send({ type: "agent.settled", agentId });
+      continue;
+    }
+    kept.add(meta.sandboxId);
+    const accepted = countAccepted(join(core.runtime.controlDir(meta.sandboxId), CONTROL_FILES.eventLog));
+    addAgent(
+      core,
+      run,
+      {
+        ...base,
+        pausedBy: agent.state === "paused" ? (agent.pausedBy ?? "operator") : undefined,
+        turns: accepted,
+        inflight: Math.max(0, accepted - (settledCount.get(agentId) ?? 0)),
+      },
+      agent.parentAgentId,
+      [],
+    );
+  }
+  for (const agent of agents.values()) {
+    const meta = run.meta.get(agent.agentId);
+    if (meta && (agent.state === "spawning" || agent.state === "provisioning")) kept.add(meta.sandboxId);
+  }
+}
+
+/** Prompts the harness accepted over its life, read from its event log in the control folder. */
+function countAccepted(logPath: string): number {
+  try {
+    return readFileSync(logPath, "utf8").split("\n").filter((line) => line.includes('"event":"prompt_accepted"')).length;
+  } catch {
+    return 0;
+  }
+}

@@ -1,0 +1,29 @@
+import { fromPromise } from "xstate";
+import type { ProvisionInput, SandboxActorInput } from "../machines/agent.types.ts";
+import type { ProvisionRequest, SandboxRuntime } from "../src/sandbox/runtime.ts";
+
+/** How to make one agent's sandbox: fresh or forked from its parent, and the inputs it starts with. */
+export interface ProvisionPlan {
+  request: ProvisionRequest;
+  /** The live parent's sandbox to fork, or null for a fresh sandbox (the root). */
+  parentSandboxId: string | null;
+  /** `/inputs/<name>` → content (results of the agents named in `waitFor`). */
+  inputs: Record<string, string>;
+}
+
+/** The agent machine's sandbox effects, each handed the machine's abort signal. */
+export function createSandboxActors(runtime: SandboxRuntime, plan: (input: ProvisionInput, signal: AbortSignal) => Promise<ProvisionPlan>) {
+  return {
+    provision: fromPromise<void, ProvisionInput>(async ({ input, signal }) => {
+      const p = await plan(input, signal);
+      if (p.parentSandboxId) await runtime.fork(p.parentSandboxId, p.request, signal);
+      else await runtime.provision(p.request, signal);
+      if (Object.keys(p.inputs).length > 0) await runtime.writeInputs(input.sandboxId, p.inputs, signal);
+      await runtime.startHarness(input.sandboxId, signal);
+    }),
+    freeze: fromPromise<void, SandboxActorInput>(({ input, signal }) => runtime.freeze(input.sandboxId, signal)),
+    thaw: fromPromise<void, SandboxActorInput>(({ input, signal }) => runtime.thaw(input.sandboxId, signal)),
+    // Closing must finish even when the machine moves on: it is the last thing an agent does.
+    close: fromPromise<void, SandboxActorInput>(({ input }) => runtime.close(input.sandboxId, new AbortController().signal)),
+  };
+}

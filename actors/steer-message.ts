@@ -1,0 +1,36 @@
+import type { MachineState } from "./agent-state.ts";
+import type { RunHandle } from "./service-core.ts";
+
+/**
+ * The one message a subtree steer delivers to the named parent (spec §4.8): the operator's text,
+ * a table of the parent's children (agentId, specName, state, the prompt each was given), and an
+ * instruction to re-plan. The children receive nothing directly.
+ */
+export function subtreeSteerMessage(run: RunHandle, parentId: string, text: string, stateOf: (agentId: string) => MachineState): string {
+  const children = run.view.agents.get(parentId)?.children ?? [];
+  const rows = children.map((id) => {
+    const child = run.view.agents.get(id);
+    const state = child && (child.state === "done" || child.state === "aborted") ? `${child.state} (${child.outcome ?? "?"})` : stateOf(id);
+    return `| ${id} | ${cell(child?.specName ?? "")} | ${state} | ${cell(child?.prompt ?? "(no prompt)")} |`;
+  });
+  const table =
+    rows.length === 0
+      ? "You have no child agents."
+      : ["| agentId | specName | state | asked to do |", "|---|---|---|---|", ...rows].join("\n");
+  return [
+    "Operator steer for you and the agents under you:",
+    "",
+    text,
+    "",
+    "Your child agents:",
+    "",
+    table,
+    "",
+    "Re-plan your work and your children's in light of this message: decide what each child should do now (continue, be replaced, or be ignored) and carry on.",
+  ].join("\n");
+}
+
+function cell(text: string): string {
+  const flat = text.replace(/\s+/g, " ").replaceAll("|", "\\|");
+  return flat.length > 200 ? `${flat.slice(0, 197)}...` : flat;
+}

@@ -1,0 +1,73 @@
+/**
+ * swarmd: the daemon. Listens on SWARM_HOST:SWARM_PORT (default 127.0.0.1:4600) with the embedded
+ * `process` runtime and a LevelDB ledger under SWARM_DATA_DIR unless configured otherwise.
+ * SIGTERM/SIGINT close the server and the ledger cleanly and leave sandboxes running, so the
+ * next start reconnects to them.
+ */
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { restoreRuns } from "../actors/recovery.ts";
+import { createSwarmService } from "../actors/swarm-service.ts";
+import { loadConfig } from "./config.ts";
+import { errorMessage } from "./errors.ts";
+import { buildServer } from "./http/build-server.ts";
+import { openLedger } from "./ledger/ledger.ts";
+import { createResultStore } from "./results/result-store.ts";
+import { createRuntime } from "./sandbox/create-runtime.ts";
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  mkdirSync(config.dataDir, { recursive: true });
+  const ledger = await openLedger(join(config.dataDir, "ledger"));
+  const runtime = await createRuntime(config, (message) => console.error(`swarmd: ${message}`));
+  const inspect = config.inspect ? await startInspector(config.inspectPort) : undefined;
+  const service = createSwarmService({
+    inspect,
+    config: { dataDir: config.dataDir, turnMaxMs: config.turnMaxMs },
+    runtime,
+    ledger,
+    results: createResultStore(config.dataDir),
+    log: (message) => app.log.warn(message),
+  });
+  const app = buildServer({
+    swarm: service,
+    events: ledger,
+    config: {
+      bodyLimitBytes: config.bodyLimitBytes,
+      token: config.token,
+      heartbeatMs: 10_000,
+      slowConsumerLimit: 500,
+      logger: { level: config.logLevel },
+    },
+  });
+  if (inspect) app.log.info(`SWARM_INSPECT=1: open http://127.0.0.1:${config.inspectPort} to watch the machines`);
+  const restored = await restoreRuns(service.core, (message) => app.log.info(message));
+  await app.listen({ host: config.host, port: config.port });
+  app.log.info(`swarmd listening on http://${config.host}:${config.port} (runtime ${runtime.kind}, data ${config.dataDir}, ${restored} runs restored)`);
+
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    app.log.info(`${signal}: closing the server and the ledger; sandboxes keep running`);
+    await app.close();
+    await service.close();
+    await ledger.close();
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+}
+
+/** SWARM_INSPECT=1: relay every actor's transitions to the Stately inspector UI. */
+async function startInspector(port: number) {
+  const { createWebSocketInspector } = await import("@statelyai/inspect");
+  const { createInspectorServer } = await import("@statelyai/inspect/server");
+  createInspectorServer({ port, autoOpen: false });
+  return createWebSocketInspector({ url: `ws://127.0.0.1:${port}` }).inspect;
+}
+
+main().catch((err: unknown) => {
+  console.error(`swarmd: ${errorMessage(err)}`);
+  process.exit(1);
+});

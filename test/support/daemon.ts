@@ -1,0 +1,108 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { request as httpRequest } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createSwarmService, type SwarmService } from "../../actors/swarm-service.ts";
+import { buildServer } from "../../src/http/build-server.ts";
+import { openLedger, type Ledger } from "../../src/ledger/ledger.ts";
+import { createResultStore } from "../../src/results/result-store.ts";
+import { createProcessRuntime } from "../../src/sandbox/process/process-runtime.ts";
+import type { SandboxRuntime } from "../../src/sandbox/runtime.ts";
+
+export interface Daemon {
+  url: string;
+  dataDir: string;
+  service: SwarmService;
+  ledger: Ledger;
+  runtime: SandboxRuntime;
+  /** JSON request; resolves with status, headers and parsed body (undefined when empty). */
+  call<T = Json>(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Reply<T>>;
+  stop(): Promise<void>;
+}
+
+export interface DaemonOptions {
+  turnMaxMs?: number;
+  runtime?: (dataDir: string) => SandboxRuntime;
+  heartbeatMs?: number;
+  slowConsumerLimit?: number;
+  token?: string;
+  dataDir?: string;
+}
+
+/** The whole daemon in this process, on a real loopback port, with real sandboxes and a real ledger. */
+export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> {
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "swarmd-e2e-"));
+  const ledger = await openLedger(join(dataDir, "ledger"));
+  const quiet = { info: () => undefined, warn: () => undefined };
+  const runtime = options.runtime?.(dataDir) ?? createProcessRuntime({ dataDir, logger: quiet });
+  const service = createSwarmService({
+    config: { dataDir, turnMaxMs: options.turnMaxMs ?? 1_800_000 },
+    runtime,
+    ledger,
+    results: createResultStore(dataDir),
+  });
+  const app = buildServer({
+    swarm: service,
+    events: ledger,
+    config: { bodyLimitBytes: 1024 * 1024, token: options.token, heartbeatMs: options.heartbeatMs ?? 10_000, slowConsumerLimit: options.slowConsumerLimit ?? 500, logger: false },
+  });
+  await app.listen({ host: "127.0.0.1", port: 0 });
+  const address = app.server.address();
+  const port = typeof address === "object" && address ? address.port : 0;
+  const url = `http://127.0.0.1:${port}`;
+
+  return {
+    url,
+    dataDir,
+    service,
+    ledger,
+    runtime,
+    call: (method, path, body, headers) => call(url, method, path, body, headers),
+    async stop() {
+      await app.close();
+      await service.close();
+      for (const sandbox of await runtime.list(AbortSignal.timeout(30_000))) await runtime.close(sandbox.sandboxId, AbortSignal.timeout(30_000));
+      await ledger.close();
+      if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A parsed JSON body as the end-to-end tests read it: they walk into fields and assert each one, so
+ * typing every response would only restate the spec. The one `any` of the project, kept to tests.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: see above
+export type Json = any;
+
+export interface Reply<T> {
+  status: number;
+  body: T;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+export function call<T = Json>(base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+  return new Promise<Reply<T>>((resolve, reject) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const req = httpRequest(`${base}${path}`, { method, headers: { ...(payload ? { "content-type": "application/json" } : {}), ...headers } }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => (text += chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: (text ? JSON.parse(text) : undefined) as T }));
+    });
+    req.on("error", reject);
+    if (payload) req.write(payload);
+    req.end();
+  });
+}
+
+/** Poll the agent view until it reaches `state`. */
+export async function waitForState(d: Daemon, agentId: string, state: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const view = await d.call("GET", `/agents/${agentId}`);
+    if (view.body.state === state) return;
+    if (Date.now() > deadline) throw new Error(`agent ${agentId} is ${view.body.state}, not ${state}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
