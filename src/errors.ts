@@ -31,6 +31,7 @@ export const ERROR_CODES = {
   // Misc
   CONFIG_INVALID: "The configuration is not valid.",
   INTERNAL: "Internal error.",
+  LEDGER_CLOSED: "The ledger is closed.",
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -1,0 +1,151 @@
+/**
+ * The ledger port: the durable, ordered record of every persisted event of every run (spec §2.6,
+ * §6). One writer, atomic group-committed batches, a gap-free `seq` per run starting at 1.
+ * The LevelDB adapter lives in `level-ledger.ts`; `openLedger` is re-exported here so callers
+ * import the contract and the factory from one place.
+ */
+
+/** One persisted event of a run. */
+export interface LedgerEvent {
+  runId: string;
+  /** Gap-free per run, starting at 1, never reused (also across restarts). Sent as the SSE `id`. */
+  seq: number;
+  type: string;
+  /** `null` for run-level events. */
+  agentId: string | null;
+  /** Epoch milliseconds: the caller's `at`, or the time the batch was committed. */
+  at: number;
+  /** JSON data as stored: exactly what a later `read` returns. Treat as read-only. */
+  data: Record<string, unknown>;
+}
+
+/** An event to append; the ledger assigns `runId`, `seq` and (unless given) `at`. */
+export interface NewEvent {
+  type: string;
+  agentId: string | null;
+  /** Must be JSON-serialisable; it is captured (serialised) when `append` is called. */
+  data: Record<string, unknown>;
+  at?: number;
+}
+
+/**
+ * An extra fact written in the same atomic batch as events: agent→run index, idempotency keys,
+ * the last recorded harness hseq per agent, ...
+ */
+export interface IndexPut {
+  key: string;
+  value: string;
+}
+
+/** Index changes of one `append`. Deletes are applied before puts, so a key in both ends up put. */
+export interface IndexChanges {
+  put?: IndexPut[];
+  del?: string[];
+}
+
+/** What a subscriber sees: persisted events after their commit, and ephemeral ones never stored. */
+export type LiveEvent =
+  | ({ persisted: true } & LedgerEvent)
+  | { persisted: false; runId: string; type: string; agentId: string | null; data: Record<string, unknown> };
+
+/** An ephemeral event as published: no seq, never stored. */
+export interface EphemeralEvent {
+  type: string;
+  agentId: string | null;
+  data: Record<string, unknown>;
+}
+
+/** Counters of the writer, for metrics and for tests of group commit. */
+export interface LedgerStats {
+  /** `append` calls that were committed. */
+  appends: number;
+  /** Atomic LevelDB batches written; fewer than `appends` when group commit merged calls. */
+  batches: number;
+  /** Events committed. */
+  events: number;
+}
+
+/**
+ * The run ledger.
+ *
+ * Errors: every method of a closed (or closing) ledger that touches storage rejects with a
+ * `SwarmError` of code `LEDGER_CLOSED`. A malformed append (empty `type`, a `runId` that is empty
+ * or contains `!`, data that is not a JSON object) rejects with `INTERNAL` and writes nothing; it
+ * never fails the other appends grouped with it. A failed batch rejects every append in it with
+ * `INTERNAL` (cause attached), writes nothing and consumes no seq.
+ *
+ * Replay-then-live with no gap and no duplicate (what the SSE stream does):
+ * 1. `subscribe(runId, l)` and buffer the persisted events `l` receives;
+ * 2. replay with `iterate(runId, lastSent)` (or `read` pages) and note the highest seq read;
+ * 3. then take buffered and later live persisted events, dropping any with `seq <=` that highest.
+ * This loses nothing because `lastSeq` is raised before listeners are notified, listeners are
+ * notified synchronously right after the batch commits, and `read` never returns an event above
+ * `lastSeq` at its start: every event is either readable by the replay or notified after step 1.
+ */
+export interface Ledger {
+  /**
+   * Append events of one run atomically, together with `index` changes, in one batch.
+   * Resolves with the stored events (seq assigned) once durable; listeners have been notified by
+   * then. Appends that arrive while a batch is being written are merged into the next single
+   * batch (group commit); the order of calls is the order of seqs. An append with no events
+   * still orders and writes its index changes. Rejects with `LEDGER_CLOSED` once `close` was called.
+   */
+  append(runId: string, events: NewEvent[], index?: IndexChanges): Promise<LedgerEvent[]>;
+
+  /**
+   * Persisted events of a run with `seq > afterSeq`, in seq order, at most `limit` (default 1000),
+   * none above `lastSeq(runId)` at the time of the call. One bounded range scan per call, so
+   * paging a 100,000-event run costs one seek per page. An unknown run gives `[]`.
+   */
+  read(runId: string, afterSeq: number, limit?: number): Promise<LedgerEvent[]>;
+
+  /**
+   * All persisted events after `afterSeq`, in order, paging with `read` (so no LevelDB iterator
+   * stays open while a slow consumer holds the loop). Ends at the first short page; events
+   * committed after that are for the live listeners.
+   */
+  iterate(runId: string, afterSeq: number): AsyncIterable<LedgerEvent>;
+
+  /** Highest committed seq of the run; 0 for an unknown run. Synchronous: kept in memory. */
+  lastSeq(runId: string): number;
+
+  /** Runs with at least one committed event, in no particular order. */
+  runIds(): string[];
+
+  /** The index value under `key`, or `undefined`. */
+  getIndex(key: string): Promise<string | undefined>;
+
+  /** Index entries whose key starts with `prefix`, in key order (`""` lists all). */
+  listIndex(prefix: string): Promise<IndexPut[]>;
+
+  /**
+   * Live listener for one run: called synchronously after each committed batch with the run's new
+   * events (once per event, seq order), and synchronously from `publish` for ephemeral events.
+   * A listener that throws is reported to `onListenerError` and keeps its subscription; it never
+   * breaks the writer or other listeners. Returns the unsubscribe function (idempotent).
+   */
+  subscribe(runId: string, listener: (e: LiveEvent) => void): () => void;
+
+  /**
+   * Ephemeral event: delivered now to the run's current subscribers only, never stored, no seq.
+   * A no-op after `close` (late harness deltas during shutdown are not errors).
+   */
+  publish(runId: string, event: EphemeralEvent): void;
+
+  /** Writer counters since open. */
+  stats(): LedgerStats;
+
+  /**
+   * Refuse new appends, wait for the queued ones to commit, drop the listeners, then close the
+   * database. Idempotent: every call resolves when the ledger is closed.
+   */
+  close(): Promise<void>;
+}
+
+/** Options of `openLedger`. */
+export interface LedgerOptions {
+  /** Where listener errors go; defaults to `console.error`. Must not throw. */
+  onListenerError?: (err: unknown, runId: string) => void;
+}
+
+export { openLedger } from "./level-ledger.ts";

@@ -1,0 +1,241 @@
+import { Level } from "level";
+import PQueue from "p-queue";
+import { SwarmError } from "../errors.ts";
+import { prepareAppend, storeEvent, type AppendRequest } from "./append-request.ts";
+import type { EphemeralEvent, IndexChanges, IndexPut, Ledger, LedgerEvent, LedgerOptions, LedgerStats, LiveEvent, NewEvent } from "./ledger.ts";
+import { eventKey, MAX_SEQ, RUN_META_PREFIX, runMetaKey, seqOfKey } from "./ledger-keys.ts";
+import { LiveListeners } from "./live-listeners.ts";
+
+const DEFAULT_READ_LIMIT = 1000;
+const ITERATE_PAGE = 1000;
+
+type Db = Level<string, string>;
+// Typed through level itself: abstract-level is only a transitive dependency.
+const openSublevel = (db: Db, name: string) => db.sublevel(name);
+type Sub = ReturnType<typeof openSublevel>;
+type BatchOp = { type: "put"; sublevel: Sub; key: string; value: string } | { type: "del"; sublevel: Sub; key: string };
+/** A group turned into one batch: its ops, each run's new last seq, and each append's events. */
+interface Written {
+  ops: BatchOp[];
+  next: Map<string, number>;
+  stored: LedgerEvent[][];
+}
+
+/**
+ * Open (creating if needed) the LevelDB ledger in the folder `path` and restore each run's last
+ * seq from the last key of its range. Rejects with `INTERNAL` when the folder cannot be opened
+ * (for example another process holds its lock).
+ */
+export async function openLedger(path: string, options: LedgerOptions = {}): Promise<Ledger> {
+  const db: Db = new Level<string, string>(path);
+  const ledger = new LevelLedger(db, options);
+  try {
+    await db.open();
+    await ledger.restore();
+  } catch (cause) {
+    // Release the folder's lock so the caller can retry or another process can open it.
+    await db.close().catch(() => {});
+    throw new SwarmError("INTERNAL", `the ledger at ${path} could not be opened`, { cause });
+  }
+  return ledger;
+}
+
+class LevelLedger implements Ledger {
+  readonly #db: Db;
+  readonly #events: Sub;
+  readonly #index: Sub;
+  readonly #meta: Sub;
+  /** Committed last seq per run; raised only after a batch commits, before listeners hear of it. */
+  readonly #last = new Map<string, number>();
+  readonly #listeners: LiveListeners;
+  readonly #queue = new PQueue({ concurrency: 1 });
+  #pending: AppendRequest[] = [];
+  #flushQueued = false;
+  #closing: Promise<void> | undefined;
+  #closed = false;
+  readonly #stats: LedgerStats = { appends: 0, batches: 0, events: 0 };
+
+  constructor(db: Db, options: LedgerOptions) {
+    this.#db = db;
+    this.#events = openSublevel(db, "ev");
+    this.#index = openSublevel(db, "ix");
+    this.#meta = openSublevel(db, "meta");
+    this.#listeners = new LiveListeners(options.onListenerError ?? ((err, runId) => console.error(`ledger listener of run ${runId} threw:`, err)));
+  }
+
+  /** One reverse seek per known run: the last key of a run's range is its last seq. */
+  async restore(): Promise<void> {
+    for (const metaKey of await this.#meta.keys().all()) {
+      if (!metaKey.startsWith(RUN_META_PREFIX)) continue;
+      const runId = metaKey.slice(RUN_META_PREFIX.length);
+      const [lastKey] = await this.#events.keys({ gt: eventKey(runId, 0), lte: eventKey(runId, MAX_SEQ), reverse: true, limit: 1 }).all();
+      if (lastKey !== undefined) this.#last.set(runId, seqOfKey(lastKey));
+    }
+  }
+
+  append(runId: string, events: NewEvent[], index?: IndexChanges): Promise<LedgerEvent[]> {
+    if (this.#closing) return Promise.reject(closedError());
+    let prepared: Omit<AppendRequest, "resolve" | "reject">;
+    try {
+      prepared = prepareAppend(runId, events, index);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return new Promise<LedgerEvent[]>((resolve, reject) => {
+      this.#pending.push({ ...prepared, resolve, reject });
+      // One queued flush at a time: everything that arrives while a batch is in flight waits
+      // in #pending and is taken whole by the next flush. That is the group commit.
+      if (!this.#flushQueued) {
+        this.#flushQueued = true;
+        void this.#queue.add(() => this.#flush());
+      }
+    });
+  }
+
+  async #flush(): Promise<void> {
+    this.#flushQueued = false;
+    const group = this.#pending;
+    this.#pending = [];
+    let written: Written;
+    try {
+      written = this.#build(group);
+      // fsync per batch: "durable" must survive a machine crash, and group commit is what
+      // keeps that affordable (one sync for every append that queued behind the last one).
+      if (written.ops.length > 0) await this.#db.batch(written.ops, { sync: true });
+    } catch (cause) {
+      // Nothing was written and #last is untouched, so the seqs stay free and gap-free.
+      const err = new SwarmError("INTERNAL", "ledger batch failed", { cause });
+      for (const req of group) req.reject(err);
+      return;
+    }
+    if (written.ops.length > 0) this.#stats.batches += 1;
+    for (const [runId, seq] of written.next) this.#last.set(runId, seq);
+    this.#stats.appends += group.length;
+    // Synchronously after the commit and after #last moved: the replay-then-live recipe rests on it.
+    group.forEach((req, i) => {
+      for (const event of written.stored[i] ?? []) {
+        this.#stats.events += 1;
+        this.#listeners.deliver(req.runId, { persisted: true, ...event });
+      }
+    });
+    group.forEach((req, i) => req.resolve(written.stored[i] ?? []));
+  }
+
+  /** Assign seqs on top of the committed ones and turn a group into one batch. */
+  #build(group: AppendRequest[]): Written {
+    const commitAt = Date.now();
+    const next = new Map<string, number>();
+    const ops: BatchOp[] = [];
+    const stored: LedgerEvent[][] = [];
+    for (const req of group) {
+      const out: LedgerEvent[] = [];
+      if (req.events.length > 0 && !this.#last.has(req.runId) && !next.has(req.runId)) {
+        ops.push({ type: "put", sublevel: this.#meta, key: runMetaKey(req.runId), value: String(commitAt) });
+      }
+      let seq = next.get(req.runId) ?? this.#last.get(req.runId) ?? 0;
+      for (const e of req.events) {
+        seq += 1;
+        const { value, event } = storeEvent(req.runId, seq, e, commitAt);
+        ops.push({ type: "put", sublevel: this.#events, key: eventKey(req.runId, seq), value });
+        out.push(event);
+      }
+      if (req.events.length > 0) next.set(req.runId, seq);
+      for (const key of req.del) ops.push({ type: "del", sublevel: this.#index, key });
+      for (const { key, value } of req.put) ops.push({ type: "put", sublevel: this.#index, key, value });
+      stored.push(out);
+    }
+    return { ops, next, stored };
+  }
+
+  async read(runId: string, afterSeq: number, limit = DEFAULT_READ_LIMIT): Promise<LedgerEvent[]> {
+    this.#assertOpen();
+    const upTo = this.lastSeq(runId);
+    const from = Math.max(0, Math.floor(afterSeq));
+    if (from >= upTo || !(limit > 0)) return [];
+    const values = await this.#guard(() =>
+      this.#events.values({ gt: eventKey(runId, from), lte: eventKey(runId, upTo), limit: Math.floor(limit) }).all(),
+    );
+    return values.map((v) => JSON.parse(v) as LedgerEvent);
+  }
+
+  async *iterate(runId: string, afterSeq: number): AsyncIterable<LedgerEvent> {
+    let cursor = afterSeq;
+    for (;;) {
+      const page = await this.read(runId, cursor, ITERATE_PAGE);
+      yield* page;
+      const last = page.at(-1);
+      if (last === undefined || page.length < ITERATE_PAGE) return;
+      cursor = last.seq;
+    }
+  }
+
+  lastSeq(runId: string): number {
+    return this.#last.get(runId) ?? 0;
+  }
+
+  runIds(): string[] {
+    return [...this.#last.keys()];
+  }
+
+  async getIndex(key: string): Promise<string | undefined> {
+    this.#assertOpen();
+    // level v10 resolves a missing key with undefined rather than throwing NotFound.
+    const value = await this.#guard(() => this.#index.get(key));
+    return value ?? undefined;
+  }
+
+  async listIndex(prefix: string): Promise<IndexPut[]> {
+    this.#assertOpen();
+    const entries = await this.#guard(async () => {
+      const out: IndexPut[] = [];
+      // Stop at the first key outside the prefix instead of computing a byte-exact upper bound.
+      for await (const [key, value] of this.#index.iterator({ gte: prefix })) {
+        if (!key.startsWith(prefix)) break;
+        out.push({ key, value });
+      }
+      return out;
+    });
+    return entries;
+  }
+
+  subscribe(runId: string, listener: (e: LiveEvent) => void): () => void {
+    return this.#listeners.subscribe(runId, listener);
+  }
+
+  publish(runId: string, event: EphemeralEvent): void {
+    if (this.#closed) return;
+    this.#listeners.deliver(runId, { persisted: false, runId, type: event.type, agentId: event.agentId, data: event.data });
+  }
+
+  stats(): LedgerStats {
+    return { ...this.#stats };
+  }
+
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      await this.#queue.onIdle();
+      this.#closed = true;
+      this.#listeners.clear();
+      await this.#db.close();
+    })();
+    return this.#closing;
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw closedError();
+  }
+
+  /** A read racing `close` gets level's not-open error; callers see the ledger's own code instead. */
+  async #guard<T>(read: () => Promise<T>): Promise<T> {
+    try {
+      return await read();
+    } catch (err) {
+      if (this.#closing) throw closedError(err);
+      throw err;
+    }
+  }
+}
+
+function closedError(cause?: unknown): SwarmError {
+  return new SwarmError("LEDGER_CLOSED", undefined, { cause });
+}
