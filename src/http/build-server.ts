@@ -1,3 +1,4 @@
+import { fastifySSE } from "@fastify/sse";
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import { SwarmError } from "../errors.ts";
 import type { SwarmApi } from "../swarm-api.ts";
@@ -67,6 +68,10 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   app.get("/health", async () => ({ ok: true }));
   runRoutes(app, deps.swarm);
   agentRoutes(app, deps.swarm);
-  eventRoutes(app, { swarm: deps.swarm, events: deps.events, heartbeatMs: config.heartbeatMs, slowConsumerLimit: config.slowConsumerLimit, streams });
+  // The plugin hooks `onRoute` when it loads, so the event routes are registered after it.
+  app.register(fastifySSE, { heartbeatInterval: config.heartbeatMs });
+  app.register(async (scope) => {
+    eventRoutes(scope, { swarm: deps.swarm, events: deps.events, slowConsumerLimit: config.slowConsumerLimit, streams });
+  });
   return app;
 }

@@ -10,7 +10,7 @@ async function listen(t: TestContext, config: Partial<ServerConfig> = {}, option
   const ctx = setup(config, options);
   t.after(() => ctx.app.close());
   const address = await ctx.app.listen({ host: "127.0.0.1", port: 0 });
-  const open = (path: string, headers: Record<string, string> = {}) => {
+  const open = (path: string, headers: Record<string, string | null> = {}) => {
     const client = new SseClient(`${address}${path}`, headers);
     t.after(() => client.close());
     return client;
@@ -79,6 +79,20 @@ test("replays from ?lastEventId= and from the start without either; the header w
   assert.deepEqual(both.ids, [5]);
 });
 
+test("every client gets the stream whatever its Accept: curl's */*, none at all, even application/json", async (t) => {
+  const { events, open } = await listen(t);
+  events.append(RUN_ID, "run_started", null, { runId: RUN_ID });
+  for (const accept of ["*/*", null, "application/json"]) {
+    const client = open("/runs/r_1/events", { accept });
+    const res = await client.response;
+    assert.equal(res.statusCode, 200, `accept ${accept}`);
+    assert.equal(res.headers["content-type"], "text/event-stream; charset=utf-8");
+    assert.equal(res.headers["x-accel-buffering"], "no");
+    const first = await client.until((f) => f.id === 1);
+    assert.equal(first.event, "run_started");
+  }
+});
+
 // A small slowConsumerLimit makes the queue overflow during the replay, which must re-read the ledger.
 for (const [limit, snapshot] of [[500, false], [500, true], [5, false], [5, true]] as const) {
   test(`live events after the replay arrive with no gap and no duplicate while appends run concurrently (limit ${limit}, ${snapshot ? "snapshot" : "live"} iterator)`, async (t) => {
@@ -113,6 +127,13 @@ test("a heartbeat comment is sent every heartbeatMs", async (t) => {
   const first = client.frames.length;
   await client.until((f) => client.frames.indexOf(f) >= first && f.comment === "heartbeat");
   assert.ok(client.frames.every((f) => f.comment === "heartbeat"), "an empty run sends nothing but heartbeats");
+});
+
+// Node holds a response head back until the first body byte; here that would be the heartbeat.
+test("a client of a quiet run gets its 200 at once, not at the first heartbeat", { timeout: 2_000 }, async (t) => {
+  const { open } = await listen(t, { heartbeatMs: 60_000 });
+  const res = await open("/runs/r_1/events").response;
+  assert.equal(res.statusCode, 200);
 });
 
 test("closing the client unsubscribes from the run", async (t) => {

@@ -21,10 +21,12 @@ export class SseClient {
   #res: IncomingMessage | undefined;
   #req;
 
-  constructor(url: string, headers: Record<string, string> = {}) {
+  /** `headers` override the default `accept: text/event-stream`; a `null` value sends no such header. */
+  constructor(url: string, headers: Record<string, string | null> = {}) {
     let markEnded: () => void = () => {};
     this.ended = new Promise((resolve) => (markEnded = resolve));
-    this.#req = request(url, { headers: { accept: "text/event-stream", ...headers } });
+    const sent = Object.entries({ accept: "text/event-stream", ...headers }).filter((h): h is [string, string] => h[1] !== null);
+    this.#req = request(url, { headers: Object.fromEntries(sent) });
     this.response = new Promise((resolve, reject) => {
       this.#req.on("response", (res) => {
         this.#res = res;

@@ -1,16 +1,21 @@
 import type { ServerResponse } from "node:http";
+import type { SSEMessage, SSEReplyInterface } from "@fastify/sse";
 import type { FastifyBaseLogger } from "fastify";
 import type { EventSource, LedgerEvent, LiveEvent } from "../event-source.ts";
-import { ephemeralFrame, HEARTBEAT_FRAME, persistedFrame, SSE_HEADERS } from "./sse-frame.ts";
+import { ephemeralMessage, persistedMessage } from "./sse-message.ts";
 
 export interface EventStreamOptions {
   runId: string;
   /** Replay persisted events with `seq > afterSeq` before going live. */
   afterSeq: number;
   events: EventSource;
-  /** The hijacked response; this stream owns it from now on. */
+  /** `reply.sse`: writes the head, every frame and the heartbeat, and ends the response. */
+  sse: SSEReplyInterface;
+  /**
+   * `reply.raw`, the response under `sse`: read for backpressure (`writableNeedDrain`, `drain`),
+   * and destroyed to cut off a client that is not reading. Frames never go through it.
+   */
   raw: ServerResponse;
-  heartbeatMs: number;
   /** Persisted events held back from a client that is not reading before the connection is cut. */
   slowConsumerLimit: number;
   log: FastifyBaseLogger;
@@ -22,12 +27,14 @@ export type CloseReason = "client" | "slow-consumer" | "shutdown" | "error";
  * One SSE connection of `GET /runs/:runId/events`: replay from the ledger, then live, with no gap
  * and no duplicate at the seam.
  *
- * - Subscribes before replaying; live persisted events wait in `queue` and are written only when
- *   their seq is above the last one written, so the seam is deduplicated by seq.
- * - Backpressure is the socket's own: a `write` that returns false marks the client `blocked`
- *   until `drain`. While blocked (or while persisted events wait), ephemeral events are dropped for
- *   this connection and persisted ones queue; `slowConsumerLimit` queued while blocked closes the
- *   connection. The client reconnects with `Last-Event-ID` and the ledger fills the hole.
+ * - Subscribes before replaying; live persisted events wait in `queue` and are sent only when
+ *   their seq is above the last one sent, so the seam is deduplicated by seq.
+ * - Backpressure is the socket's own: `@fastify/sse` writes synchronously inside `send()`, so the
+ *   response's `writableNeedDrain` right after it says whether the client is blocked, until
+ *   `drain`. While blocked (or while persisted events wait), ephemeral events are dropped for this
+ *   connection and persisted ones queue; `slowConsumerLimit` queued while blocked closes the
+ *   connection. The client reconnects with `Last-Event-ID` and the ledger fills the hole. Nothing
+ *   is sent while blocked, so at most one of the plugin's sends ever waits for `drain`.
  * - If the queue fills during a replay the client is keeping up with, the queue is dropped and the
  *   replay reads the ledger once more from where it got to: the ledger already holds those events.
  */
@@ -36,12 +43,10 @@ export class EventStream {
   #lastSent: number;
   #queue: LedgerEvent[] = [];
   #live = false;
-  #blocked = false;
   #overflowed = false;
   #closed = false;
   #droppedEphemeral = 0;
   #unsubscribe: (() => void) | undefined;
-  #heartbeat: NodeJS.Timeout | undefined;
   #drainWaiters: Array<() => void> = [];
   #onClose: Array<(reason: CloseReason) => void> = [];
 
@@ -54,24 +59,23 @@ export class EventStream {
     this.#onClose.push(callback);
   }
 
-  /** Write the head, replay, then stay live until the client leaves or `close` is called. */
+  /** Send the head, replay, then stay live until the client leaves or `close` is called. */
   async start(): Promise<void> {
-    const { raw, runId, events } = this.#o;
-    raw.on("close", () => this.close("client"));
+    const { sse, raw, runId, events } = this.#o;
+    // Without keepAlive the plugin ends the response as soon as the route handler returns.
+    sse.keepAlive();
+    sse.onClose(() => this.close("client"));
     raw.on("drain", () => this.#onDrain());
-    raw.on("error", () => this.close("client"));
     // A client that left before the handler ran has already fired 'close'; do not subscribe for it.
-    if (raw.destroyed || raw.socket === null || raw.socket.destroyed) {
+    if (!sse.isConnected || raw.destroyed || raw.socket === null || raw.socket.destroyed) {
       this.close("client");
       return;
     }
     this.#unsubscribe = events.subscribe(runId, (e) => this.#onLive(e));
-    raw.writeHead(200, SSE_HEADERS);
+    // Commits the head and starts the plugin's heartbeat. Node holds a head back until the first
+    // body byte, so it is flushed: a client of a quiet run gets its 200 now, not at the heartbeat.
+    sse.sendHeaders();
     raw.flushHeaders();
-    this.#heartbeat = setInterval(() => {
-      // A blocked client has bytes pending already; a heartbeat would only add to the pile.
-      if (!this.#blocked) this.#write(HEARTBEAT_FRAME);
-    }, this.#o.heartbeatMs);
     try {
       await this.#replay();
     } catch (err) {
@@ -87,21 +91,23 @@ export class EventStream {
   /** Idempotent. Unsubscribes, stops the heartbeat and ends or destroys the response. */
   close(reason: CloseReason): void {
     if (this.#closed) return;
+    // A client that is not reading would never let the plugin's `end()` finish: cut it off instead.
+    const cutOff = reason === "slow-consumer" || (reason !== "client" && this.#blocked);
     this.#closed = true;
     this.#unsubscribe?.();
-    clearInterval(this.#heartbeat);
     this.#queue = [];
     for (const wake of this.#drainWaiters.splice(0)) wake();
-    const { raw } = this.#o;
-    if (reason !== "client" && !raw.destroyed) {
-      // A client that is not reading would never let `end()` finish: cut it off instead.
-      if (this.#blocked || reason === "slow-consumer") raw.destroy();
-      else raw.end();
-    }
+    this.#o.sse.close();
+    if (cutOff) this.#o.raw.destroy();
     if (reason === "slow-consumer" || this.#droppedEphemeral > 0) {
       this.#o.log.info({ runId: this.#o.runId, reason, lastSent: this.#lastSent, droppedEphemeral: this.#droppedEphemeral }, "event stream closed");
     }
     for (const callback of this.#onClose.splice(0)) callback(reason);
+  }
+
+  /** Bytes are waiting for the client: set by any write that filled the buffer, heartbeats included. */
+  get #blocked(): boolean {
+    return this.#o.raw.writableNeedDrain;
   }
 
   async #replay(): Promise<void> {
@@ -109,7 +115,7 @@ export class EventStream {
       this.#overflowed = false;
       for await (const e of this.#o.events.iterate(this.#o.runId, this.#lastSent)) {
         if (this.#closed) return;
-        if (e.seq > this.#lastSent) this.#writePersisted(e);
+        if (e.seq > this.#lastSent) this.#sendPersisted(e);
         if (this.#blocked) await this.#drained();
         if (this.#closed) return;
       }
@@ -120,12 +126,12 @@ export class EventStream {
     if (this.#closed) return;
     if (!e.persisted) {
       if (this.#blocked || this.#queue.length > 0) this.#droppedEphemeral++;
-      else this.#write(ephemeralFrame(e));
+      else this.#send(ephemeralMessage(e));
       return;
     }
     if (e.seq <= this.#lastSent) return;
     if (this.#live && !this.#blocked && this.#queue.length === 0) {
-      this.#writePersisted(e);
+      this.#sendPersisted(e);
       return;
     }
     this.#queue.push(e);
@@ -140,7 +146,6 @@ export class EventStream {
   }
 
   #onDrain(): void {
-    this.#blocked = false;
     for (const wake of this.#drainWaiters.splice(0)) wake();
     if (this.#live) this.#flush();
   }
@@ -148,17 +153,22 @@ export class EventStream {
   #flush(): void {
     while (this.#queue.length > 0 && !this.#blocked && !this.#closed) {
       const e = this.#queue.shift();
-      if (e !== undefined && e.seq > this.#lastSent) this.#writePersisted(e);
+      if (e !== undefined && e.seq > this.#lastSent) this.#sendPersisted(e);
     }
   }
 
-  #writePersisted(e: LedgerEvent): void {
-    this.#write(persistedFrame(e));
+  #sendPersisted(e: LedgerEvent): void {
+    this.#send(persistedMessage(e));
     this.#lastSent = e.seq;
   }
 
-  #write(chunk: string): void {
-    if (!this.#o.raw.write(chunk)) this.#blocked = true;
+  #send(message: SSEMessage): void {
+    // The write happens inside this call; the promise settles later only when it waits for drain,
+    // and rejects only for a closed connection, which `#closed` already keeps out.
+    this.#o.sse.send(message).catch((err: unknown) => {
+      this.#o.log.error({ err, runId: this.#o.runId }, "event stream send failed");
+      this.close("error");
+    });
   }
 
   #drained(): Promise<void> {
