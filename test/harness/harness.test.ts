@@ -80,6 +80,20 @@ describe("harness", () => {
     await until(() => !isAlive(pid), 3_000, () => `sleep ${pid} still alive after abort`);
   });
 
+  it("abort in the middle of an answer settles the turn with the text streamed so far", async (t) => {
+    const full = "a long answer that streams out slowly, word by word, for several seconds";
+    const h = await startHarness({ name: "t", script: [{ text: full, delayMs: 6_000 }] });
+    t.after(() => h.stop());
+    const c = await h.connect();
+    await c.client.request({ type: "prompt", message: "go" });
+    await c.waitFor((e) => e.event === "text");
+    await c.client.request({ type: "abort" });
+    const settled = await c.waitFor(isSettled, 5_000);
+    const text = settledText(settled);
+    assert.equal((settled.data as { outcome: string }).outcome, "aborted");
+    assert.ok(text && text.length > 0 && text.length < full.length && full.startsWith(text), `partial text: ${text}`);
+  });
+
   it("answers get_session_stats within 2 seconds", async (t) => {
     const h = await startHarness({ name: "t", script: [{ text: "ok" }] });
     t.after(() => h.stop());

@@ -40,6 +40,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> 
     runtime,
     ledger,
     results: createResultStore(dataDir),
+    log: process.env.SWARM_TEST_LOG ? (message) => console.error(`[swarmd] ${message}`) : undefined,
   });
   const app = buildServer({
     swarm: service,
