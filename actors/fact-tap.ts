@@ -6,6 +6,9 @@ export interface FactEvents {
   put: Array<{ key: string; value: string }>;
 }
 
+/** Ledger key of how an agent ends, written before its sandbox is closed. */
+export const endingKey = (agentId: string) => `ending!${agentId}`;
+
 /** Ledger key of the newest harness event recorded for an agent. */
 export const hseqKey = (agentId: string) => `hseq!${agentId}`;
 

@@ -7,6 +7,7 @@ import { CONTROL_FILES } from "../src/harness/protocol.ts";
 import type { SandboxInfo } from "../src/sandbox/runtime.ts";
 import { applyEvent } from "../src/views/run-view.ts";
 import { addAgent, appendToRun, openRun, type AgentMeta, type RunHandle, type ServiceCore } from "./service-core.ts";
+import { endingKey } from "./fact-tap.ts";
 import { agentKey } from "./spawn.ts";
 
 /**
@@ -56,13 +57,40 @@ async function restoreRun(
       }
     }
   }
+  // First end what cannot go on (so parents count only children that are really live), then
+  // give every remaining live agent its actor back, parents before children.
+  for (const agent of agents.values()) {
+    const meta = run.meta.get(agent.agentId);
+    if (agent.outcome || !meta) continue;
+    const ending = await core.ledger.getIndex(endingKey(agent.agentId));
+    if (ending) {
+      // The agent was ending when the service stopped: finish closing and record the end it had.
+      const { outcome, error } = JSON.parse(ending) as { outcome: string; error?: string };
+      log(`agent ${agent.agentId} was ending (${outcome}) when the service stopped: closing its sandbox`);
+      await core.runtime.close(meta.sandboxId, AbortSignal.timeout(60_000)).catch(() => undefined);
+      await endAgent(core, run, agent.agentId, outcome, error ?? null);
+      continue;
+    }
+    if (agent.state === "provisioning") {
+      log(`agent ${agent.agentId} was provisioning when the service stopped: provisioning it again`);
+      await core.runtime.close(meta.sandboxId, AbortSignal.timeout(60_000)).catch(() => undefined);
+      continue;
+    }
+    if (agent.state !== "running" && agent.state !== "paused") continue;
+    const sandbox = owned.get(meta.sandboxId);
+    if (!sandbox || sandbox.status === "gone") {
+      const why = sandbox ? "its sandbox's processes vanished" : "its sandbox no longer exists";
+      log(`agent ${agent.agentId} is lost: ${why}`);
+      await endAgent(core, run, agent.agentId, "lost", `agent lost while the service was down: ${why}`);
+    }
+  }
+
   const parents = Object.fromEntries([...agents.values()].map((a) => [a.agentId, a.parentAgentId]));
   for (const agentId of parentsFirst(run.view.rootAgentId, parents)) {
     const agent = agents.get(agentId)!;
     const meta = run.meta.get(agentId);
     if (agent.settled || agent.outcome) run.actor.send({ type: "agent.settled", agentId });
     if (agent.outcome || !meta) continue;
-    const liveChildren = agent.children.filter((id) => agents.get(id)?.outcome === null).length;
     const base: AgentInput = {
       agentId,
       runId: run.runId,
@@ -70,27 +98,14 @@ async function restoreRun(
       start: agent.state as StartState,
       keepAlive: meta.keepAlive,
       turnMaxMs: core.config.turnMaxMs,
-      liveChildren,
+      liveChildren: agent.children.filter((id) => agents.get(id)?.outcome === null).length,
     };
-    if (agent.state === "spawning") {
-      addAgent(core, run, { ...base, prompt: agent.prompt ?? undefined }, agent.parentAgentId, agent.waitFor);
-      continue;
-    }
-    if (agent.state === "provisioning") {
-      log(`agent ${agentId} was provisioning when the service stopped: provisioning it again`);
-      await core.runtime.close(meta.sandboxId, AbortSignal.timeout(60_000)).catch(() => undefined);
-      addAgent(core, run, { ...base, prompt: agent.prompt ?? undefined }, agent.parentAgentId, agent.waitFor);
-      continue;
-    }
-    const sandbox = owned.get(meta.sandboxId);
-    if (!sandbox || sandbox.status === "gone") {
-      const why = sandbox ? "its sandbox's processes vanished" : "its sandbox no longer exists";
-      log(`agent ${agentId} is lost: ${why}`);
-      await appendToRun(core, run, [{ type: "agent_ended", agentId, data: { outcome: "lost", endedAt: Date.now(), error: `agent lost while the service was down: ${why}` } }]);
-      run.actor.send({ type: "agent.settled", agentId });
-      continue;
-    }
     kept.add(meta.sandboxId);
+    if (agent.state === "spawning" || agent.state === "provisioning") {
+      addAgent(core, run, { ...base, prompt: agent.prompt ?? undefined }, agent.parentAgentId, agent.waitFor);
+      continue;
+    }
+    await matchFreezer(core, meta.sandboxId, owned.get(meta.sandboxId)!.status, agent.state === "paused", log);
     const accepted = countAccepted(join(core.runtime.controlDir(meta.sandboxId), CONTROL_FILES.eventLog));
     addAgent(
       core,
@@ -105,9 +120,25 @@ async function restoreRun(
       [],
     );
   }
-  for (const agent of agents.values()) {
-    const meta = run.meta.get(agent.agentId);
-    if (meta && (agent.state === "spawning" || agent.state === "provisioning")) kept.add(meta.sandboxId);
+}
+
+async function endAgent(core: ServiceCore, run: RunHandle, agentId: string, outcome: string, error: string | null): Promise<void> {
+  await appendToRun(core, run, [{ type: "agent_ended", agentId, data: { outcome, endedAt: Date.now(), error } }]);
+  run.actor.send({ type: "agent.settled", agentId });
+}
+
+/**
+ * A crash between a freeze (or thaw) and its ledger event leaves the sandbox out of step with the
+ * ledger, which is what the operator was told. The ledger wins: the unanswered request did not happen.
+ */
+async function matchFreezer(core: ServiceCore, sandboxId: string, status: SandboxInfo["status"], paused: boolean, log: (message: string) => void): Promise<void> {
+  const signal = AbortSignal.timeout(60_000);
+  if (paused && status === "running") {
+    log(`sandbox ${sandboxId} runs but its agent is recorded paused: freezing it again`);
+    await core.runtime.freeze(sandboxId, signal);
+  } else if (!paused && status === "frozen") {
+    log(`sandbox ${sandboxId} is frozen but its agent is recorded running: thawing it`);
+    await core.runtime.thaw(sandboxId, signal);
   }
 }
 

@@ -1,5 +1,5 @@
 import { fromPromise } from "xstate";
-import type { ProvisionInput, SandboxActorInput } from "../machines/agent.types.ts";
+import type { CloseInput, ProvisionInput, SandboxActorInput } from "../machines/agent.types.ts";
 import type { ProvisionRequest, SandboxRuntime } from "../src/sandbox/runtime.ts";
 
 /** How to make one agent's sandbox: fresh or forked from its parent, and the inputs it starts with. */
@@ -12,7 +12,14 @@ export interface ProvisionPlan {
 }
 
 /** The agent machine's sandbox effects, each handed the machine's abort signal. */
-export function createSandboxActors(runtime: SandboxRuntime, plan: (input: ProvisionInput, signal: AbortSignal) => Promise<ProvisionPlan>) {
+export interface SandboxActorDeps {
+  runtime: SandboxRuntime;
+  plan(input: ProvisionInput, signal: AbortSignal): Promise<ProvisionPlan>;
+  /** Make how the agent ends durable before its sandbox goes, so a crash mid-close is not taken for a lost agent. */
+  recordEnding(input: CloseInput): Promise<void>;
+}
+
+export function createSandboxActors({ runtime, plan, recordEnding }: SandboxActorDeps) {
   return {
     provision: fromPromise<void, ProvisionInput>(async ({ input, signal }) => {
       const p = await plan(input, signal);
@@ -24,6 +31,9 @@ export function createSandboxActors(runtime: SandboxRuntime, plan: (input: Provi
     freeze: fromPromise<void, SandboxActorInput>(({ input, signal }) => runtime.freeze(input.sandboxId, signal)),
     thaw: fromPromise<void, SandboxActorInput>(({ input, signal }) => runtime.thaw(input.sandboxId, signal)),
     // Closing must finish even when the machine moves on: it is the last thing an agent does.
-    close: fromPromise<void, SandboxActorInput>(({ input }) => runtime.close(input.sandboxId, new AbortController().signal)),
+    close: fromPromise<void, CloseInput>(async ({ input }) => {
+      await recordEnding(input);
+      await runtime.close(input.sandboxId, new AbortController().signal);
+    }),
   };
 }

@@ -10,7 +10,7 @@ import type { AgentView, ResultView, SwarmApi } from "../src/swarm-api.ts";
 import { agentView, runSnapshot } from "../src/views/run-view.ts";
 import { agentState } from "./agent-state.ts";
 import { deleteRun, pause, resume, runOf, steer, stop } from "./controls.ts";
-import { hseqKey } from "./fact-tap.ts";
+import { endingKey, hseqKey } from "./fact-tap.ts";
 import { createHarnessActor } from "./harness.actor.ts";
 import { answerHostCall } from "./host-calls.ts";
 import { createSandboxActors, type ProvisionPlan } from "./sandbox.actors.ts";
@@ -51,7 +51,15 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
   };
   core.agentLogic = agentMachine.provide({
     actors: {
-      ...createSandboxActors(deps.runtime, (input, signal) => planProvision(core, input, signal)),
+      ...createSandboxActors({
+        runtime: deps.runtime,
+        plan: (input, signal) => planProvision(core, input, signal),
+        recordEnding: async ({ agentId, ending }) => {
+          const runId = core.agentRuns.get(agentId);
+          const run = runId ? core.runs.get(runId) : undefined;
+          if (run) await appendToRun(core, run, [], [{ key: endingKey(agentId), value: JSON.stringify(ending) }]);
+        },
+      }),
       harness: createHarnessActor({
         runtime: deps.runtime,
         clients: core.clients,

@@ -1,6 +1,7 @@
 import { assign, emit, enqueueActions, fromCallback, fromPromise, sendTo, setup } from "xstate";
 import type {
   AgentEmitted,
+  CloseInput,
   AgentEvent,
   AgentInput,
   ControlOutcome,
@@ -69,7 +70,7 @@ export const agentMachine = setup({
     }),
     freeze: fromPromise<void, SandboxActorInput>(notProvided),
     thaw: fromPromise<void, SandboxActorInput>(notProvided),
-    close: fromPromise<void, SandboxActorInput>(notProvided),
+    close: fromPromise<void, CloseInput>(notProvided),
   },
   delays: {
     quietLimit: ({ context }) => context.turnMaxMs,
@@ -375,7 +376,7 @@ export const agentMachine = setup({
     stopping: {
       invoke: {
         src: "close",
-        input: ({ context }) => ({ agentId: context.agentId, sandboxId: context.sandboxId }),
+        input: ({ context }) => ({ agentId: context.agentId, sandboxId: context.sandboxId, ending: { outcome: "aborted" as const } }),
         onDone: { target: "aborted" },
         onError: { target: "aborted" },
       },
@@ -384,7 +385,7 @@ export const agentMachine = setup({
     finishing: {
       invoke: {
         src: "close",
-        input: ({ context }) => ({ agentId: context.agentId, sandboxId: context.sandboxId }),
+        input: ({ context }) => ({ agentId: context.agentId, sandboxId: context.sandboxId, ending: context.end }),
         onDone: { target: "done" },
         onError: { target: "done" },
       },

@@ -101,5 +101,10 @@ export interface SandboxActorInput {
   sandboxId: string;
 }
 
+/** Closing a sandbox because the agent ends: how it ends, recorded before the sandbox goes. */
+export interface CloseInput extends SandboxActorInput {
+  ending: { outcome: EndOutcome; error?: string };
+}
+
 export type AgentActorRef = ActorRefFrom<typeof import("./agent.machine.ts").agentMachine>;
 export type ParentRef = AnyActorRef;

@@ -11,6 +11,7 @@ import type { ProvisionRequest, SandboxRuntime } from "../../src/sandbox/runtime
 import { createDockerRuntime } from "../../src/sandbox/docker/docker-runtime.ts";
 import { pingEngine } from "../../src/sandbox/docker/engine.ts";
 import { defaultSandboxImage } from "../../src/sandbox/docker/sandbox-image.ts";
+import { dockerUnusable } from "../support/docker-engine.ts";
 import { createTestHarnessClient } from "../support/harness-client.ts";
 import { runSandboxContract, type SandboxContractSetup } from "./contract.ts";
 
@@ -18,16 +19,6 @@ const IMAGE = defaultSandboxImage();
 const docker = new Docker();
 const signal = () => AbortSignal.timeout(60_000);
 
-/** Why the docker tests cannot run here, or undefined when they can. */
-async function unusable(): Promise<string | undefined> {
-  try {
-    await pingEngine();
-  } catch (err) {
-    return errorMessage(err);
-  }
-  const images = await docker.listImages({ filters: { reference: [IMAGE] } });
-  return images.length === 0 ? `image ${IMAGE} is missing: run \`make sandbox-image\`` : undefined;
-}
 
 /** Containers, images and folders a closed sandbox must not leave. */
 async function dockerLeaks(dataDir: string, sandboxId: string): Promise<string[]> {
@@ -54,7 +45,7 @@ function dockerSetup(): () => Promise<SandboxContractSetup> {
   };
 }
 
-const reason = await unusable();
+const reason = await dockerUnusable();
 if (reason === undefined) {
   runSandboxContract("docker", dockerSetup());
   describe("docker runtime specifics", () => dockerSpecifics());

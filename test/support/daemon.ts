@@ -6,6 +6,7 @@ import { createSwarmService, type SwarmService } from "../../actors/swarm-servic
 import { buildServer } from "../../src/http/build-server.ts";
 import { openLedger, type Ledger } from "../../src/ledger/ledger.ts";
 import { createResultStore } from "../../src/results/result-store.ts";
+import { createDockerRuntime } from "../../src/sandbox/docker/docker-runtime.ts";
 import { createProcessRuntime } from "../../src/sandbox/process/process-runtime.ts";
 import type { SandboxRuntime } from "../../src/sandbox/runtime.ts";
 
@@ -27,6 +28,8 @@ export interface DaemonOptions {
   slowConsumerLimit?: number;
   token?: string;
   dataDir?: string;
+  /** Largest accepted request body (default 1 MiB); larger ones are a 413. */
+  bodyLimitBytes?: number;
 }
 
 /** The whole daemon in this process, on a real loopback port, with real sandboxes and a real ledger. */
@@ -34,7 +37,9 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> 
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "swarmd-e2e-"));
   const ledger = await openLedger(join(dataDir, "ledger"));
   const quiet = { info: () => undefined, warn: () => undefined };
-  const runtime = options.runtime?.(dataDir) ?? createProcessRuntime({ dataDir, logger: quiet });
+  const runtime =
+    options.runtime?.(dataDir) ??
+    (process.env.SWARM_E2E_RUNTIME === "docker" ? createDockerRuntime({ dataDir }) : createProcessRuntime({ dataDir, logger: quiet }));
   const service = createSwarmService({
     config: { dataDir, turnMaxMs: options.turnMaxMs ?? 1_800_000 },
     runtime,
@@ -45,7 +50,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> 
   const app = buildServer({
     swarm: service,
     events: ledger,
-    config: { bodyLimitBytes: 1024 * 1024, token: options.token, heartbeatMs: options.heartbeatMs ?? 10_000, slowConsumerLimit: options.slowConsumerLimit ?? 500, logger: false },
+    config: { bodyLimitBytes: options.bodyLimitBytes ?? 1024 * 1024, token: options.token, heartbeatMs: options.heartbeatMs ?? 10_000, slowConsumerLimit: options.slowConsumerLimit ?? 500, logger: false },
   });
   await app.listen({ host: "127.0.0.1", port: 0 });
   const address = app.server.address();
