@@ -103,7 +103,7 @@ export function call<T = Json>(base: string, method: string, path: string, body?
 }
 
 /** Poll the agent view until it reaches `state`. */
-export async function waitForState(d: Daemon, agentId: string, state: string, timeoutMs = 30_000): Promise<void> {
+export async function waitForState(d: Daemon, agentId: string, state: string, timeoutMs = 90_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const view = await d.call("GET", `/agents/${agentId}`);
