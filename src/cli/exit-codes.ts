@@ -1,0 +1,40 @@
+import { EndpointError, isServiceError, isUnreachable, SpecStoreError } from "../client/client-errors.ts";
+
+/**
+ * Exit codes `swarm` promises to scripts (README "Command line"). Stable: add, never renumber.
+ */
+export const EXIT = {
+  /** Done; for `result`, the result is settled. */
+  OK: 0,
+  /** The service answered with an error (its message is printed), or a member of a control failed. */
+  SERVICE: 1,
+  /** Bad command line or local input: unknown command or option, unreadable spec file, bad spec name, SWARM_URL not a URL. */
+  USAGE: 2,
+  /** Nothing answered at SWARM_URL (refused, unresolvable, or no answer in time). */
+  UNREACHABLE: 3,
+  /** `swarm result`: still pending after `--wait`. */
+  PENDING: 4,
+  /** Interrupted (Ctrl-C) before finishing. */
+  INTERRUPTED: 130,
+} as const;
+
+export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
+
+/** A mistake on the command line; the message says what to type instead. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "UsageError";
+  }
+}
+
+/** The exit code and the one line printed on stderr for anything a command throws. */
+export function describeFailure(err: unknown): { code: ExitCode; message: string } {
+  if (isServiceError(err)) return { code: EXIT.SERVICE, message: `service error ${err.status}: ${err.message}` };
+  if (isUnreachable(err)) return { code: EXIT.UNREACHABLE, message: err.message };
+  if (err instanceof UsageError || err instanceof SpecStoreError || err instanceof EndpointError) return { code: EXIT.USAGE, message: err.message };
+  // parseArgs reports unknown options and missing values as TypeErrors with ERR_PARSE_ARGS_* codes.
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === "string" && code.startsWith("ERR_PARSE_ARGS")) return { code: EXIT.USAGE, message: (err as Error).message };
+  return { code: EXIT.SERVICE, message: err instanceof Error ? err.message : String(err) };
+}

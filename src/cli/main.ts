@@ -1,0 +1,114 @@
+import { pathToFileURL } from "node:url";
+import { endpointFromEnv } from "../client/endpoint.ts";
+import { createSwarmClient, type SwarmClient } from "../client/swarm-client.ts";
+import type { CliContext, CliIo } from "./cli-context.ts";
+import type { ControlVerb } from "./control-command.ts";
+import { describeFailure, EXIT, type ExitCode } from "./exit-codes.ts";
+import { COMMAND_USAGE, USAGE } from "./usage.ts";
+
+type Command = (ctx: CliContext, args: string[]) => Promise<ExitCode>;
+
+// Commands load on use: a CLI started once per command should not compile the bridge, the spec
+// schema and every other command first (startup time is most of a short command's run time).
+const control = (verb: ControlVerb): Command => async (ctx, args) => (await import("./control-command.ts")).controlCommand(ctx, verb, args);
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  run: async () => (await import("./run-command.ts")).runCommand,
+  tree: async () => (await import("./tree-command.ts")).treeCommand,
+  events: async () => (await import("./events-command.ts")).eventsCommand,
+  result: async () => (await import("./result-command.ts")).resultCommand,
+  specs: async () => (await import("./specs-command.ts")).specsCommand,
+  pause: async () => control("pause"),
+  resume: async () => control("resume"),
+  stop: async () => control("stop"),
+  steer: async () => control("steer"),
+};
+
+export interface CliOptions {
+  env?: NodeJS.ProcessEnv;
+  io?: CliIo;
+  signal?: AbortSignal;
+}
+
+/**
+ * `swarm <command> ...`: runs one command and resolves with its exit code (see `EXIT`); every
+ * failure is one line on stderr starting with `swarm:`. Never exits the process itself.
+ */
+export async function runCli(argv: string[], options: CliOptions = {}): Promise<ExitCode> {
+  const env = options.env ?? process.env;
+  const io = options.io ?? processIo();
+  const [command, ...args] = argv;
+  if (command === undefined || command === "help" || command === "--help" || command === "-h") {
+    (command === undefined ? io.err : io.out)(USAGE);
+    return command === undefined ? EXIT.USAGE : EXIT.OK;
+  }
+  const load = COMMANDS[command];
+  if (!load) {
+    io.err(`swarm: unknown command ${JSON.stringify(command)}\n\n${USAGE}`);
+    return EXIT.USAGE;
+  }
+  if (args.includes("--help") || args.includes("-h")) {
+    io.out(`usage: ${COMMAND_USAGE[command] ?? USAGE}\n`);
+    return EXIT.OK;
+  }
+  const clients = new Map<string, SwarmClient>();
+  const ctx: CliContext = {
+    io,
+    env,
+    async specs() {
+      const { createSpecStore, specsDir } = await import("../client/spec-store.ts");
+      return createSpecStore(specsDir(env));
+    },
+    signal: options.signal ?? new AbortController().signal,
+    client(url) {
+      const key = url ?? "";
+      const client = clients.get(key) ?? createSwarmClient(endpointFromEnv(env, url));
+      clients.set(key, client);
+      return client;
+    },
+  };
+  try {
+    return await (await load())(ctx, args);
+  } catch (err) {
+    if (ctx.signal.aborted) return EXIT.INTERRUPTED;
+    const failure = describeFailure(err);
+    io.err(`swarm: ${failure.message}\n`);
+    return failure.code;
+  }
+}
+
+function processIo(): CliIo {
+  // `swarm events | head` closes the pipe early; that is the reader's choice, not an error.
+  process.stdout.on("error", (err: NodeJS.ErrnoException) => {
+    if (err.code === "EPIPE") process.exit(EXIT.OK);
+  });
+  return {
+    out: (text) => void process.stdout.write(text),
+    err: (text) => void process.stderr.write(text),
+    isTTY: process.stdout.isTTY === true,
+  };
+}
+
+async function main(argv: string[]): Promise<void> {
+  if (argv[0] === "mcp") {
+    // The bridge owns stdio from here on: nothing else may write to stdout.
+    const url = argv.indexOf("--url");
+    const env = url >= 0 && argv[url + 1] ? { ...process.env, SWARM_URL: argv[url + 1] } : process.env;
+    const { runBridge } = await import("../bridge/main.ts");
+    await runBridge(env);
+    process.exit(EXIT.OK);
+  }
+  const controller = new AbortController();
+  process.once("SIGINT", () => controller.abort());
+  const code = await runCli(argv, { signal: controller.signal });
+  // Exit explicitly: idle keep-alive sockets must not hold a finished command open.
+  process.exit(code);
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  main(process.argv.slice(2)).catch((err: unknown) => {
+    console.error(`swarm: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(EXIT.SERVICE);
+  });
+}
+
+export { main };

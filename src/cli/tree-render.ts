@@ -1,0 +1,94 @@
+import type { RunTracker } from "../client/run-tracker.ts";
+import type { SwarmEvent } from "../client/event-stream.ts";
+import type { AgentRecord } from "../views/run-view.ts";
+
+const MARK: Record<string, string> = {
+  spawning: "…",
+  provisioning: "◌",
+  running: "●",
+  paused: "‖",
+  done: "✓",
+  aborted: "■",
+};
+
+/**
+ * What each running agent is doing now, from harness events (ephemeral ones included): shown
+ * beside its state so a live tree says more than "running".
+ */
+export function trackActivity(activity: Map<string, string>, event: SwarmEvent): boolean {
+  if (!event.agentId) return false;
+  const before = activity.get(event.agentId);
+  switch (event.type) {
+    case "agent_start":
+    case "turn_start":
+      activity.set(event.agentId, "working");
+      break;
+    case "tool_start":
+      activity.set(event.agentId, `tool ${String(event.data.toolName ?? "?")}`);
+      break;
+    case "tool_end":
+      activity.set(event.agentId, "working");
+      break;
+    case "agent_end":
+    case "agent_ended":
+    case "agent_state_changed":
+      activity.delete(event.agentId);
+      break;
+    default:
+      return false;
+  }
+  return activity.get(event.agentId) !== before;
+}
+
+/**
+ * The spawn tree as lines: a header, then one line per agent in tree order with box-drawing
+ * branches, its spec name and id, state, outcome (once ended) and current activity.
+ */
+export function renderTree(tracker: RunTracker, activity: ReadonlyMap<string, string> = new Map()): string[] {
+  const agents = tracker.ordered();
+  const live = agents.filter((a) => a.state !== "done" && a.state !== "aborted").length;
+  const status = tracker.isOver() ? "ended" : `${live} live`;
+  const lines = [`run ${tracker.view.runId} · ${agents.length} agent${agents.length === 1 ? "" : "s"} · ${status} · seq ${tracker.view.asOf}`];
+  const visit = (agent: AgentRecord, prefix: string, childPrefix: string) => {
+    lines.push(`${prefix}${describe(agent, activity.get(agent.agentId))}`);
+    agent.children.forEach((id, i) => {
+      const child = tracker.view.agents.get(id);
+      if (!child) return;
+      const last = i === agent.children.length - 1;
+      visit(child, `${childPrefix}${last ? "└─ " : "├─ "}`, `${childPrefix}${last ? "   " : "│  "}`);
+    });
+  };
+  const root = tracker.view.agents.get(tracker.view.rootAgentId);
+  if (root) visit(root, "", "");
+  return lines;
+}
+
+function describe(agent: AgentRecord, activity: string | undefined): string {
+  const parts = [`${MARK[agent.state] ?? "?"} ${agent.specName} ${agent.agentId}`, agent.state];
+  if (agent.outcome) parts.push(agent.outcome);
+  if (agent.state === "paused" && agent.pausedBy) parts.push(`(by ${agent.pausedBy})`);
+  if (activity && agent.state === "running") parts.push(`· ${activity}`);
+  return parts.join(" ");
+}
+
+/** The final tree as JSON: agents in tree order with their child ids. */
+export function treeJson(tracker: RunTracker): Record<string, unknown> {
+  const { view } = tracker;
+  return {
+    runId: view.runId,
+    rootAgentId: view.rootAgentId,
+    asOf: view.asOf,
+    over: tracker.isOver(),
+    agents: tracker.ordered().map((a) => ({
+      agentId: a.agentId,
+      parentAgentId: a.parentAgentId,
+      depth: a.depth,
+      spawnIndex: a.spawnIndex,
+      specName: a.specName,
+      state: a.state,
+      outcome: a.outcome,
+      ...(a.pausedBy ? { pausedBy: a.pausedBy } : {}),
+      children: a.children,
+    })),
+  };
+}

@@ -1,0 +1,38 @@
+/** `swarm --help`, and the line shown under a usage error of each command. */
+export const USAGE = `swarm: operate swarmd (runs of sandboxed AI coding agents) at SWARM_URL
+
+Usage:
+  swarm run <spec.json | saved-spec | -> [--prompt TEXT] [--keep-alive] [--spawn-depth N] [--max-agents N]
+  swarm tree <runId> [--once]              the spawn tree, redrawn live until the run ends
+  swarm events <runId> [--after SEQ] [--follow] [--ephemeral]
+  swarm pause|resume <agentId> [--subtree]
+  swarm stop <agentId> [--subtree] [--mode abort|drain]
+  swarm steer <agentId> <message...> [--subtree]
+  swarm result <agentId> [--wait SECONDS]  (0..240)
+  swarm specs add <spec.json> [--name NAME] [--no-overwrite]
+  swarm specs list
+  swarm specs rm <name>
+  swarm mcp                                the tool bridge for AI chat clients, on stdio
+
+Every command takes --json (machine-readable output; events print one JSON object per line),
+--url URL (instead of SWARM_URL) and --help.
+
+Environment: SWARM_URL (default http://127.0.0.1:4600), SWARM_TOKEN (sent as a Bearer token),
+SWARM_SPECS_DIR (saved specs; default $XDG_CONFIG_HOME/swarmd/specs or ~/.config/swarmd/specs).
+
+Exit codes: 0 ok (result settled), 1 the service refused or a control failed on some agent,
+2 usage or local input error, 3 service unreachable, 4 result still pending, 130 interrupted.
+`;
+
+export const COMMAND_USAGE: Record<string, string> = {
+  run: "swarm run <spec.json | saved-spec | -> [--prompt TEXT] [--keep-alive] [--spawn-depth N] [--max-agents N] [--json]",
+  tree: "swarm tree <runId> [--once] [--json]",
+  events: "swarm events <runId> [--after SEQ] [--follow] [--ephemeral] [--json]",
+  pause: "swarm pause <agentId> [--subtree] [--json]",
+  resume: "swarm resume <agentId> [--subtree] [--json]",
+  stop: "swarm stop <agentId> [--subtree] [--mode abort|drain] [--json]",
+  steer: "swarm steer <agentId> <message...> [--subtree] [--json]",
+  result: "swarm result <agentId> [--wait SECONDS] [--json]",
+  specs: "swarm specs add <spec.json> [--name NAME] [--no-overwrite] | swarm specs list [--json] | swarm specs rm <name>",
+  mcp: "swarm mcp   (stdio MCP server; configure with SWARM_URL, SWARM_TOKEN, SWARM_SPECS_DIR)",
+};

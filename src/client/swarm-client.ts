@@ -1,0 +1,110 @@
+import type {
+  AgentView,
+  ControlResponse,
+  CreateRunRequest,
+  CreateRunResponse,
+  Delivery,
+  ResultView,
+  RunSnapshot,
+  Scope,
+  SpawnRequest,
+  SpawnResponse,
+} from "../swarm-api.ts";
+import type { Endpoint } from "./endpoint.ts";
+import { streamEvents, type StreamOptions, type SwarmEvent } from "./event-stream.ts";
+import { httpCall, type HttpCall } from "./http-call.ts";
+
+/** Ordinary calls: the service answers these at once (a 2 s session-stats wait at most). */
+export const DEFAULT_TIMEOUT_MS = 30_000;
+/** Cascades (delete, subtree stop/pause) wait for every member's sandbox; give them room. */
+export const CASCADE_TIMEOUT_MS = 120_000;
+/** The longest hold the spec allows a request (result `wait`, 240 s). */
+export const MAX_WAIT_SECONDS = 240;
+/** Headroom added on top of any hold the client itself asks for, so the client never gives up first. */
+export const WAIT_MARGIN_MS = 30_000;
+
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+export type AgentDetail = AgentView & { sessionStats?: Record<string, unknown> };
+
+/**
+ * A typed client of swarmd's HTTP routes (spec section 4), shared by the tool bridge and the CLI.
+ * Stateless: every method is one request. Methods reject with `ServiceError` (the service's
+ * status and message) or `ServiceUnreachableError` (nothing answered at `endpoint.url`).
+ */
+export interface SwarmClient {
+  readonly endpoint: Endpoint;
+  /** Whether `GET /health` answers 2xx within `timeoutMs`; never throws. */
+  health(timeoutMs?: number): Promise<boolean>;
+  createRun(request: CreateRunRequest, options?: CallOptions): Promise<CreateRunResponse>;
+  getRun(runId: string, options?: CallOptions): Promise<RunSnapshot>;
+  deleteRun(runId: string, options?: CallOptions): Promise<void>;
+  spawn(runId: string, request: SpawnRequest, options?: CallOptions): Promise<SpawnResponse>;
+  getAgent(agentId: string, options?: CallOptions): Promise<AgentDetail>;
+  prompt(agentId: string, text: string, options?: CallOptions): Promise<void>;
+  steer(agentId: string, request: { message: string; scope?: Scope }, options?: CallOptions): Promise<ControlResponse & { delivery: Delivery }>;
+  pause(agentId: string, scope?: Scope, options?: CallOptions): Promise<ControlResponse>;
+  resume(agentId: string, scope?: Scope, options?: CallOptions): Promise<ControlResponse>;
+  stop(agentId: string, request?: { mode?: "abort" | "drain"; scope?: Scope }, options?: CallOptions): Promise<ControlResponse>;
+  /** Settled (200) or still pending after `waitSeconds` (202); both resolve. */
+  result(agentId: string, waitSeconds?: number, options?: CallOptions): Promise<ResultView>;
+  /** The run's event stream; see `streamEvents`. */
+  events(runId: string, options?: StreamOptions): AsyncGenerator<SwarmEvent>;
+}
+
+export function createSwarmClient(endpoint: Endpoint): SwarmClient {
+  const call = async <T>(request: Omit<HttpCall, "timeoutMs"> & { timeoutMs?: number }): Promise<T> => {
+    const reply = await httpCall(endpoint, { timeoutMs: DEFAULT_TIMEOUT_MS, ...request });
+    return reply.body as T;
+  };
+  const run = (runId: string) => `/runs/${encodeURIComponent(runId)}`;
+  const agent = (agentId: string) => `/agents/${encodeURIComponent(agentId)}`;
+  const control = (agentId: string, action: string, body: object, signal?: AbortSignal) =>
+    call<ControlResponse>({ method: "POST", path: `${agent(agentId)}/${action}`, body, signal, timeoutMs: CASCADE_TIMEOUT_MS });
+
+  return {
+    endpoint,
+    async health(timeoutMs = 3_000) {
+      try {
+        await httpCall(endpoint, { method: "GET", path: "/health", timeoutMs });
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    createRun: (request, options) => call({ method: "POST", path: "/runs", body: request, signal: options?.signal }),
+    getRun: (runId, options) => call({ method: "GET", path: run(runId), signal: options?.signal }),
+    async deleteRun(runId, options) {
+      await call({ method: "DELETE", path: run(runId), signal: options?.signal, timeoutMs: CASCADE_TIMEOUT_MS });
+    },
+    // Spec 4.13: a caller's timeout must exceed the hold of a spawn with `waitFor`. This service
+    // answers such spawns at once, but one that holds them is given the longest hold the spec knows.
+    spawn: (runId, request, options) =>
+      call({
+        method: "POST",
+        path: `${run(runId)}/agents`,
+        body: request,
+        signal: options?.signal,
+        timeoutMs: request.waitFor?.length ? MAX_WAIT_SECONDS * 1000 + WAIT_MARGIN_MS : DEFAULT_TIMEOUT_MS,
+      }),
+    getAgent: (agentId, options) => call({ method: "GET", path: agent(agentId), signal: options?.signal }),
+    async prompt(agentId, text, options) {
+      await call({ method: "POST", path: `${agent(agentId)}/prompt`, body: { text }, signal: options?.signal });
+    },
+    steer: (agentId, request, options) =>
+      call({ method: "POST", path: `${agent(agentId)}/steer`, body: request, signal: options?.signal, timeoutMs: CASCADE_TIMEOUT_MS }),
+    pause: (agentId, scope = "agent", options) => control(agentId, "pause", { scope }, options?.signal),
+    resume: (agentId, scope = "agent", options) => control(agentId, "resume", { scope }, options?.signal),
+    stop: (agentId, request = {}, options) => control(agentId, "stop", request, options?.signal),
+    result: (agentId, waitSeconds = 0, options) =>
+      call({
+        method: "GET",
+        path: `${agent(agentId)}/result?wait=${waitSeconds}`,
+        signal: options?.signal,
+        timeoutMs: waitSeconds * 1000 + WAIT_MARGIN_MS,
+      }),
+    events: (runId, options) => streamEvents(endpoint, runId, options),
+  };
+}

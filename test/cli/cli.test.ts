@@ -1,0 +1,214 @@
+import assert from "node:assert/strict";
+import { rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { startDaemon, waitForState, type Daemon, type Json } from "../support/daemon.ts";
+import { FAMILY_SPEC, freePort, swarm, swarmInProcess, tempDir } from "./helpers.ts";
+
+describe("swarm CLI against a live daemon", () => {
+  let d: Daemon;
+  let dir: string;
+  let env: Record<string, string>;
+  const file = (name: string, value: unknown) => {
+    const path = join(dir, name);
+    writeFileSync(path, typeof value === "string" ? value : JSON.stringify(value));
+    return path;
+  };
+  const json = (text: string): Json => JSON.parse(text);
+  /** A run whose root stays live and idle (keepAlive) with one live child under it. */
+  async function liveFamily() {
+    const created = (await d.call("POST", "/runs", { spec: { name: "boss", script: [] }, keepAlive: true })).body;
+    await waitForState(d, created.rootAgentId, "running");
+    const child = (await d.call("POST", `/runs/${created.runId}/agents`, { parentAgentId: created.rootAgentId, spec: { name: "helper", script: [] }, keepAlive: true })).body;
+    await waitForState(d, child.agentId, "running");
+    return { runId: created.runId as string, root: created.rootAgentId as string, child: child.agentId as string };
+  }
+
+  before(async () => {
+    d = await startDaemon();
+    dir = tempDir("swarm-cli-");
+    env = { SWARM_URL: d.url, SWARM_SPECS_DIR: join(dir, "specs") };
+  });
+  after(async () => {
+    await d.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("exits 2 with the usage for a bad command line", async () => {
+    const none = await swarm([], env);
+    assert.equal(none.code, 2);
+    assert.match(none.stderr, /Usage:/);
+    const unknown = await swarm(["frobnicate"], env);
+    assert.equal(unknown.code, 2);
+    assert.match(unknown.stderr, /unknown command "frobnicate"/);
+    const missing = await swarmInProcess(["result"], env);
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /missing <agentId>[\s\S]*usage: swarm result/);
+    const badWait = await swarmInProcess(["result", "a_1", "--wait", "241"], env);
+    assert.equal(badWait.code, 2);
+    assert.match(badWait.stderr, /--wait must be an integer 0\.\.240/);
+    const badOption = await swarmInProcess(["tree", "r_1", "--bogus"], env);
+    assert.equal(badOption.code, 2);
+    assert.match(badOption.stderr, /--bogus/);
+    const help = await swarmInProcess(["--help"], env);
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /Exit codes: 0 ok/);
+  });
+
+  it("exits 3 naming SWARM_URL when nothing listens there, and 2 when it is not a URL", async () => {
+    const url = `http://127.0.0.1:${await freePort()}`;
+    const down = await swarm(["tree", "r_1"], { ...env, SWARM_URL: url });
+    assert.equal(down.code, 3);
+    assert.match(down.stderr, new RegExp(`Cannot reach swarmd at ${url} \\(SWARM_URL\\): ECONNREFUSED`));
+    const typo = await swarmInProcess(["tree", "r_1"], { ...env, SWARM_URL: "localhost4600" });
+    assert.equal(typo.code, 2);
+    assert.match(typo.stderr, /SWARM_URL/);
+  });
+
+  it("run → result → tree: the final tree once the run has ended, in text and --json", async () => {
+    const run = await swarm(["run", file("family.json", FAMILY_SPEC), "--prompt", "go", "--json"], env);
+    assert.equal(run.code, 0, run.stderr);
+    const created = json(run.stdout);
+    assert.match(created.runId, /^r_[0-9a-f]+$/);
+    assert.equal(created.state, "provisioning");
+
+    const result = await swarmInProcess(["result", created.rootAgentId, "--wait", "60"], env);
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stdout, "spawned both\n");
+
+    // Not a terminal: nothing is drawn until every agent has ended, then the tree, once.
+    const tree = await swarm(["tree", created.runId], env);
+    assert.equal(tree.code, 0, tree.stderr);
+    const lines = tree.stdout.trimEnd().split("\n");
+    assert.match(lines[0] ?? "", new RegExp(`^run ${created.runId} · 3 agents · ended · seq \\d+$`));
+    assert.match(lines[1] ?? "", new RegExp(`^✓ root ${created.rootAgentId} done success$`));
+    assert.match(lines[2] ?? "", /^├─ ✓ kid-a a_[0-9a-f]+ done success$/);
+    assert.match(lines[3] ?? "", /^└─ ✓ kid-b a_[0-9a-f]+ done success$/);
+    assert.equal(lines.length, 4);
+
+    const treeJson = json((await swarm(["tree", created.runId, "--json"], env)).stdout);
+    assert.equal(treeJson.over, true);
+    assert.deepEqual(treeJson.agents.map((a: Json) => [a.specName, a.depth, a.state, a.outcome]), [
+      ["root", 0, "done", "success"],
+      ["kid-a", 1, "done", "success"],
+      ["kid-b", 1, "done", "success"],
+    ]);
+    assert.deepEqual(treeJson.agents[0].children, [treeJson.agents[1].agentId, treeJson.agents[2].agentId]);
+
+    const kid = await swarmInProcess(["result", treeJson.agents[2].agentId, "--json"], env);
+    assert.equal(kid.code, 0);
+    assert.deepEqual(json(kid.stdout), { agentId: treeJson.agents[2].agentId, state: "settled", outcome: "success", resultRef: `fs://${treeJson.agents[2].agentId}/result.md`, result: "hello from b" });
+  });
+
+  it("events: the persisted events in seq order, --after skips, --follow ends with the run", async () => {
+    const created = json((await swarmInProcess(["run", file("echo.json", { name: "echo", script: [] }), "--prompt", "hi", "--json"], env)).stdout);
+    const all = await swarm(["events", created.runId, "--follow", "--json"], env);
+    assert.equal(all.code, 0, all.stderr);
+    const events = all.stdout.trimEnd().split("\n").map(json);
+    assert.deepEqual(events.map((e: Json) => e.seq), events.map((_: Json, i: number) => i + 1), "gap-free seqs from 1");
+    assert.deepEqual(events.slice(0, 2).map((e: Json) => e.type), ["run_started", "agent_spawned"]);
+    assert.equal(events.at(-1).type, "agent_ended");
+    assert.equal(events.at(-1).data.outcome, "success");
+    assert.ok(events.some((e: Json) => e.type === "handle_settled" && e.agentId === created.rootAgentId));
+
+    const later = await swarm(["events", created.runId, "--after", "3", "--json"], env);
+    assert.equal(later.code, 0);
+    const tail = later.stdout.trimEnd().split("\n").map(json);
+    assert.equal(tail[0].seq, 4);
+    assert.deepEqual(tail, events.slice(3));
+
+    const text = await swarmInProcess(["events", created.runId, "--after", String(events.length - 1)], env);
+    assert.match(text.stdout, new RegExp(`^\\s+${events.length}  agent_ended\\s+${created.rootAgentId} \\{"outcome":"success"`));
+    const none = await swarmInProcess(["events", created.runId, "--after", String(events.length)], env);
+    assert.equal(none.code, 0);
+    assert.equal(none.stdout, "");
+    const unknown = await swarmInProcess(["events", "r_00", "--json"], env);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /^swarm: service error 404: run r_00 does not exist\n$/);
+  });
+
+  it("pause, resume, steer and stop with --subtree: one result per agent, 409 as exit 1", async () => {
+    const fam = await liveFamily();
+    const paused = await swarm(["pause", fam.root, "--subtree", "--json"], env);
+    assert.equal(paused.code, 0, paused.stderr);
+    assert.deepEqual(json(paused.stdout).results, [
+      { agentId: fam.root, outcome: "applied" },
+      { agentId: fam.child, outcome: "applied" },
+    ]);
+    assert.equal((await d.call("GET", `/agents/${fam.child}`)).body.state, "paused");
+    const steered = await swarmInProcess(["steer", fam.root, "re-plan", "please"], env);
+    assert.equal(steered.code, 0, steered.stderr);
+    assert.equal(steered.stdout, `delivery: queued\n${fam.root} applied\n`);
+    const resumed = await swarmInProcess(["resume", fam.root, "--subtree"], env);
+    assert.equal(resumed.code, 0);
+    assert.equal(resumed.stdout, `${fam.child} applied\n${fam.root} applied\n`, "children first");
+    const stopped = await swarmInProcess(["stop", fam.child, "--json"], env);
+    assert.deepEqual(json(stopped.stdout), { results: [{ agentId: fam.child, outcome: "applied" }] });
+    const again = await swarmInProcess(["pause", fam.child], env);
+    assert.equal(again.code, 1);
+    assert.match(again.stderr, /^swarm: service error 409: /);
+    const badMode = await swarmInProcess(["stop", fam.root, "--mode", "gently"], env);
+    assert.equal(badMode.code, 2);
+    await swarmInProcess(["stop", fam.root, "--subtree"], env);
+  });
+
+  it("result: exit 4 while pending, the text once settled", async () => {
+    const created = (await d.call("POST", "/runs", { spec: { name: "idle", script: [] } })).body;
+    const pending = await swarm(["result", created.rootAgentId, "--json"], env);
+    assert.equal(pending.code, 4);
+    assert.deepEqual(json(pending.stdout), { agentId: created.rootAgentId, state: "pending", outcome: null, resultRef: null, result: null });
+    const quiet = await swarmInProcess(["result", created.rootAgentId], env);
+    assert.equal(quiet.code, 4);
+    assert.equal(quiet.stdout, "");
+    assert.match(quiet.stderr, /still pending/);
+    await d.call("DELETE", `/runs/${created.runId}`);
+    const missing = await swarmInProcess(["result", "a_0"], env);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /404/);
+  });
+
+  it("specs add, list and rm; run takes a saved spec's name; the service's 400 is exit 1", async () => {
+    const add = await swarm(["specs", "add", file("echo-spec.json", { name: "echoer", script: [] }), "--name", "my-echo", "--json"], env);
+    assert.equal(add.code, 0, add.stderr);
+    assert.deepEqual(json(add.stdout), { name: "my-echo", file: join(dir, "specs", "my-echo.json"), replaced: false });
+    const list = json((await swarmInProcess(["specs", "list", "--json"], env)).stdout);
+    assert.deepEqual(list.specs.map((s: Json) => [s.name, s.spec.name]), [["my-echo", "echoer"]]);
+    assert.match((await swarmInProcess(["specs", "list"], env)).stdout, /^my-echo\s+script \(0 steps\)\n$/);
+
+    const run = await swarmInProcess(["run", "my-echo", "--prompt", "from a saved spec", "--json"], env);
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal((await swarmInProcess(["result", json(run.stdout).rootAgentId, "--wait", "60"], env)).stdout, "from a saved spec\n");
+
+    const invalid = await swarmInProcess(["specs", "add", file("bad-spec.json", { name: "x" })], env);
+    assert.equal(invalid.code, 2);
+    assert.match(invalid.stderr, /exactly one of model or script/);
+    const rejected = await swarm(["run", file("bad-run.json", { name: "x", script: [], colour: "red" })], env);
+    assert.equal(rejected.code, 1);
+    assert.match(rejected.stderr, /service error 400: body\.spec\.colour: unknown field/);
+    const notJson = await swarmInProcess(["run", file("broken.json", "{nope")], env);
+    assert.equal(notJson.code, 2);
+    assert.match(notJson.stderr, /not valid JSON/);
+    assert.equal((await swarmInProcess(["run", "no-such-spec"], env)).code, 2);
+
+    const rm = await swarmInProcess(["specs", "rm", "my-echo"], env);
+    assert.equal(rm.code, 0);
+    assert.equal(rm.stdout, "removed my-echo\n");
+    assert.deepEqual(json((await swarmInProcess(["specs", "list", "--json"], env)).stdout).specs, []);
+  });
+
+  it("sends SWARM_TOKEN as a bearer token", async () => {
+    const secured = await startDaemon({ token: "s3cret" });
+    try {
+      const created = (await secured.call("POST", "/runs", { spec: { name: "t", script: [] } }, { authorization: "Bearer s3cret" })).body;
+      const withToken = await swarm(["tree", created.runId, "--once", "--json"], { ...env, SWARM_URL: secured.url, SWARM_TOKEN: "s3cret" });
+      assert.equal(withToken.code, 0, withToken.stderr);
+      assert.equal(json(withToken.stdout).runId, created.runId);
+      const without = await swarmInProcess(["tree", created.runId, "--once"], { ...env, SWARM_URL: secured.url });
+      assert.equal(without.code, 1);
+      assert.match(without.stderr, /service error 401/);
+      await secured.call("DELETE", `/runs/${created.runId}`, undefined, { authorization: "Bearer s3cret" });
+    } finally {
+      await secured.stop();
+    }
+  });
+});
