@@ -41,7 +41,8 @@ async function main(): Promise<void> {
     },
   });
   if (inspect) app.log.info(`SWARM_INSPECT=1: open http://127.0.0.1:${config.inspectPort} to watch the machines`);
-  const restored = await restoreRuns(service.core, (message) => app.log.info(message));
+  // What start-up recovery does (reconnects, lost agents, orphans closed) is worth an operator's eye.
+  const restored = await restoreRuns(service.core, (message) => app.log.warn(message));
   await app.listen({ host: config.host, port: config.port });
   app.log.info(`swarmd listening on http://${config.host}:${config.port} (runtime ${runtime.kind}, data ${config.dataDir}, ${restored} runs restored)`);
 

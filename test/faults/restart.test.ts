@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { createProcessRuntime } from "../../src/sandbox/process/process-runtime.ts";
-import { sandboxProcesses, spawnDaemon, type DaemonProcess } from "../support/daemon-process.ts";
+import { sandboxProcesses, spawnDaemon, waitState, type DaemonProcess } from "../support/daemon-process.ts";
 import { openEvents, type SseConnection, type SseMessage } from "../support/sse-client.ts";
 
 const echo = (name: string) => ({ name, script: [] });
@@ -138,15 +138,6 @@ describe("restart after SIGKILL: nothing lost, nothing twice", () => {
   });
 });
 
-async function waitState(d: DaemonProcess, agentId: string, state: string): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const view = await d.call("GET", `/agents/${agentId}`);
-    if (view.body.state === state) return;
-    if (Date.now() > deadline || view.body.outcome) throw new Error(`agent ${agentId} is ${view.body.state} (${view.body.outcome}), not ${state}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /** What the ledger says and what the sandbox is agree: paused ⇔ frozen. */
 async function assertSandboxMatches(d: DaemonProcess, runtime: ReturnType<typeof createProcessRuntime>, agentId: string): Promise<void> {

@@ -74,3 +74,14 @@ export function sandboxProcesses(sandboxIds: Iterable<string>): number[] {
   }
   return found;
 }
+
+/** Poll the agent view until it reaches `state`; fails at once when the agent ended instead. */
+export async function waitState(d: DaemonProcess, agentId: string, state: string, timeoutMs = 90_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const view = await d.call("GET", `/agents/${agentId}`);
+    if (view.body.state === state) return;
+    if (Date.now() > deadline || view.body.outcome) throw new Error(`agent ${agentId} is ${view.body.state} (${view.body.outcome}), not ${state}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
