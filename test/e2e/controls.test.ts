@@ -54,6 +54,26 @@ describe("controls over HTTP: subtree cascades, steer, errors", () => {
     assert.deepEqual(order("running").slice(-4).map(([id]) => id), [t.a1, t.a, t.b, t.root]);
   });
 
+  it("a child not yet forked when a subtree pause is issued joins the pause as soon as it is forked", async () => {
+    const created = (await d.call("POST", "/runs", { spec: kept("root"), keepAlive: true })).body;
+    await waitForState(d, created.rootAgentId, "running");
+    const spawn = async (parent: string, name: string, extra: Record<string, unknown> = {}) =>
+      (await d.call("POST", `/runs/${created.runId}/agents`, { parentAgentId: parent, spec: kept(name), keepAlive: true, ...extra })).body.agentId as string;
+    const parent = await spawn(created.rootAgentId, "parent");
+    const dep = await spawn(created.rootAgentId, "dep");
+    await waitForState(d, parent, "running");
+    const waiting = await spawn(parent, "waiting", { waitFor: [dep] });
+    const paused = await d.call("POST", `/agents/${parent}/pause`, { scope: "subtree" });
+    assert.deepEqual(paused.body.results, [{ agentId: parent, outcome: "applied" }, { agentId: waiting, outcome: "applied" }]);
+    assert.equal((await d.call("GET", `/agents/${waiting}`)).body.state, "spawning");
+    await waitForState(d, dep, "running");
+    await d.call("POST", `/agents/${dep}/prompt`, { text: "done" });
+    await waitForState(d, waiting, "paused");
+    const view = (await d.call("GET", `/agents/${waiting}`)).body;
+    assert.equal(view.pausedBy, "cascade");
+    assert.equal((await d.runtime.inspect(view.sandboxId, AbortSignal.timeout(5_000)))?.status, "frozen");
+  });
+
   it("subtree stop goes leaves first and ends every member aborted", async () => {
     const t = await tree();
     const stopped = await d.call("POST", `/agents/${t.a}/stop`, { scope: "subtree" });

@@ -73,4 +73,27 @@ describe("start-up recovery", () => {
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
+
+  it("SIGTERM closes the server and the ledger cleanly and leaves sandboxes running for the next start", { timeout: 180_000 }, async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "swarmd-sigterm-"));
+    const runtime = createProcessRuntime({ dataDir, logger: quiet });
+    let d = await spawnDaemon(dataDir);
+    try {
+      const run = (await d.call("POST", "/runs", { spec: { name: "root", script: [] }, keepAlive: true })).body;
+      await waitState(d, run.rootAgentId, "running");
+      await d.kill("SIGTERM");
+      assert.equal(d.child.exitCode, 0, "a clean exit");
+      const [sandbox] = await runtime.list(AbortSignal.timeout(10_000));
+      assert.equal(sandbox?.status, "running", "the sandbox outlived the daemon");
+      d = await spawnDaemon(dataDir);
+      assert.equal((await d.call("GET", `/agents/${run.rootAgentId}`)).body.state, "running");
+      await d.call("POST", `/agents/${run.rootAgentId}/prompt`, { text: "still here" });
+      assert.equal((await d.call("GET", `/agents/${run.rootAgentId}/result?wait=60`)).body.result, "still here");
+      assert.equal((await d.call("DELETE", `/runs/${run.runId}`)).status, 204);
+    } finally {
+      await d.kill("SIGKILL");
+      for (const s of await runtime.list(AbortSignal.timeout(30_000))) await runtime.close(s.sandboxId, AbortSignal.timeout(30_000));
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
 });
