@@ -1,0 +1,181 @@
+import assert from "node:assert/strict";
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { TOOL_NAMES } from "../../src/bridge/bridge-server.ts";
+import { tempDir } from "../cli/helpers.ts";
+import { startDaemon, waitForState, type Daemon, type Json } from "../support/daemon.ts";
+import { startBridge, type Bridge } from "./bridge-client.ts";
+
+describe("tool bridge over stdio against a live daemon", () => {
+  let d: Daemon;
+  let bridge: Bridge;
+  let dir: string;
+
+  before(async () => {
+    d = await startDaemon();
+    dir = tempDir("swarm-bridge-");
+    bridge = await startBridge({ SWARM_URL: d.url, SWARM_SPECS_DIR: join(dir, "specs") });
+  });
+  after(async () => {
+    await bridge?.close();
+    await d.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("lists one tool per route plus the local tools, each with a described input schema", async () => {
+    const { tools } = await bridge.client.listTools();
+    assert.deepEqual(tools.map((t) => t.name).sort(), [...TOOL_NAMES].sort());
+    const byName = new Map(tools.map((t) => [t.name, t as Json]));
+    for (const tool of tools) {
+      assert.ok((tool.description ?? "").length > 40, `${tool.name} has a description`);
+      assert.equal(tool.inputSchema.type, "object");
+      for (const [field, schema] of Object.entries(tool.inputSchema.properties ?? {})) {
+        assert.ok(typeof (schema as Json).description === "string", `${tool.name}.${field} is described`);
+      }
+    }
+    const result = byName.get("swarm_get_result").inputSchema;
+    assert.deepEqual(result.required, ["agentId"]);
+    assert.deepEqual({ ...result.properties.waitSeconds, description: undefined }, { type: "integer", minimum: 0, maximum: 240, default: 0, description: undefined });
+    const watch = byName.get("swarm_watch_events").inputSchema;
+    assert.deepEqual(Object.keys(watch.properties).sort(), ["afterSeq", "includeEphemeral", "maxEvents", "maxWaitSeconds", "runId", "untilTypes"]);
+    assert.equal(watch.properties.maxWaitSeconds.maximum, 240);
+    assert.deepEqual(watch.required, ["runId"]);
+    const create = byName.get("swarm_create_run").inputSchema;
+    assert.deepEqual(Object.keys(create.properties).sort(), ["budget", "keepAlive", "prompt", "spec", "specName"]);
+    assert.equal(create.properties.spec.properties.name.pattern, "^[A-Za-z0-9._-]{1,64}$");
+    assert.deepEqual(byName.get("swarm_stop_agent").inputSchema.properties.mode.enum, ["abort", "drain"]);
+    assert.deepEqual(byName.get("swarm_pause_agent").inputSchema.properties.scope.enum, ["agent", "subtree"]);
+    assert.equal(byName.get("swarm_get_run").annotations.readOnlyHint, true);
+    assert.equal(byName.get("swarm_delete_run").annotations.destructiveHint, true);
+  });
+
+  it("drives a run through every route tool and reads back what the service says", async () => {
+    const created = await bridge.tool("swarm_create_run", { spec: { name: "root", script: [] }, prompt: "hello bridge", keepAlive: true });
+    assert.equal(created.isError, false, created.text);
+    assert.match(created.text, /^Run r_[0-9a-f]+ created; root agent a_[0-9a-f]+ is provisioning\./);
+    const { runId, rootAgentId: root } = created.data;
+
+    const rootResult = await bridge.tool("swarm_get_result", { agentId: root, waitSeconds: 60 });
+    assert.deepEqual(rootResult.data, { agentId: root, state: "settled", outcome: "success", resultRef: `fs://${root}/result.md`, result: "hello bridge" });
+
+    const spawned = await bridge.tool("swarm_spawn_agent", { runId, parentAgentId: root, spec: { name: "kid", script: [] }, prompt: "kid task", keepAlive: true });
+    assert.equal(spawned.isError, false, spawned.text);
+    assert.equal(spawned.data.state, "provisioning");
+    const kid = spawned.data.agentId;
+    assert.equal((await bridge.tool("swarm_get_result", { agentId: kid, waitSeconds: 60 })).data.result, "kid task");
+    await waitForState(d, kid, "running");
+
+    const agent = await bridge.tool("swarm_get_agent", { agentId: kid });
+    assert.equal(agent.data.parentAgentId, root);
+    assert.equal(agent.data.depth, 1);
+    assert.equal(agent.data.specName, "kid");
+    assert.equal(agent.data.state, "running");
+    const tree = await bridge.tool("swarm_get_run", { runId });
+    assert.deepEqual(tree.data.agents.map((a: Json) => [a.agentId, a.state]), [[root, "running"], [kid, "running"]]);
+    assert.match(tree.text, /2 agent\(s\), 2 live/);
+
+    const before = tree.data.asOf;
+    const prompted = await bridge.tool("swarm_prompt_agent", { agentId: kid, text: "second task" });
+    assert.deepEqual(prompted.data, { agentId: kid, accepted: true });
+    const settled = await bridge.tool("swarm_watch_events", { runId, afterSeq: before, untilTypes: ["handle_settled"], maxWaitSeconds: 60 });
+    assert.equal(settled.data.stoppedBy, "until-type");
+    assert.deepEqual(settled.data.events.at(-1).type, "handle_settled");
+    assert.equal(settled.data.events.at(-1).agentId, kid);
+    assert.ok(settled.data.events.every((e: Json) => e.seq > before && e.seq !== null));
+    assert.equal((await bridge.tool("swarm_get_result", { agentId: kid })).data.result, "second task");
+
+    const paused = await bridge.tool("swarm_pause_agent", { agentId: root, scope: "subtree" });
+    assert.deepEqual(paused.data.results, [{ agentId: root, outcome: "applied" }, { agentId: kid, outcome: "applied" }]);
+    assert.equal((await bridge.tool("swarm_get_agent", { agentId: kid })).data.state, "paused");
+    const steered = await bridge.tool("swarm_steer_agent", { agentId: root, message: "new plan", scope: "subtree" });
+    assert.equal(steered.data.delivery, "queued");
+    assert.match(steered.text, /delivered to a_[0-9a-f]+ as "queued"/);
+    const resumed = await bridge.tool("swarm_resume_agent", { agentId: root, scope: "subtree" });
+    assert.deepEqual(resumed.data.results.map((r: Json) => r.agentId), [kid, root], "children first");
+    const stopped = await bridge.tool("swarm_stop_agent", { agentId: kid });
+    assert.deepEqual(stopped.data.results, [{ agentId: kid, outcome: "applied" }]);
+    assert.equal((await bridge.tool("swarm_get_agent", { agentId: kid })).data.outcome, "aborted");
+
+    // The whole ledger so far, in seq order, then a window with nothing new, then a bounded one.
+    const all = await bridge.tool("swarm_watch_events", { runId, maxWaitSeconds: 0, maxEvents: 1000 });
+    const seqs = all.data.events.map((e: Json) => e.seq);
+    assert.deepEqual(seqs, seqs.map((_: number, i: number) => i + 1));
+    assert.equal(all.data.events[0].type, "run_started");
+    assert.equal(all.data.stoppedBy, "caught-up");
+    assert.equal(all.data.lastSeq, seqs.at(-1));
+    assert.equal(all.data.runOver, false);
+    const quiet = await bridge.tool("swarm_watch_events", { runId, afterSeq: all.data.lastSeq, maxWaitSeconds: 1 });
+    assert.deepEqual([quiet.data.events, quiet.data.stoppedBy, quiet.data.lastSeq], [[], "max-wait", all.data.lastSeq]);
+    const two = await bridge.tool("swarm_watch_events", { runId, maxEvents: 2 });
+    assert.deepEqual([two.data.events.map((e: Json) => e.seq), two.data.stoppedBy, two.data.lastSeq], [[1, 2], "max-events", 2]);
+
+    const deleted = await bridge.tool("swarm_delete_run", { runId });
+    assert.deepEqual(deleted.data, { runId, deleted: true });
+    assert.equal((await bridge.tool("swarm_get_agent", { agentId: root })).data.state, "aborted");
+    const end = await bridge.tool("swarm_watch_events", { runId, afterSeq: all.data.lastSeq, maxWaitSeconds: 60 });
+    assert.equal(end.data.stoppedBy, "run-over");
+    assert.equal(end.data.runOver, true);
+    assert.ok(end.data.events.some((e: Json) => e.type === "agent_ended" && e.agentId === root && e.data.outcome === "aborted"));
+  });
+
+  it("returns service errors as tool errors with the service's status and message", async () => {
+    // The service's own words, as a direct call gets them.
+    const direct = await d.call("GET", "/agents/a_ffff");
+    assert.equal(direct.status, 404);
+    const missing = await bridge.tool("swarm_get_agent", { agentId: "a_ffff" });
+    assert.equal(missing.isError, true);
+    assert.equal(missing.text, `swarmd refused GET /agents/a_ffff with HTTP 404: ${direct.body.error}`);
+    assert.deepEqual(missing.data, { error: direct.body.error, status: 404 });
+
+    const created = await bridge.tool("swarm_create_run", { spec: { name: "short", script: [] }, prompt: "bye" });
+    await bridge.tool("swarm_watch_events", { runId: created.data.runId, untilTypes: ["agent_ended"], maxWaitSeconds: 60 });
+    const ended = await bridge.tool("swarm_prompt_agent", { agentId: created.data.rootAgentId, text: "again" });
+    assert.equal(ended.isError, true);
+    assert.equal(ended.data.status, 409);
+    assert.match(ended.text, /HTTP 409: .*not live/);
+
+    const badSpawn = await bridge.tool("swarm_spawn_agent", { runId: created.data.runId, parentAgentId: "a_0", spec: { name: "x", script: [] } });
+    assert.equal(badSpawn.data.status, 404);
+    const badSpec = await bridge.tool("swarm_create_run", { spec: { name: "has space", script: [] } });
+    assert.equal(badSpec.isError, true);
+    assert.match(badSpec.text, /name/);
+    const both = await bridge.tool("swarm_create_run", { spec: { name: "x", script: [] }, specName: "x" });
+    assert.deepEqual([both.isError, both.text], [true, "Give either spec or specName, not both."]);
+    const tooLong = await bridge.tool("swarm_get_result", { agentId: created.data.rootAgentId, waitSeconds: 241 });
+    assert.equal(tooLong.isError, true);
+    assert.match(tooLong.text, /waitSeconds/);
+  });
+
+  it("saves, lists and removes specs, and runs a saved spec by name", async () => {
+    const added = await bridge.tool("swarm_spec_add", { spec: { name: "echoer", script: [] }, name: "saved-echo" });
+    assert.equal(added.isError, false, added.text);
+    assert.deepEqual([added.data.name, added.data.file, added.data.replaced], ["saved-echo", join(dir, "specs", "saved-echo.json"), false]);
+    const listed = await bridge.tool("swarm_spec_list");
+    assert.deepEqual(listed.data.specs.map((s: Json) => [s.name, s.spec]), [["saved-echo", { name: "echoer", script: [] }]]);
+    const keep = await bridge.tool("swarm_spec_add", { spec: { name: "echoer", script: [] }, name: "saved-echo", overwrite: false });
+    assert.equal(keep.isError, true);
+    assert.match(keep.text, /already saved/);
+
+    const run = await bridge.tool("swarm_create_run", { specName: "saved-echo", prompt: "from the cache" });
+    assert.equal(run.isError, false, run.text);
+    assert.equal((await bridge.tool("swarm_get_result", { agentId: run.data.rootAgentId, waitSeconds: 60 })).data.result, "from the cache");
+    const spawnByName = await bridge.tool("swarm_spawn_agent", { runId: run.data.runId, parentAgentId: run.data.rootAgentId, specName: "nope" });
+    assert.equal(spawnByName.isError, true);
+    assert.match(spawnByName.text, /No saved spec named "nope"/);
+
+    assert.deepEqual((await bridge.tool("swarm_spec_remove", { name: "saved-echo" })).data, { name: "saved-echo", removed: true });
+    assert.deepEqual((await bridge.tool("swarm_spec_list")).data.specs, []);
+    assert.equal((await bridge.tool("swarm_create_run", { specName: "saved-echo" })).isError, true);
+    assert.equal((await bridge.tool("swarm_spec_remove", { name: "../etc" })).isError, true);
+  });
+
+  it("reports progress while get_result waits, so a client's own timeout can be reset", async () => {
+    const created = await bridge.tool("swarm_create_run", { spec: { name: "slow", script: [{ text: "late answer", delayMs: 6_000 }] }, prompt: "go" });
+    const progress: Json[] = [];
+    const result = await bridge.tool("swarm_get_result", { agentId: created.data.rootAgentId, waitSeconds: 60 }, { onprogress: (p) => progress.push(p) });
+    assert.equal(result.data.result, "late answer");
+    assert.ok(progress.length >= 1, "at least one progress notification");
+    assert.equal(progress[0].total, 60);
+  });
+});
