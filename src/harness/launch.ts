@@ -31,6 +31,9 @@ export function harnessArgv(paths: HarnessPaths): string[] {
   ensureHarnessBundle();
   return [
     paths.nodePath ?? process.execPath,
+    // An idle agent mostly waits on its model: a small young generation costs it little time and
+    // saves ~10 MB of resident memory per agent.
+    "--max-semi-space-size=1",
     join(root, HARNESS_BUNDLE),
     "--control",
     paths.controlDir,
