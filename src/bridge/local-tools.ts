@@ -1,4 +1,5 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { reportProgress } from "./progress.ts";
 import type { ToolDeps } from "./run-tools.ts";
 import { startService } from "./start-service.ts";
 import { SpecAddInput, SpecListInput, SpecRemoveInput, StartServiceInput } from "./tool-inputs.ts";
@@ -18,7 +19,8 @@ export function registerLocalTools(server: McpServer, { client, specs }: ToolDep
     async ({ runtime, waitSeconds }, extra) =>
       guarded(async () => {
         const chosen = runtime ?? (env.SWARM_RUNTIME === "docker" ? "docker" : "process");
-        const started = await startService(client, { runtime: chosen, waitSeconds, env, signal: extra.signal });
+        const stop = reportProgress(extra, waitSeconds, "starting swarmd");
+        const started = await startService(client, { runtime: chosen, waitSeconds, env, signal: extra.signal }).finally(stop);
         const summary = started.alreadyRunning
           ? `swarmd already answers at ${started.url}; nothing was started.`
           : `swarmd started (${started.mode}, runtime ${started.runtime}) and listening at ${started.url}; log: ${started.log}.`;

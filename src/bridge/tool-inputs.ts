@@ -52,7 +52,7 @@ export const WatchEventsInput = z.object({
     .min(0)
     .max(MAX_WAIT_SECONDS)
     .default(20)
-    .describe(`How long to wait for new events, 0..${MAX_WAIT_SECONDS} s (default 20). Returns earlier when maxEvents is reached, an untilTypes event arrives or every agent of the run has ended. 0 returns only what already happened.`),
+    .describe(`How long to wait for new events, 0..${MAX_WAIT_SECONDS} s (default 20). Returns earlier when maxEvents is reached, an untilTypes event arrives or every agent of the run has ended. 0 returns only what already happened. If your tool calls time out sooner, use a shorter wait and call again with afterSeq = lastSeq.`),
   maxEvents: z.number().int().min(1).max(1000).default(100).describe("Most events to return in one call (default 100)."),
   untilTypes: z
     .array(z.string().min(1))
@@ -111,7 +111,7 @@ export const GetResultInput = z.object({
     .min(0)
     .max(MAX_WAIT_SECONDS)
     .default(0)
-    .describe(`How long to wait for a pending result, 0..${MAX_WAIT_SECONDS} s (default 0: answer at once). Returns as soon as it settles.`),
+    .describe(`How long to wait for a pending result, 0..${MAX_WAIT_SECONDS} s (default 0: answer at once). Returns as soon as it settles. If your tool calls time out sooner, use a shorter wait and call again.`),
 });
 
 export const StartServiceInput = z.object({

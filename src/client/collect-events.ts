@@ -35,17 +35,18 @@ const CATCH_UP_LIMIT_MS = 15_000;
  */
 export async function collectEvents(client: SwarmClient, runId: string, options: CollectOptions): Promise<CollectedEvents> {
   const stop = new AbortController();
-  const limitMs = options.maxWaitSeconds > 0 ? options.maxWaitSeconds * 1000 : CATCH_UP_LIMIT_MS;
-  const timer = setTimeout(() => stop.abort(), limitMs);
   const signal = options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal;
   const events: SwarmEvent[] = [];
   let stoppedBy: CollectedEvents["stoppedBy"] | undefined;
+  const watch = await watchRun(client, runId, {
+    afterSeq: options.afterSeq,
+    stopWhen: options.maxWaitSeconds > 0 ? "run-over" : "caught-up",
+    signal,
+  });
+  // The window opens once the snapshot is in: a slow snapshot must not eat the caller's wait.
+  const limitMs = options.maxWaitSeconds > 0 ? options.maxWaitSeconds * 1000 : CATCH_UP_LIMIT_MS;
+  const timer = setTimeout(() => stop.abort(), limitMs);
   try {
-    const watch = await watchRun(client, runId, {
-      afterSeq: options.afterSeq,
-      stopWhen: options.maxWaitSeconds > 0 ? "run-over" : "caught-up",
-      signal,
-    });
     for await (const event of watch.events()) {
       if (event.seq === null && !options.includeEphemeral) continue;
       events.push(event);
