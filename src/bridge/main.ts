@@ -23,8 +23,11 @@ export async function runBridge(env: NodeJS.ProcessEnv = process.env): Promise<v
 
 // Run directly (not imported by the CLI): start serving.
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  runBridge().catch((err: unknown) => {
-    console.error(`swarm mcp: ${err instanceof Error ? err.message : String(err)}`);
-    process.exit(1);
-  }).then(() => process.exit(0));
+  runBridge().then(
+    () => process.exit(0),
+    (err: unknown) => {
+      console.error(`swarm mcp: ${err instanceof Error ? err.message : String(err)}`);
+      process.exit(1);
+    },
+  );
 }

@@ -88,27 +88,26 @@ function processIo(): CliIo {
   };
 }
 
-async function main(argv: string[]): Promise<void> {
-  if (argv[0] === "mcp") {
-    // The bridge owns stdio from here on: nothing else may write to stdout.
-    const url = argv.indexOf("--url");
-    const env = url >= 0 && argv[url + 1] ? { ...process.env, SWARM_URL: argv[url + 1] } : process.env;
-    const { runBridge } = await import("../bridge/main.ts");
-    await runBridge(env);
-    process.exit(EXIT.OK);
+/** The `swarm` process: runs one command and exits with its code; never returns or throws. */
+export async function main(argv: string[]): Promise<never> {
+  try {
+    if (argv[0] === "mcp") {
+      // The bridge owns stdio from here on: nothing else may write to stdout.
+      const url = argv.indexOf("--url");
+      const env = url >= 0 && argv[url + 1] ? { ...process.env, SWARM_URL: argv[url + 1] } : process.env;
+      const { runBridge } = await import("../bridge/main.ts");
+      await runBridge(env);
+      process.exit(EXIT.OK);
+    }
+    const controller = new AbortController();
+    process.once("SIGINT", () => controller.abort());
+    // Exit explicitly: idle keep-alive sockets must not hold a finished command open.
+    process.exit(await runCli(argv, { signal: controller.signal }));
+  } catch (err) {
+    const failure = describeFailure(err);
+    console.error(`swarm: ${failure.message}`);
+    process.exit(failure.code);
   }
-  const controller = new AbortController();
-  process.once("SIGINT", () => controller.abort());
-  const code = await runCli(argv, { signal: controller.signal });
-  // Exit explicitly: idle keep-alive sockets must not hold a finished command open.
-  process.exit(code);
 }
 
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main(process.argv.slice(2)).catch((err: unknown) => {
-    console.error(`swarm: ${err instanceof Error ? err.message : String(err)}`);
-    process.exit(EXIT.SERVICE);
-  });
-}
-
-export { main };
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) void main(process.argv.slice(2));
