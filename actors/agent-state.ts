@@ -14,8 +14,8 @@ export function agentState(run: RunHandle, agentId: string): MachineState {
     return record && (record.state === "done" || record.state === "aborted") ? "ended" : "unknown";
   }
   const snapshot = child.getSnapshot();
-  if (snapshot.matches("spawning")) return "spawning";
-  if (snapshot.matches("provisioning")) return "provisioning";
+  if (snapshot.matches({ unforked: "spawning" })) return "spawning";
+  if (snapshot.matches({ unforked: "provisioning" })) return "provisioning";
   if (snapshot.matches({ live: "paused" }) || snapshot.matches({ live: "pausing" }) || snapshot.matches({ live: "resuming" })) return "paused";
   if (snapshot.matches("live")) return "running";
   if (snapshot.matches("stopping") || snapshot.matches("finishing")) return "ending";

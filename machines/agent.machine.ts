@@ -178,65 +178,16 @@ export const agentMachine = setup({
     // New agents start in spawning or provisioning; restored ones where the ledger left them.
     init: {
       always: [
-        { guard: ({ context }) => context.start === "spawning", target: "spawning" },
-        { guard: ({ context }) => context.start === "provisioning", target: "provisioning" },
+        { guard: ({ context }) => context.start === "spawning", target: "unforked.spawning" },
+        { guard: ({ context }) => context.start === "provisioning", target: "unforked.provisioning" },
         { guard: ({ context }) => context.start === "done", target: "done" },
         { guard: ({ context }) => context.start === "aborted", target: "aborted" },
         { target: "live" },
       ],
     },
-    spawning: {
-      on: {
-        "deps.settled": {
-          target: "provisioning",
-          actions: { type: "fact", params: { kind: "state", from: "spawning", to: "provisioning", reason: "deps-settled" } },
-        },
-        "control.pause": {
-          actions: [
-            assign({ pendingPause: ({ event }) => event.by }),
-            { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "applied" }) },
-          ],
-        },
-        "control.resume": [
-          {
-            guard: "hasPendingPause",
-            actions: [assign({ pendingPause: null }), { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "applied" }) }],
-          },
-          { actions: { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "failed", error: "agent is not paused" }) } },
-        ],
-        "control.steer": {
-          actions: [
-            assign({ prompts: ({ context, event }) => [...context.prompts, event.message] }),
-            { type: "fact", params: ({ event }) => ({ kind: "steered", message: event.message }) },
-            { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "applied", delivery: "queued" }) },
-          ],
-        },
-        prompt: { actions: assign({ prompts: ({ context, event }) => [...context.prompts, event.text] }) },
-        "control.stop": {
-          target: "aborted",
-          actions: [
-            { type: "fact", params: { kind: "ended", outcome: "aborted" } },
-            { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "applied" }) },
-          ],
-        },
-      },
-    },
-    provisioning: {
-      invoke: {
-        src: "provision",
-        input: ({ context }) => ({ agentId: context.agentId, runId: context.runId, sandboxId: context.sandboxId }),
-        onDone: {
-          target: "live",
-          actions: [
-            { type: "fact", params: ({ context }) => ({ kind: "provisioned", sandboxId: context.sandboxId }) },
-            { type: "fact", params: { kind: "state", from: "provisioning", to: "running", reason: "provisioned" } },
-          ],
-        },
-        onError: {
-          target: "finishing",
-          actions: assign({ end: ({ event }) => ({ outcome: "failed" as const, error: `provisioning failed: ${errorText(event.error)}` }) }),
-        },
-      },
+    // Not yet forked: controls are remembered and applied once the sandbox exists (spec §3 rule 3).
+    unforked: {
+      initial: "spawning",
       on: {
         "control.pause": {
           actions: [
@@ -259,7 +210,43 @@ export const agentMachine = setup({
           ],
         },
         prompt: { actions: assign({ prompts: ({ context, event }) => [...context.prompts, event.text] }) },
-        "control.stop": { target: "stopping", actions: assign({ request: ({ event }) => ({ requestId: event.requestId, by: "operator" as const }) }) },
+      },
+      states: {
+        spawning: {
+          on: {
+            "deps.settled": {
+              target: "provisioning",
+              actions: { type: "fact", params: { kind: "state", from: "spawning", to: "provisioning", reason: "deps-settled" } },
+            },
+            "control.stop": {
+              target: "#agent.aborted",
+              actions: [
+                { type: "fact", params: { kind: "ended", outcome: "aborted" } },
+                { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "applied" }) },
+              ],
+            },
+          },
+        },
+        provisioning: {
+          invoke: {
+            src: "provision",
+            input: ({ context }) => ({ agentId: context.agentId, runId: context.runId, sandboxId: context.sandboxId }),
+            onDone: {
+              target: "#agent.live",
+              actions: [
+                { type: "fact", params: ({ context }) => ({ kind: "provisioned", sandboxId: context.sandboxId }) },
+                { type: "fact", params: { kind: "state", from: "provisioning", to: "running", reason: "provisioned" } },
+              ],
+            },
+            onError: {
+              target: "#agent.finishing",
+              actions: assign({ end: ({ event }) => ({ outcome: "failed" as const, error: `provisioning failed: ${errorText(event.error)}` }) }),
+            },
+          },
+          on: {
+            "control.stop": { target: "#agent.stopping", actions: assign({ request: ({ event }) => ({ requestId: event.requestId, by: "operator" as const }) }) },
+          },
+        },
       },
     },
     live: {

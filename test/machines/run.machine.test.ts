@@ -38,7 +38,7 @@ describe("run machine", () => {
     r.add({ agentId: "dep", prompt: "d" }, "root");
     r.add({ agentId: "w", start: "spawning", prompt: "w" }, "root", ["dep"]);
     await flush();
-    assert.equal(r.stateOf("w"), '"spawning"');
+    assert.equal(r.stateOf("w"), '{"unforked":"spawning"}');
     fx.harnesses.get("root")!.send({ type: "harness.settled", outcome: "success", text: "root", hseq: 1 });
     fx.harnesses.get("dep")!.send({ type: "harness.settled", outcome: "success", text: "dep", hseq: 1 });
     await flush();
