@@ -98,7 +98,7 @@ describe("process runtime", () => {
       "echo caps=$(awk '/CapEff/ {print $2}' /proc/self/status)",
       "echo procs=$(ls /proc | grep -c '^[0-9]')",
       "[ -e /etc/shadow ] && echo shadow=visible || echo shadow=hidden",
-      "root=$(tr '\\0' '\\n' < /proc/$PPID/cmdline | grep 'src/harness/main.ts' | sed 's#/src/harness/main.ts##')",
+      "root=$(tr '\\0' '\\n' < /proc/$PPID/cmdline | grep 'dist/harness.mjs' | sed 's#/dist/harness.mjs##')",
       "touch $root/probe 2>/dev/null && echo install=writable || echo install=read-only",
       "env | sort | sed 's/^/env:/'",
       "cat /proc/net/dev",
@@ -173,7 +173,8 @@ describe("process runtime", () => {
 
     await rt.freeze(sandboxId, signal());
     const frozen = await taggedProcesses(sandboxId);
-    assert.ok(frozen.length >= 3 && frozen.every(isStopped), frozen.map((e) => `${e.pid}:${e.state}`).join(" "));
+    // The harness and the counter loop (its sleep comes and goes).
+    assert.ok(frozen.length >= 2 && frozen.every(isStopped), frozen.map((e) => `${e.pid}:${e.state}`).join(" "));
     assert.equal((await rt.inspect(sandboxId, signal()))?.status, "frozen");
     const frozenAt = Number(readFileSync(counterFile, "utf8"));
     await sleep(500); // nothing to await: nothing may happen
