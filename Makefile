@@ -21,8 +21,10 @@ test: $(NODE_STAMP)
 check: $(NODE_STAMP)
 	npx tsc --noEmit -p .
 
+# Benchmarks, not tests: they print markdown tables (README "Benchmarks"); BENCH_* variables in bench/*.ts.
 bench: $(NODE_STAMP)
 	npx tsx bench/sandbox.ts
+	node --expose-gc --import tsx bench/service.ts
 
 # The docker runtime's image, swarmd-sandbox:<version>, built from this machine's node, bash and
 # busybox with no registry access (scripts/build-sandbox-image.sh --dockerfile for node:20-slim).
