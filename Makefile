@@ -16,7 +16,7 @@ run: $(NODE_STAMP)
 TESTS ?= $(shell find test -name "*.test.ts" | sort)
 
 test: $(NODE_STAMP)
-	node --import tsx --test --test-concurrency=1 --test-reporter=spec $(TESTS)
+	node --import tsx --test --test-concurrency=1 $(TESTS)
 
 check: $(NODE_STAMP)
 	npx tsc --noEmit -p .
