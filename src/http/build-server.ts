@@ -3,8 +3,9 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastif
 import { SwarmError } from "../errors.ts";
 import type { SwarmApi } from "../swarm-api.ts";
 import { bearerAuth } from "./auth.ts";
-import { sendError } from "./errors.ts";
+import { sendClientError, sendError } from "./errors.ts";
 import type { EventSource } from "./event-source.ts";
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from "./json-depth.ts";
 import { agentRoutes } from "./routes/agents.ts";
 import { eventRoutes } from "./routes/events.ts";
 import { runRoutes } from "./routes/runs.ts";
@@ -39,6 +40,8 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     bodyLimit: config.bodyLimitBytes,
     // Errors fastify raises before routing (a malformed URL) go through the same mapping.
     frameworkErrors: (err, request, reply) => sendError(err, request, reply),
+    // And so do node's refusals of requests it cannot even parse.
+    clientErrorHandler: sendClientError,
   });
 
   // Bodies are JSON only: fastify's built-in text/plain parser would let a string through to zod
@@ -50,7 +53,13 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   app.addContentTypeParser("application/json", { parseAs: "string" }, (request, body, done) => {
     const text = typeof body === "string" ? body : body.toString("utf8");
     if (text === "") done(null, undefined);
-    else defaultJson(request, text, done);
+    else
+      defaultJson(request, text, (err, value) => {
+        // JSON.parse takes any depth, but JSON.stringify (ledger, index) and other recursive walks
+        // overflow the stack a few thousand levels down: refuse such bodies here as a 400.
+        if (err === null && exceedsJsonDepth(value, MAX_JSON_DEPTH)) done(new SwarmError("INVALID_BODY", `body: nested deeper than ${MAX_JSON_DEPTH} levels`), undefined);
+        else done(err, value);
+      });
   });
 
   app.setErrorHandler((err, request, reply) => sendError(err, request, reply));

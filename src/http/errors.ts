@@ -1,3 +1,5 @@
+import { STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { ERROR_CODES, isSwarmError, type ErrorCode } from "../errors.ts";
 
@@ -68,4 +70,26 @@ export function sendError(err: unknown, request: FastifyRequest, reply: FastifyR
   else request.log.info({ statusCode, message }, "request refused");
   if (statusCode === 401) reply.header("www-authenticate", "Bearer");
   return reply.code(statusCode).type("application/json; charset=utf-8").send({ error: message });
+}
+
+/**
+ * Node's own refusals of bytes it cannot parse as an HTTP request (a bad request line, method or
+ * header, a head over its size limit, a head that never finished) never reach routing, so
+ * `sendError` cannot answer them; fastify's default answer adds `message` and `statusCode` keys.
+ * The same `{"error": message}` as every other refusal, written on the raw socket.
+ */
+export function sendClientError(err: Error & { code?: string }, socket: Socket): void {
+  // A reset connection has nobody left to answer.
+  if (err.code === "ECONNRESET" || socket.destroyed) return;
+  const [status, message] =
+    err.code === "HPE_HEADER_OVERFLOW"
+      ? [431, "The request line and headers are too large."]
+      : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+        ? [408, "The request did not arrive in time."]
+        : [400, "The request is not valid HTTP."];
+  const body = JSON.stringify({ error: message });
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy(err);
 }

@@ -22,6 +22,12 @@ export type LiveEvent =
 export interface EventSource {
   /** Persisted events of the run with `seq > afterSeq`, in order. */
   iterate(runId: string, afterSeq: number): AsyncIterable<LedgerEvent>;
+  /**
+   * At most `limit` persisted events with `seq > afterSeq`, in order. When present, a replay reads
+   * pages this small instead of `iterate`'s, so a reconnecting client that reads slowly holds a few
+   * events in memory, not a thousand.
+   */
+  read?(runId: string, afterSeq: number, limit: number): Promise<LedgerEvent[]>;
   /** Highest committed `seq` of the run (0 when empty). */
   lastSeq(runId: string): number;
   /**
