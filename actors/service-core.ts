@@ -76,6 +76,8 @@ export function openRun(core: ServiceCore, runId: string): RunHandle {
   const actor = createActor(runMachine.provide({ actors: { agent: core.agentLogic } }), { input: { runId }, inspect: core.inspect });
   const run: RunHandle = { runId, actor, view, meta: new Map(), descendants: {}, tail: Promise.resolve(), unsubscribe };
   core.runs.set(runId, run);
+  // An actor error must never take the daemon down with it; it is logged with its run.
+  actor.subscribe({ error: (err) => core.log(`run ${runId}: supervisor failed: ${String(err)}`) });
   actor.start();
   return run;
 }

@@ -33,6 +33,8 @@ export type RunEmitted = { type: "control.done"; requestId: string; results: Mem
 
 interface RunContext {
   runId: string;
+  /** Agents that have an actor here. Agents restored already ended, or refused by a budget, have none. */
+  actors: Record<string, true>;
   parents: Record<string, string | null>;
   /** Agents whose result settled or that ended: what `waitFor` waits for. */
   settled: Record<string, true>;
@@ -60,6 +62,10 @@ export const runMachine = setup({
   guards: {
     cascadeDone: ({ context }) => !context.current || context.current.index >= context.current.request.members.length,
     hasQueued: ({ context }) => context.queue.length > 0,
+    memberWithoutActor: ({ context }) => {
+      const member = context.current?.request.members[context.current.index];
+      return member !== undefined && !context.actors[member.agentId];
+    },
     answersCurrent: ({ context, event }) => {
       if (event.type !== "member.reply" || !context.current) return false;
       const member = context.current.request.members[context.current.index];
@@ -87,7 +93,7 @@ export const runMachine = setup({
     releaseReady: enqueueActions(({ context, enqueue }) => {
       const waiting = { ...context.waiting };
       for (const [agentId, deps] of Object.entries(waiting)) {
-        if (deps.every((dep) => context.settled[dep])) {
+        if (context.actors[agentId] && deps.every((dep) => context.settled[dep])) {
           delete waiting[agentId];
           enqueue.sendTo(agentId, { type: "deps.settled" });
         }
@@ -97,17 +103,18 @@ export const runMachine = setup({
   },
 }).createMachine({
   id: "run",
-  context: ({ input }) => ({ runId: input.runId, parents: {}, settled: {}, waiting: {}, queue: [], current: null }),
+  context: ({ input }) => ({ runId: input.runId, actors: {}, parents: {}, settled: {}, waiting: {}, queue: [], current: null }),
   on: {
     "agent.add": {
       actions: [
         enqueueActions(({ context, event, enqueue }) => {
           enqueue.spawnChild("agent", { id: event.input.agentId, input: event.input });
           enqueue.assign({
+            actors: { ...context.actors, [event.input.agentId]: true },
             parents: { ...context.parents, [event.input.agentId]: event.parentAgentId },
             waiting: event.input.start === "spawning" ? { ...context.waiting, [event.input.agentId]: event.waitFor } : context.waiting,
           });
-          if (event.parentAgentId && event.live) enqueue.sendTo(event.parentAgentId, { type: "child.spawned" });
+          if (event.parentAgentId && event.live && context.actors[event.parentAgentId]) enqueue.sendTo(event.parentAgentId, { type: "child.spawned" });
         }),
         "releaseReady",
       ],
@@ -120,7 +127,7 @@ export const runMachine = setup({
         assign({ settled: ({ context, event }) => ({ ...context.settled, [event.agentId]: true as const }) }),
         enqueueActions(({ context, event, enqueue }) => {
           const parent = context.parents[event.agentId];
-          if (parent) enqueue.sendTo(parent, { type: "child.ended" });
+          if (parent && context.actors[parent]) enqueue.sendTo(parent, { type: "child.ended" });
         }),
         "releaseReady",
       ],
@@ -140,7 +147,23 @@ export const runMachine = setup({
       },
       states: {
         next: {
-          always: [{ guard: "cascadeDone", target: "#run.finish" }, { target: "waiting", actions: "sendToMember" }],
+          always: [
+            { guard: "cascadeDone", target: "#run.finish" },
+            // An agent without an actor has ended: it answers like every ended agent, `noop`.
+            {
+              guard: "memberWithoutActor",
+              target: "next",
+              reenter: true,
+              actions: assign({
+                current: ({ context }) => {
+                  const current = context.current!;
+                  const agentId = current.request.members[current.index]!.agentId;
+                  return { ...current, index: current.index + 1, results: [...current.results, { agentId, outcome: "noop" as const }] };
+                },
+              }),
+            },
+            { target: "waiting", actions: "sendToMember" },
+          ],
         },
         waiting: {
           on: {

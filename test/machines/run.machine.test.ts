@@ -64,4 +64,19 @@ describe("run machine", () => {
     assert.equal(r.stateOf("w"), '{"live":"paused"}');
     assert.deepEqual(r.facts.filter((f) => f.agentId === "w" && f.fact.kind === "state").map((f) => (f.fact as { to: string }).to), ["provisioning", "running", "paused"]);
   });
+
+  it("answers noop for members without an actor and tells no absent parent about its children", async () => {
+    const fx = fakeEffects();
+    const r = startRun(fx);
+    // A child restored live under a parent that had already ended (no actor for the parent).
+    r.add({ agentId: "child", prompt: "p" }, "ended-parent");
+    await flush();
+    r.run.send({ type: "control", request: { requestId: "s", op: "stop", members: [{ agentId: "ended-parent", by: "operator" }] } });
+    await flush();
+    assert.deepEqual(r.done[0]!.results, [{ agentId: "ended-parent", outcome: "noop" }]);
+    fx.harnesses.get("child")!.send({ type: "harness.settled", outcome: "success", text: "x", hseq: 1 });
+    await flush();
+    assert.equal(r.stateOf("child"), '"done"');
+    assert.equal(r.run.getSnapshot().status, "active", "the supervisor is still running");
+  });
 });
