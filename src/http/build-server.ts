@@ -78,7 +78,9 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   runRoutes(app, deps.swarm);
   agentRoutes(app, deps.swarm);
   // The plugin hooks `onRoute` when it loads, so the event routes are registered after it.
-  app.register(fastifySSE, { heartbeatInterval: config.heartbeatMs });
+  // Messages carry their data already serialized (once per event, shared by every stream): see
+  // sse-message.ts. Anything else is serialized as the plugin would.
+  app.register(fastifySSE, { heartbeatInterval: config.heartbeatMs, serializer: (data: unknown) => (typeof data === "string" ? data : JSON.stringify(data)) });
   app.register(async (scope) => {
     eventRoutes(scope, { swarm: deps.swarm, events: deps.events, slowConsumerLimit: config.slowConsumerLimit, streams });
   });

@@ -10,19 +10,36 @@ export const SSE_HEADERS = {
   "cache-control": "no-cache, no-transform",
 } as const;
 
+/**
+ * Live events reach every stream of a run as the same object, so each is turned into a message
+ * once and the message shared: with many clients, serializing per client was most of the cost.
+ */
+const built = new WeakMap<object, SSEMessage>();
+
 /** A persisted event: `id` is its ledger seq, so a reconnecting client resumes after it. */
 export function persistedMessage(e: LedgerEvent): SSEMessage {
-  return message(e.type, { ...e.data, agentId: e.agentId, seq: e.seq, at: e.at }, e.seq);
+  return once(e, () => message(e.type, { ...e.data, agentId: e.agentId, seq: e.seq, at: e.at }, e.seq));
 }
 
 /** An ephemeral event has no `id`: it is never replayed, and must not move the client's resume point. */
 export function ephemeralMessage(e: Extract<LiveEvent, { persisted: false }>): SSEMessage {
-  return message(e.type, { ...e.data, agentId: e.agentId });
+  return once(e, () => message(e.type, { ...e.data, agentId: e.agentId }));
+}
+
+function once(e: object, build: () => SSEMessage): SSEMessage {
+  let cached = built.get(e);
+  if (!cached) {
+    cached = build();
+    built.set(e, cached);
+  }
+  return cached;
 }
 
 function message(type: string, data: Record<string, unknown>, id?: number): SSEMessage {
-  // The plugin serializes `data` with JSON.stringify, which escapes CR and LF, so it is one line;
-  // it writes `event` as given, so a strange event name is stripped of them and cannot forge fields.
+  // JSON.stringify escapes CR and LF, so `data` is one line (the route's serializer passes the
+  // string through); `event` is written as given, so a strange name is stripped of them and
+  // cannot forge fields.
   const event = type.replace(/[\r\n]/g, "");
-  return id === undefined ? { event, data } : { id: String(id), event, data };
+  const json = JSON.stringify(data);
+  return id === undefined ? { event, data: json } : { id: String(id), event, data: json };
 }
