@@ -1,19 +1,6 @@
-/** One persisted event of a run's ledger; `seq` is gap-free per run, starting at 1. */
-export interface LedgerEvent {
-  runId: string;
-  seq: number;
-  type: string;
-  /** `null` for run-level events. */
-  agentId: string | null;
-  /** Epoch milliseconds of the commit. */
-  at: number;
-  data: Record<string, unknown>;
-}
+import type { LedgerEvent, LiveEvent } from "../ledger/ledger.ts";
 
-/** What a subscriber sees: persisted events after their commit, and ephemeral ones that are never stored. */
-export type LiveEvent =
-  | ({ persisted: true } & LedgerEvent)
-  | { persisted: false; runId: string; type: string; agentId: string | null; data: Record<string, unknown> };
+export type { LedgerEvent, LiveEvent };
 
 /**
  * The part of the ledger the event stream reads. Structurally a subset of `src/ledger/`, so the

@@ -1,5 +1,4 @@
 import { readFile, rm } from "node:fs/promises";
-import { connect } from "node:net";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import type Docker from "dockerode";
@@ -7,6 +6,7 @@ import { SwarmError } from "../../errors.ts";
 import { harnessArgv } from "../../harness/launch.ts";
 import { CONTROL_FILES } from "../../harness/protocol.ts";
 import { IN_CONTAINER } from "./container-options.ts";
+import { socketAccepts } from "../../harness/socket-probe.ts";
 
 const START_TIMEOUT_MS = 60_000;
 const POLL_MS = 50;
@@ -58,22 +58,11 @@ export async function waitForHarness(hostControlDir: string, alive: () => Promis
   const deadline = Date.now() + START_TIMEOUT_MS;
   for (;;) {
     signal.throwIfAborted();
-    if (await accepts(socketPath)) return;
+    if (await socketAccepts(socketPath)) return;
     if (!(await alive())) throw await startFailed(hostControlDir, "the harness exited");
     if (Date.now() > deadline) throw await startFailed(hostControlDir, `the harness socket did not answer within ${START_TIMEOUT_MS / 1000}s`);
     await delay(POLL_MS, undefined, { signal });
   }
-}
-
-function accepts(socketPath: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(socketPath);
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-  });
 }
 
 async function startFailed(hostControlDir: string, why: string): Promise<SwarmError> {

@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
 import { open } from "node:fs/promises";
-import { connect } from "node:net";
 import type { HarnessCommand } from "./harness-command.ts";
 import { pollUntil } from "./poll.ts";
+import { socketAccepts } from "../../harness/socket-probe.ts";
 
 /**
  * Start the harness detached: its own session (so no signal aimed at the service's process group
@@ -48,7 +48,7 @@ export async function waitForSocket(socketPath: string, child: ChildProcess, opt
     await pollUntil(
       async () => {
         if (exit !== undefined) throw new Error(`the harness ${exit} before its socket accepted connections`);
-        return (await accepts(socketPath)) ? true : undefined;
+        return (await socketAccepts(socketPath)) ? true : undefined;
       },
       { timeoutMs: options.timeoutMs, intervalMs: 50, signal: options.signal, what: "the harness socket to accept connections" },
     );
@@ -59,17 +59,6 @@ export async function waitForSocket(socketPath: string, child: ChildProcess, opt
   } finally {
     child.off("exit", onExit);
   }
-}
-
-function accepts(socketPath: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(socketPath);
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-  });
 }
 
 async function tail(path: string, bytes: number): Promise<string> {
