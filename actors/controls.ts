@@ -3,6 +3,7 @@ import type { ControlOp, PausedBy } from "../machines/agent.types.ts";
 import type { ControlMember, MemberResult } from "../machines/run.machine.ts";
 import { leavesFirst, parentsFirst } from "../machines/tree.ts";
 import { SwarmError } from "../src/errors.ts";
+import { parentMap } from "../src/views/run-view.ts";
 import type { ControlResponse, Delivery, Scope } from "../src/swarm-api.ts";
 import { agentState, hasPendingPause, type MachineState } from "./agent-state.ts";
 import type { RunHandle, ServiceCore } from "./service-core.ts";
@@ -41,7 +42,7 @@ async function carryOut(core: ServiceCore, run: RunHandle, op: ControlOp, member
 /** Live members of the subtree under `agentId` in the order the operation needs; the named agent is `operator`. */
 function members(run: RunHandle, agentId: string, scope: Scope, order: "parentsFirst" | "leavesFirst"): ControlMember[] {
   if (scope === "agent") return [{ agentId, by: "operator" }];
-  const parents = Object.fromEntries([...run.view.agents.values()].map((a) => [a.agentId, a.parentAgentId]));
+  const parents = parentMap(run.view);
   const ids = order === "parentsFirst" ? parentsFirst(agentId, parents) : leavesFirst(agentId, parents);
   return ids
     .filter((id) => id === agentId || isLive(agentState(run, id)))
@@ -101,7 +102,7 @@ export async function deleteRun(core: ServiceCore, runId: string): Promise<void>
   const run = core.runs.get(runId);
   if (!run) throw new SwarmError("RUN_NOT_FOUND", `run ${runId} does not exist`);
   const root = run.view.rootAgentId;
-  const parents = Object.fromEntries([...run.view.agents.values()].map((a) => [a.agentId, a.parentAgentId]));
+  const parents = parentMap(run.view);
   const live = leavesFirst(root, parents).filter((id) => isLive(agentState(run, id)));
   await carryOut(core, run, "stop", live.map((id) => ({ agentId: id, by: "operator" })));
 }

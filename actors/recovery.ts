@@ -1,11 +1,11 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { AgentInput, StartState } from "../machines/agent.types.ts";
-import { parentsFirst } from "../machines/tree.ts";
+import { ancestorsOf, parentsFirst } from "../machines/tree.ts";
 import { errorMessage } from "../src/errors.ts";
 import { CONTROL_FILES } from "../src/harness/protocol.ts";
 import type { SandboxInfo } from "../src/sandbox/runtime.ts";
-import { applyEvent } from "../src/views/run-view.ts";
+import { applyEvent, parentMap } from "../src/views/run-view.ts";
 import { addAgent, appendToRun, openRun, type AgentMeta, type RunHandle, type ServiceCore } from "./service-core.ts";
 import { endingKey } from "./fact-tap.ts";
 import { agentKey } from "./spawn.ts";
@@ -47,14 +47,14 @@ async function restoreRun(
   log: (message: string) => void,
 ): Promise<void> {
   const agents = run.view.agents;
+  const parents = parentMap(run.view);
   for (const agent of agents.values()) {
     core.agentRuns.set(agent.agentId, run.runId);
     const raw = await core.ledger.getIndex(agentKey(agent.agentId));
     if (raw) run.meta.set(agent.agentId, JSON.parse(raw) as AgentMeta);
-    if (agent.parentAgentId && agent.outcome !== "budget-exceeded") {
-      for (let id: string | null = agent.parentAgentId; id; id = agents.get(id)?.parentAgentId ?? null) {
-        run.descendants[id] = (run.descendants[id] ?? 0) + 1;
-      }
+    // Accepted spawns count against every ancestor's maxAgents (refused ones never did).
+    if (agent.outcome !== "budget-exceeded") {
+      for (const id of ancestorsOf(agent.agentId, parents)) run.descendants[id] = (run.descendants[id] ?? 0) + 1;
     }
   }
   // First end what cannot go on (so parents count only children that are really live), then
@@ -85,7 +85,6 @@ async function restoreRun(
     }
   }
 
-  const parents = Object.fromEntries([...agents.values()].map((a) => [a.agentId, a.parentAgentId]));
   for (const agentId of parentsFirst(run.view.rootAgentId, parents)) {
     const agent = agents.get(agentId)!;
     const meta = run.meta.get(agentId);

@@ -1,6 +1,8 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { decideSpawn, type Budget } from "../machines/budget.ts";
+import { ancestorsOf } from "../machines/tree.ts";
 import { SwarmError } from "../src/errors.ts";
+import { parentMap } from "../src/views/run-view.ts";
 import { DEFAULT_MAX_AGENTS, DEFAULT_SPAWN_DEPTH } from "../src/spec/agent-spec.ts";
 import type { CreateRunRequest, CreateRunResponse, SpawnRequest, SpawnResponse } from "../src/swarm-api.ts";
 import { agentState } from "./agent-state.ts";
@@ -68,7 +70,7 @@ export async function spawnAgent(core: ServiceCore, runId: string, request: Spaw
 
   const parentMeta = run.meta.get(parent.agentId);
   if (!parentMeta) throw new SwarmError("INTERNAL", `no budget recorded for ${parent.agentId}`);
-  const parents = Object.fromEntries([...run.view.agents.values()].map((a) => [a.agentId, a.parentAgentId]));
+  const parents = parentMap(run.view);
   const budgets = Object.fromEntries([...run.meta.entries()].map(([id, m]) => [id, m.budget]));
   const decision = decideSpawn({
     parentId: parent.agentId,
@@ -89,7 +91,7 @@ export async function spawnAgent(core: ServiceCore, runId: string, request: Spaw
     keepAlive: request.keepAlive ?? false,
   };
   run.meta.set(agentId, meta);
-  if (decision.ok) for (const id of [parent.agentId, ...ancestorChain(parents, parent.agentId)]) run.descendants[id] = (run.descendants[id] ?? 0) + 1;
+  if (decision.ok) for (const id of [parent.agentId, ...ancestorsOf(parent.agentId, parents)]) run.descendants[id] = (run.descendants[id] ?? 0) + 1;
 
   const spawned = {
     type: "agent_spawned",
@@ -128,16 +130,6 @@ export async function spawnAgent(core: ServiceCore, runId: string, request: Spaw
   const pendingPause = parentState === "paused" ? "cascade" : undefined;
   addAgent(core, run, agentInput(core, agentId, runId, meta, state, request.prompt, pendingPause), parent.agentId, waitFor);
   return response;
-}
-
-function ancestorChain(parents: Record<string, string | null>, agentId: string): string[] {
-  const chain: string[] = [];
-  let current = parents[agentId] ?? null;
-  while (current !== null) {
-    chain.push(current);
-    current = parents[current] ?? null;
-  }
-  return chain;
 }
 
 export function agentInput(

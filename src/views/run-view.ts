@@ -85,6 +85,11 @@ export function applyEvent(view: RunView, event: FoldEvent): void {
   }
 }
 
+/** agentId → parentAgentId of every agent of the run (what the tree orders and budgets walk). */
+export function parentMap(view: RunView): Record<string, string | null> {
+  return Object.fromEntries([...view.agents.values()].map((a) => [a.agentId, a.parentAgentId]));
+}
+
 export function isLive(state: AgentState): boolean {
   return state !== "done" && state !== "aborted";
 }

@@ -66,6 +66,11 @@ describe("run lifecycle over HTTP (process sandboxes, scripted agents)", () => {
     assert.deepEqual(pending.body, { agentId: root, state: "pending", outcome: null, resultRef: null, result: null });
     await waitForState(d, root, "running");
     const agent = await d.call("GET", `/agents/${root}`);
+    assert.deepEqual(
+      Object.keys(agent.body).sort(),
+      ["agentId", "createdAt", "depth", "endedAt", "outcome", "parentAgentId", "runId", "sandboxId", "sessionStats", "spawnIndex", "specName", "state"],
+      "the spec's fields and sessionStats, nothing internal",
+    );
     assert.equal(typeof agent.body.sessionStats, "object", "a running agent answers with its session stats");
 
     assert.equal((await d.call("POST", `/agents/${root}/prompt`, { text: "first" })).status, 202);

@@ -1,13 +1,14 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { connect, createServer } from "node:net";
+import { connect } from "node:net";
 import { networkInterfaces, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { loadConfig } from "../../src/config.ts";
 import { findBubblewrap } from "../../src/sandbox/process/bubblewrap.ts";
 import { call, startDaemon, waitForState, type Daemon } from "../support/daemon.ts";
+import { freePort } from "../support/daemon-process.ts";
 import { openEvents } from "../support/sse-client.ts";
 
 const REPO = resolve(import.meta.dirname, "../..");
@@ -20,18 +21,6 @@ function reachable(host: string, port: number): Promise<boolean> {
     socket.setTimeout(3_000, () => (socket.destroy(), done(false)));
     socket.on("connect", () => (socket.destroy(), done(true)));
     socket.on("error", () => done(false));
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const server = createServer();
-    server.on("error", fail);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => done(port));
-    });
   });
 }
 

@@ -47,7 +47,8 @@ export async function spawnDaemon(dataDir: string, env: Record<string, string> =
   };
 }
 
-function freePort(): Promise<number> {
+/** A loopback port nothing listens on right now. */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once("error", reject);
