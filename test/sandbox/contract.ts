@@ -212,6 +212,27 @@ export function runSandboxContract(name: string, setup: () => Promise<SandboxCon
       await rt.close(randomUUID(), signal());
     });
 
+    it("lists and inspects without failing while other callers close sandboxes", async () => {
+      const started3 = await Promise.all([0, 1, 2].map(() => started(bashSpec("sleep 1000 > /dev/null 2>&1 &"))));
+      for (const { client } of started3) await client.prompt("go");
+      await rt.freeze(started3[0]!.info.sandboxId, signal());
+      const ids = started3.map(({ info }) => info.sandboxId);
+
+      // A second service process (or a stop cascade) closes them while this one keeps looking.
+      let closing = true;
+      const closes = Promise.all(ids.map((id) => rt.close(id, signal()))).finally(() => (closing = false));
+      let looks = 0;
+      while (closing || looks < 3) {
+        const listed = await rt.list(signal());
+        for (const info of listed.filter((i) => ids.includes(i.sandboxId))) assert.match(info.status, /^(running|frozen|gone)$/);
+        await Promise.all(ids.map((id) => rt.inspect(id, signal())));
+        looks += 1;
+      }
+      await closes;
+      assert.deepEqual((await rt.list(signal())).filter((i) => ids.includes(i.sandboxId)), []);
+      for (const { client } of started3) client.close();
+    });
+
     it("lets a second runtime on the same data list and reconnect to live sandboxes", async () => {
       const { info: live, client } = await started(bashSpec("echo before-restart"));
       await client.prompt("go");

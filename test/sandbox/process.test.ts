@@ -2,14 +2,14 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, rmdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { isSwarmError } from "../../src/errors.ts";
 import { SWARMD_ROOT } from "../../src/harness/launch.ts";
-import { detectCgroupHierarchy } from "../../src/sandbox/process/cgroup-freezer.ts";
+import { createCgroupFreezer, detectCgroupHierarchy } from "../../src/sandbox/process/cgroup-freezer.ts";
 import { createProcessRuntime, type ProcessRuntime, type ProcessRuntimeOptions, type RuntimeLogger } from "../../src/sandbox/process/process-runtime.ts";
 import { hasEnvEntry, isLive, isStopped, listProcs, type ProcEntry } from "../../src/sandbox/process/proc-table.ts";
 import { sandboxTag } from "../../src/sandbox/process/sandbox-tag.ts";
@@ -153,6 +153,34 @@ describe("process runtime", () => {
     client.close();
     await rt.close(sandboxId, signal());
     assert.deepEqual(await processLeaks(dataDir, sandboxId), []);
+  });
+
+  it("reads a cgroup removed mid-read (another caller closing the sandbox) as gone, not as an error", async (t) => {
+    const hierarchy = detectCgroupHierarchy();
+    if (!hierarchy) return t.skip("no writable cgroup freezer here");
+    const dir = join(hierarchy.base, `removed-mid-read-${randomUUID()}`);
+    const freezer = createCgroupFreezer(hierarchy.kind, dir);
+    // The kernel answers ENODEV to a read of a cgroup file opened just before its cgroup went away.
+    const failures: unknown[] = [];
+    for (let round = 0; round < 200; round += 1) {
+      await mkdir(dir);
+      let removed = false;
+      const readers = [0, 1, 2].map(async () => {
+        do {
+          try {
+            assert.equal(await freezer.isFrozen(), false);
+            assert.ok(Array.isArray(await freezer.members()));
+          } catch (err) {
+            failures.push(err);
+          }
+        } while (!removed);
+      });
+      await new Promise((resolve) => setImmediate(resolve));
+      await rmdir(dir);
+      removed = true;
+      await Promise.all(readers);
+    }
+    assert.deepEqual(failures.map(String).slice(0, 3), []);
   });
 
   it("runs unisolated with a warning when bubblewrap is off, and freezes with SIGSTOP a tool in its own session", async (t) => {

@@ -44,6 +44,14 @@ export function detectCgroupHierarchy(only?: CgroupKind): CgroupHierarchy | unde
 }
 
 /**
+ * The cgroup is not there: never made, or removed. A read that opened the file just before the
+ * cgroup was removed (another caller closing the sandbox) fails with ENODEV rather than ENOENT.
+ */
+function isRemoved(err: unknown): boolean {
+  return isMissing(err) || (err as NodeJS.ErrnoException | undefined)?.code === "ENODEV";
+}
+
+/**
  * A sandbox's own cgroup `dir`. The harness joins it before it execs, so every tool process it
  * spawns (whatever its session or process group) is a member; the kernel then freezes, lists and
  * kills them as one.
@@ -55,7 +63,7 @@ export function createCgroupFreezer(kind: CgroupKind, dir: string): Freezer {
     try {
       return (await readFile(file(name), "utf8")).trim();
     } catch (err) {
-      if (isMissing(err)) return undefined;
+      if (isRemoved(err)) return undefined;
       throw err;
     }
   };
@@ -115,7 +123,7 @@ export function createCgroupFreezer(kind: CgroupKind, dir: string): Freezer {
             await rmdir(dir);
             return true;
           } catch (err) {
-            if (isMissing(err)) return true;
+            if (isRemoved(err)) return true;
             if ((err as NodeJS.ErrnoException).code === "EBUSY") return undefined;
             throw err;
           }
