@@ -1,6 +1,7 @@
 import type { Socket } from "node:net";
 import { StringDecoder } from "node:string_decoder";
 import type { HarnessEventMessage, HarnessMessage, ResponseMessage } from "../../src/harness/protocol.ts";
+import { createWaitList } from "./wait-list.ts";
 
 /** A bare-hands harness client for tests: JSON lines out, every line in, split on LF only. */
 export interface TestHarnessClient {
@@ -26,7 +27,7 @@ let nextId = 0;
 export function createTestHarnessClient(socket: Socket): TestHarnessClient {
   const messages: HarnessMessage[] = [];
   const events: HarnessEventMessage[] = [];
-  const waiters = new Set<() => void>();
+  const waits = createWaitList();
   const decoder = new StringDecoder("utf8");
   let buffer = "";
   socket.on("data", (chunk: Buffer) => {
@@ -40,28 +41,15 @@ export function createTestHarnessClient(socket: Socket): TestHarnessClient {
       messages.push(message);
       if (message.type === "event") events.push(message);
     }
-    waiters.forEach((w) => w());
+    waits.wake();
   });
   const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
   socket.on("error", () => undefined);
 
   const send = (message: Record<string, unknown>) => void socket.write(`${JSON.stringify(message)}\n`);
   const waitFor = (match: (m: HarnessMessage) => boolean, timeoutMs = 20_000, what = "a matching message") =>
-    new Promise<HarnessMessage>((resolve, reject) => {
-      const check = () => {
-        const found = messages.find(match);
-        if (found === undefined) return;
-        waiters.delete(check);
-        clearTimeout(timer);
-        resolve(found);
-      };
-      const timer = setTimeout(() => {
-        waiters.delete(check);
-        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}; received: ${messages.map((m) => (m.type === "event" ? m.event : m.type)).join(",")}`));
-      }, timeoutMs);
-      waiters.add(check);
-      check();
-    });
+    waits.until(() => messages.find(match), timeoutMs, () =>
+      `timed out after ${timeoutMs} ms waiting for ${what}; received: ${messages.map((m) => (m.type === "event" ? m.event : m.type)).join(",")}`);
 
   const client: TestHarnessClient = {
     messages,

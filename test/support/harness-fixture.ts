@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { attachHarnessClient, type HarnessClient } from "../../src/harness/client.ts";
 import { harnessArgv } from "../../src/harness/launch.ts";
 import { CONTROL_FILES, type HarnessEventMessage, type HostCallMessage } from "../../src/harness/protocol.ts";
+import { createWaitList } from "./wait-list.ts";
 
 /** A harness started as a real child process on a real socket in a temporary folder. */
 export interface HarnessFixture {
@@ -53,8 +54,8 @@ export async function startHarness(spec: Record<string, unknown>): Promise<Harne
       await new Promise<void>((resolve, reject) => socket.once("connect", resolve).once("error", reject));
       const events: HarnessEventMessage[] = [];
       const hostCalls: HostCallMessage[] = [];
-      const waiters = new Set<() => void>();
-      const wake = () => waiters.forEach((w) => w());
+      const waits = createWaitList();
+      const wake = () => waits.wake();
       const client = attachHarnessClient(socket, after, {
         onEvent: (e) => {
           events.push(e);
@@ -66,21 +67,7 @@ export async function startHarness(spec: Record<string, unknown>): Promise<Harne
         },
       });
       const waitUntil = <T>(find: () => T | undefined, timeoutMs: number, what: string) =>
-        new Promise<T>((resolve, reject) => {
-          const check = () => {
-            const found = find();
-            if (found === undefined) return;
-            waiters.delete(check);
-            clearTimeout(timer);
-            resolve(found);
-          };
-          const timer = setTimeout(() => {
-            waiters.delete(check);
-            reject(new Error(`timed out waiting for ${what}; saw: ${events.map((e) => e.event).join(",")}`));
-          }, timeoutMs);
-          waiters.add(check);
-          check();
-        });
+        waits.until(find, timeoutMs, () => `timed out waiting for ${what}; saw: ${events.map((e) => e.event).join(",")}`);
       const connection: Connection = {
         client,
         events,
