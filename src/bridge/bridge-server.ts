@@ -15,26 +15,6 @@ export interface BridgeDeps {
   env: NodeJS.ProcessEnv;
 }
 
-/** Every tool name the bridge serves: one per route (spec 4.13), then the local ones. */
-export const TOOL_NAMES = [
-  "swarm_create_run",
-  "swarm_get_run",
-  "swarm_delete_run",
-  "swarm_watch_events",
-  "swarm_spawn_agent",
-  "swarm_get_agent",
-  "swarm_prompt_agent",
-  "swarm_steer_agent",
-  "swarm_pause_agent",
-  "swarm_resume_agent",
-  "swarm_stop_agent",
-  "swarm_get_result",
-  "swarm_start_service",
-  "swarm_spec_add",
-  "swarm_spec_list",
-  "swarm_spec_remove",
-] as const;
-
 /**
  * The MCP server of spec 4.13, not yet connected to a transport. It holds no state of its own:
  * every tool is one or a few calls to the service (the source of truth), or a local file operation.

@@ -3,6 +3,7 @@ import { collectEvents } from "../client/collect-events.ts";
 import type { SpecStore } from "../client/spec-store.ts";
 import type { SwarmClient } from "../client/swarm-client.ts";
 import type { AgentSpec } from "../spec/agent-spec.ts";
+import { isLive } from "../views/run-view.ts";
 import { reportProgress } from "./progress.ts";
 import { CreateRunInput, RunIdInput, SpawnAgentInput, WatchEventsInput } from "./tool-inputs.ts";
 import { guarded, toolOk, ToolInputError } from "./tool-result.ts";
@@ -43,7 +44,7 @@ export function registerRunTools(server: McpServer, { client, specs }: ToolDeps)
     async ({ runId }) =>
       guarded(async () => {
         const run = await client.getRun(runId);
-        const live = run.agents.filter((a) => a.state !== "done" && a.state !== "aborted").length;
+        const live = run.agents.filter((a) => isLive(a.state)).length;
         return toolOk(`Run ${run.runId}: ${run.agents.length} agent(s), ${live} live, as of event ${run.asOf}.`, { ...run });
       }),
   );

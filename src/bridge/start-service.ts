@@ -73,7 +73,7 @@ export async function startService(client: SwarmClient, request: StartRequest): 
   return { url: endpoint.url, alreadyRunning: false, mode: "process", runtime: "process", pid: child.pid, dataDir: listen.dataDir, log };
 }
 
-export function listenFor(endpoint: Endpoint, env: NodeJS.ProcessEnv): Listen {
+function listenFor(endpoint: Endpoint, env: NodeJS.ProcessEnv): Listen {
   const url = new URL(endpoint.url);
   const host = url.hostname.replace(/^\[|\]$/g, "");
   if (!isLoopback(host)) {
@@ -103,7 +103,7 @@ async function waitForHealth(client: SwarmClient, request: StartRequest, exited:
 }
 
 /** The end of a log file, for an error message. */
-export function tail(file: string, lines = 15): string {
+function tail(file: string, lines = 15): string {
   try {
     const text = readFileSync(file, "utf8").trimEnd().split("\n").slice(-lines).join("\n");
     return `the end of ${file}:\n${text}`;

@@ -14,7 +14,7 @@ export function toolOk(summary: string, data: Record<string, unknown>): CallTool
  * can correct itself: the service's status and message, or an unreachable address naming
  * `SWARM_URL`, or the local failure's own message.
  */
-export function toolError(err: unknown): CallToolResult {
+function toolError(err: unknown): CallToolResult {
   if (isServiceError(err)) {
     const text = `swarmd refused ${err.method} ${err.path} with HTTP ${err.status}: ${err.message}`;
     return failure(text, { error: err.message, status: err.status });

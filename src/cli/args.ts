@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { UsageError } from "./exit-codes.ts";
 import { COMMAND_USAGE } from "./usage.ts";
 
@@ -17,4 +18,19 @@ export function intOption(command: string, flag: string, value: string | undefin
 
 export function usage(command: string, problem: string): UsageError {
   return new UsageError(`${problem}\nusage: ${COMMAND_USAGE[command] ?? "swarm --help"}`);
+}
+
+/** The JSON in a file named on the command line, or on stdin for `-`; unreadable or invalid is a usage error. */
+export function readJsonArg(command: string, source: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(source === "-" ? 0 : source, "utf8");
+  } catch (err) {
+    throw usage(command, `cannot read ${source}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw usage(command, `${source} is not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
+  }
 }

@@ -12,7 +12,6 @@ export interface CliIo {
 /** What every command gets. */
 export interface CliContext {
   io: CliIo;
-  env: NodeJS.ProcessEnv;
   /**
    * The service client for SWARM_URL, or for `url` (the command's `--url`) when given. Built on
    * use, so commands that never call the service never need a valid SWARM_URL.

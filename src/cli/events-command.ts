@@ -34,7 +34,7 @@ export async function eventsCommand(ctx: CliContext, args: string[]): Promise<Ex
 }
 
 /** `    12  agent_spawned         a_1f…  {"specName":"worker",...}`: seq, type, agent, fields. */
-export function formatEvent(event: SwarmEvent): string {
+function formatEvent(event: SwarmEvent): string {
   const seq = event.seq === null ? "-" : String(event.seq);
   return `${seq.padStart(6)}  ${event.type.padEnd(20)} ${(event.agentId ?? "-").padEnd(18)} ${JSON.stringify(event.data)}`;
 }

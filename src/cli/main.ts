@@ -1,6 +1,6 @@
 import { pathToFileURL } from "node:url";
 import { endpointFromEnv } from "../client/endpoint.ts";
-import { createSwarmClient, type SwarmClient } from "../client/swarm-client.ts";
+import { createSwarmClient } from "../client/swarm-client.ts";
 import type { CliContext, CliIo } from "./cli-context.ts";
 import type { ControlVerb } from "./control-command.ts";
 import { describeFailure, EXIT, type ExitCode } from "./exit-codes.ts";
@@ -31,7 +31,8 @@ export interface CliOptions {
 
 /**
  * `swarm <command> ...`: runs one command and resolves with its exit code (see `EXIT`); every
- * failure is one line on stderr starting with `swarm:`. Never exits the process itself.
+ * failure is one line on stderr starting with `swarm:` (a usage error adds the usage). Never exits
+ * the process itself.
  */
 export async function runCli(argv: string[], options: CliOptions = {}): Promise<ExitCode> {
   const env = options.env ?? process.env;
@@ -50,21 +51,14 @@ export async function runCli(argv: string[], options: CliOptions = {}): Promise<
     io.out(`usage: ${COMMAND_USAGE[command] ?? USAGE}\n`);
     return EXIT.OK;
   }
-  const clients = new Map<string, SwarmClient>();
   const ctx: CliContext = {
     io,
-    env,
     async specs() {
       const { createSpecStore, specsDir } = await import("../client/spec-store.ts");
       return createSpecStore(specsDir(env));
     },
     signal: options.signal ?? new AbortController().signal,
-    client(url) {
-      const key = url ?? "";
-      const client = clients.get(key) ?? createSwarmClient(endpointFromEnv(env, url));
-      clients.set(key, client);
-      return client;
-    },
+    client: (url) => createSwarmClient(endpointFromEnv(env, url)),
   };
   try {
     return await (await load())(ctx, args);

@@ -1,7 +1,7 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { parseArgs } from "node:util";
 import type { AgentSpec } from "../spec/agent-spec.ts";
-import { intOption, positionals, usage } from "./args.ts";
+import { intOption, positionals, readJsonArg, usage } from "./args.ts";
 import { COMMON_OPTIONS, printJson, type CliContext } from "./cli-context.ts";
 import { EXIT, type ExitCode } from "./exit-codes.ts";
 
@@ -42,23 +42,13 @@ export async function runCommand(ctx: CliContext, args: string[]): Promise<ExitC
 
 /** A JSON file, `-` for stdin, or the name of a spec saved with `swarm specs add`. */
 async function readSpec(ctx: CliContext, source: string): Promise<AgentSpec> {
-  let text: string;
-  if (source === "-") text = readFileSync(0, "utf8");
-  else if (existsSync(source)) {
-    try {
-      text = readFileSync(source, "utf8");
-    } catch (err) {
-      throw usage("run", `cannot read ${source}: ${err instanceof Error ? err.message : String(err)}`);
-    }
-  } else {
-    const specs = await ctx.specs();
-    if (specs.list().specs.some((s) => s.name === source)) return specs.get(source);
-    throw usage("run", `${source} is neither a file nor a saved spec (swarm specs list)`);
-  }
+  // Sent as read: the service is the judge of a spec, and its 400 names each failing field.
+  if (source === "-" || existsSync(source)) return readJsonArg("run", source) as AgentSpec;
+  const specs = await ctx.specs();
   try {
-    // Sent as read: the service is the judge of a spec, and its 400 names each failing field.
-    return JSON.parse(text) as AgentSpec;
+    return specs.get(source);
   } catch (err) {
-    throw usage("run", `${source} is not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
+    // No such saved spec, or one that no longer validates: say which, beside "not a file".
+    throw usage("run", `${source} is neither a file nor a saved spec (swarm specs list): ${err instanceof Error ? err.message : String(err)}`);
   }
 }

@@ -1,6 +1,5 @@
-import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { positionals, usage } from "./args.ts";
+import { positionals, readJsonArg, usage } from "./args.ts";
 import { COMMON_OPTIONS, printJson, type CliContext } from "./cli-context.ts";
 import { EXIT, type ExitCode } from "./exit-codes.ts";
 
@@ -19,7 +18,7 @@ export async function specsCommand(ctx: CliContext, args: string[]): Promise<Exi
   switch (action) {
     case "add": {
       const [file = ""] = positionals("specs", rest, ["spec.json"]);
-      const saved = store.add(readJson(file), { name: values.name, overwrite: !values["no-overwrite"] });
+      const saved = store.add(readJsonArg("specs", file), { name: values.name, overwrite: !values["no-overwrite"] });
       if (values.json) printJson(ctx.io, { name: saved.name, file: saved.file, replaced: saved.replaced });
       else ctx.io.out(`${saved.replaced ? "replaced" : "saved"} ${saved.name} (${saved.file})\n`);
       return EXIT.OK;
@@ -45,19 +44,5 @@ export async function specsCommand(ctx: CliContext, args: string[]): Promise<Exi
     }
     default:
       throw usage("specs", action ? `unknown specs action ${JSON.stringify(action)}` : "missing action (add, list or rm)");
-  }
-}
-
-function readJson(file: string): unknown {
-  let text: string;
-  try {
-    text = readFileSync(file === "-" ? 0 : file, "utf8");
-  } catch (err) {
-    throw usage("specs", `cannot read ${file}: ${err instanceof Error ? err.message : String(err)}`);
-  }
-  try {
-    return JSON.parse(text) as unknown;
-  } catch (err) {
-    throw usage("specs", `${file} is not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
   }
 }

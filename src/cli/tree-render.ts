@@ -1,6 +1,6 @@
 import type { RunTracker } from "../client/run-tracker.ts";
 import type { SwarmEvent } from "../client/event-stream.ts";
-import type { AgentRecord } from "../views/run-view.ts";
+import { isLive, type AgentRecord } from "../views/run-view.ts";
 
 const MARK: Record<string, string> = {
   spawning: "…",
@@ -46,7 +46,7 @@ export function trackActivity(activity: Map<string, string>, event: SwarmEvent):
  */
 export function renderTree(tracker: RunTracker, activity: ReadonlyMap<string, string> = new Map()): string[] {
   const agents = tracker.ordered();
-  const live = agents.filter((a) => a.state !== "done" && a.state !== "aborted").length;
+  const live = agents.filter((a) => isLive(a.state)).length;
   const status = tracker.isOver() ? "ended" : `${live} live`;
   const lines = [`run ${tracker.view.runId} · ${agents.length} agent${agents.length === 1 ? "" : "s"} · ${status} · seq ${tracker.view.asOf}`];
   const visit = (agent: AgentRecord, prefix: string, childPrefix: string) => {

@@ -1,7 +1,7 @@
 import type { ClientRequest, IncomingMessage } from "node:http";
 import { ServiceError } from "./client-errors.ts";
 import type { Endpoint } from "./endpoint.ts";
-import { errorText, openRequest, readBody, toTransportError } from "./http-call.ts";
+import { errorText, openRequest, parseJson, readBody, toTransportError } from "./http-call.ts";
 
 /** One message of `GET /runs/:runId/events` (spec section 6). */
 export interface SwarmEvent {
@@ -82,7 +82,7 @@ function connect(endpoint: Endpoint, runId: string, afterSeq: number, signal?: A
       if (res.statusCode === 200) return resolve({ req, res });
       const status = res.statusCode ?? 0;
       readBody(res).then(
-        (text) => reject(new ServiceError(status, errorText(status, safeJson(text), text), call)),
+        (text) => reject(new ServiceError(status, errorText(status, parseJson(text), text), call)),
         (err: unknown) => reject(toTransportError(endpoint, err, signal)),
       );
     });
@@ -126,7 +126,7 @@ export function parseFrame(frame: string): SwarmEvent | undefined {
     else if (field === "data") data.push(value);
   }
   if (data.length === 0) return undefined;
-  const parsed = safeJson(data.join("\n"));
+  const parsed = parseJson(data.join("\n"));
   const fields: Record<string, unknown> = typeof parsed === "object" && parsed !== null ? { ...(parsed as Record<string, unknown>) } : { value: parsed };
   const agentId = typeof fields.agentId === "string" ? fields.agentId : null;
   const at = typeof fields.at === "number" ? fields.at : null;
@@ -135,14 +135,6 @@ export function parseFrame(frame: string): SwarmEvent | undefined {
   delete fields.at;
   const seq = id !== undefined && /^\d+$/.test(id) ? Number(id) : null;
   return { seq, type, agentId, at: seq === null ? null : at, data: fields };
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return text;
-  }
 }
 
 function pause(ms: number): Promise<void> {

@@ -87,7 +87,8 @@ export function errorText(status: number, body: unknown, text: string): string {
   return text.trim() || `HTTP ${status}`;
 }
 
-function parseJson(text: string): unknown {
+/** Parsed JSON, the raw text when it is not JSON, or `undefined` for an empty body. */
+export function parseJson(text: string): unknown {
   if (text === "") return undefined;
   try {
     return JSON.parse(text) as unknown;

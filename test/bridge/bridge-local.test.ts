@@ -5,8 +5,9 @@ import { after, before, describe, it } from "node:test";
 import Docker from "dockerode";
 import { createSwarmClient } from "../../src/client/swarm-client.ts";
 import { defaultSandboxImage } from "../../src/sandbox/docker/sandbox-image.ts";
-import { freePort, tempDir } from "../cli/helpers.ts";
+import { tempDir } from "../cli/helpers.ts";
 import { startDaemon, type Daemon } from "../support/daemon.ts";
+import { freePort } from "../support/daemon-process.ts";
 import { startBridge } from "./bridge-client.ts";
 
 /** Whether a Docker engine answers and the sandbox image is built: the docker start needs both. */

@@ -2,10 +2,29 @@ import assert from "node:assert/strict";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { TOOL_NAMES } from "../../src/bridge/bridge-server.ts";
 import { tempDir } from "../cli/helpers.ts";
 import { startDaemon, waitForState, type Daemon, type Json } from "../support/daemon.ts";
 import { startBridge, type Bridge } from "./bridge-client.ts";
+
+/** One tool per route (spec 4.13), then the local ones. */
+const TOOL_NAMES = [
+  "swarm_create_run",
+  "swarm_get_run",
+  "swarm_delete_run",
+  "swarm_watch_events",
+  "swarm_spawn_agent",
+  "swarm_get_agent",
+  "swarm_prompt_agent",
+  "swarm_steer_agent",
+  "swarm_pause_agent",
+  "swarm_resume_agent",
+  "swarm_stop_agent",
+  "swarm_get_result",
+  "swarm_start_service",
+  "swarm_spec_add",
+  "swarm_spec_list",
+  "swarm_spec_remove",
+] as const;
 
 describe("tool bridge over stdio against a live daemon", () => {
   let d: Daemon;

@@ -3,7 +3,8 @@ import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { startDaemon, waitForState, type Daemon, type Json } from "../support/daemon.ts";
-import { FAMILY_SPEC, freePort, swarm, swarmInProcess, tempDir } from "./helpers.ts";
+import { freePort } from "../support/daemon-process.ts";
+import { FAMILY_SPEC, swarm, swarmInProcess, tempDir } from "./helpers.ts";
 
 describe("swarm CLI against a live daemon", () => {
   let d: Daemon;

@@ -1,6 +1,5 @@
 import { execFile } from "node:child_process";
 import { mkdtempSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SWARMD_ROOT } from "../../src/harness/launch.ts";
@@ -26,19 +25,6 @@ export function swarm(args: string[], env: Record<string, string>, input?: strin
     );
     if (input !== undefined) child.stdin?.end(input);
     else child.stdin?.end();
-  });
-}
-
-/** A loopback port nothing listens on (bound once, then released). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-    server.on("error", reject);
   });
 }
 
