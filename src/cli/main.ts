@@ -85,6 +85,10 @@ function processIo(): CliIo {
 /** The `swarm` process: runs one command and exits with its code; never returns or throws. */
 export async function main(argv: string[]): Promise<never> {
   try {
+    if (argv[0] === "mcp" && (argv.includes("--help") || argv.includes("-h"))) {
+      console.log(`usage: ${COMMAND_USAGE.mcp}`);
+      process.exit(EXIT.OK);
+    }
     if (argv[0] === "mcp") {
       // The bridge owns stdio from here on: nothing else may write to stdout.
       const url = argv.indexOf("--url");

@@ -34,5 +34,5 @@ export const COMMAND_USAGE: Record<string, string> = {
   steer: "swarm steer <agentId> <message...> [--subtree] [--json]",
   result: "swarm result <agentId> [--wait SECONDS] [--json]",
   specs: "swarm specs add <spec.json> [--name NAME] [--no-overwrite] | swarm specs list [--json] | swarm specs rm <name>",
-  mcp: "swarm mcp   (stdio MCP server; configure with SWARM_URL, SWARM_TOKEN, SWARM_SPECS_DIR)",
+  mcp: "swarm mcp [--url URL]   (stdio MCP server; configure with SWARM_URL, SWARM_TOKEN, SWARM_SPECS_DIR; also the swarmd-mcp bin)",
 };

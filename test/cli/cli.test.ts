@@ -54,6 +54,10 @@ describe("swarm CLI against a live daemon", () => {
     const help = await swarmInProcess(["--help"], env);
     assert.equal(help.code, 0);
     assert.match(help.stdout, /Exit codes: 0 ok/);
+    // The bridge owns stdio once started, so its help is answered before it starts.
+    const mcpHelp = await swarm(["mcp", "--help"], env);
+    assert.equal(mcpHelp.code, 0);
+    assert.match(mcpHelp.stdout, /^usage: swarm mcp \[--url URL\]/);
   });
 
   it("exits 3 naming SWARM_URL when nothing listens there, and 2 when it is not a URL", async () => {
