@@ -1,3 +1,4 @@
+import { SwarmError } from "../src/errors.ts";
 import type { RunHandle } from "./service-core.ts";
 
 /** Where an agent's machine is, in the terms the routes decide on. */
@@ -20,6 +21,16 @@ export function agentState(run: RunHandle, agentId: string): MachineState {
   if (snapshot.matches("live")) return "running";
   if (snapshot.matches("stopping") || snapshot.matches("finishing")) return "ending";
   return "ended";
+}
+
+/** Live as the routes count it: neither ended nor on its way out, and held by the run's supervisor. */
+export const isLive = (state: MachineState) => state !== "ended" && state !== "ending" && state !== "unknown";
+
+/** The agent's state, or 409 when it is not live. */
+export function requireLive(run: RunHandle, agentId: string): MachineState {
+  const state = agentState(run, agentId);
+  if (!isLive(state)) throw new SwarmError("AGENT_NOT_LIVE", `agent ${agentId} is not live`);
+  return state;
 }
 
 /** Whether a subtree pause already holds the agent before its sandbox exists. */

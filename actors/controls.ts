@@ -5,7 +5,7 @@ import { leavesFirst, parentsFirst } from "../machines/tree.ts";
 import { SwarmError } from "../src/errors.ts";
 import { parentMap } from "../src/views/run-view.ts";
 import type { ControlResponse, Delivery, Scope } from "../src/swarm-api.ts";
-import { agentState, hasPendingPause, type MachineState } from "./agent-state.ts";
+import { agentState, hasPendingPause, isLive, requireLive } from "./agent-state.ts";
 import type { RunHandle, ServiceCore } from "./service-core.ts";
 import { subtreeSteerMessage } from "./steer-message.ts";
 
@@ -17,13 +17,11 @@ export function runOf(core: ServiceCore, agentId: string): RunHandle {
   return run;
 }
 
-const isLive = (state: MachineState) => state !== "ended" && state !== "ending" && state !== "unknown";
-
 /**
  * Hand a control request to the run's supervisor and wait for every member's answer, then for the
  * ledger writes they caused, so the answer and a following snapshot agree.
  */
-async function carryOut(core: ServiceCore, run: RunHandle, op: ControlOp, members: ControlMember[], message?: string): Promise<MemberResult[]> {
+async function carryOut(run: RunHandle, op: ControlOp, members: ControlMember[], message?: string): Promise<MemberResult[]> {
   if (members.length === 0) return [];
   const requestId = randomUUID();
   const done = new Promise<MemberResult[]>((resolve) => {
@@ -53,8 +51,8 @@ const strip = (results: MemberResult[]) => results.map(({ agentId, outcome, erro
 
 export async function pause(core: ServiceCore, agentId: string, scope: Scope): Promise<ControlResponse> {
   const run = runOf(core, agentId);
-  if (!isLive(agentState(run, agentId))) throw new SwarmError("AGENT_NOT_LIVE", `agent ${agentId} is not live`);
-  const results = await carryOut(core, run, "pause", members(run, agentId, scope, "parentsFirst"));
+  requireLive(run, agentId);
+  const results = await carryOut(run, "pause", members(run, agentId, scope, "parentsFirst"));
   const own = results.find((r) => r.agentId === agentId);
   if (scope === "agent" && own?.outcome === "failed") throw new SwarmError("SANDBOX_FREEZE_FAILED", `the sandbox could not be paused: ${own.error ?? "unknown error"}`);
   return { results: strip(results) };
@@ -62,13 +60,12 @@ export async function pause(core: ServiceCore, agentId: string, scope: Scope): P
 
 export async function resume(core: ServiceCore, agentId: string, scope: Scope): Promise<ControlResponse> {
   const run = runOf(core, agentId);
-  const state = agentState(run, agentId);
-  if (!isLive(state)) throw new SwarmError("AGENT_NOT_LIVE", `agent ${agentId} is not live`);
+  const state = requireLive(run, agentId);
   if (state !== "paused" && !hasPendingPause(run, agentId)) throw new SwarmError("AGENT_NOT_PAUSED", `agent ${agentId} is not paused`);
   const all = members(run, agentId, scope, "leavesFirst");
   // Only paused members are resumed; the rest of the subtree is not affected.
   const paused = all.filter((m) => m.agentId === agentId || agentState(run, m.agentId) === "paused" || hasPendingPause(run, m.agentId));
-  const results = await carryOut(core, run, "resume", paused);
+  const results = await carryOut(run, "resume", paused);
   const own = results.find((r) => r.agentId === agentId);
   if (scope === "agent" && own?.outcome === "failed") throw new SwarmError("SANDBOX_THAW_FAILED", `the sandbox could not be resumed: ${own.error ?? "unknown error"}`);
   return { results: strip(results) };
@@ -77,7 +74,7 @@ export async function resume(core: ServiceCore, agentId: string, scope: Scope): 
 /** Stop leaves first; an agent that had already ended keeps its outcome and its sandbox is released. */
 export async function stop(core: ServiceCore, agentId: string, scope: Scope): Promise<ControlResponse> {
   const run = runOf(core, agentId);
-  const results = await carryOut(core, run, "stop", members(run, agentId, scope, "leavesFirst"));
+  const results = await carryOut(run, "stop", members(run, agentId, scope, "leavesFirst"));
   for (const r of results) {
     if (r.outcome !== "noop") continue;
     const sandboxId = run.meta.get(r.agentId)?.sandboxId;
@@ -88,9 +85,9 @@ export async function stop(core: ServiceCore, agentId: string, scope: Scope): Pr
 
 export async function steer(core: ServiceCore, agentId: string, message: string, scope: Scope): Promise<ControlResponse & { delivery: Delivery }> {
   const run = runOf(core, agentId);
-  if (!isLive(agentState(run, agentId))) throw new SwarmError("AGENT_NOT_LIVE", `agent ${agentId} is not live`);
-  const text = scope === "subtree" ? subtreeSteerMessage(run, agentId, message, (id) => agentState(run, id)) : message;
-  const results = await carryOut(core, run, "steer", [{ agentId, by: "operator" }], text);
+  requireLive(run, agentId);
+  const text = scope === "subtree" ? subtreeSteerMessage(run, agentId, message) : message;
+  const results = await carryOut(run, "steer", [{ agentId, by: "operator" }], text);
   const own = results[0];
   if (!own || own.outcome === "failed") throw new SwarmError("HARNESS_REJECTED", `the harness did not accept the message: ${own?.error ?? "no answer"}`);
   if (own.outcome === "noop") throw new SwarmError("AGENT_NOT_LIVE", `agent ${agentId} is not live`);
@@ -104,5 +101,5 @@ export async function deleteRun(core: ServiceCore, runId: string): Promise<void>
   const root = run.view.rootAgentId;
   const parents = parentMap(run.view);
   const live = leavesFirst(root, parents).filter((id) => isLive(agentState(run, id)));
-  await carryOut(core, run, "stop", live.map((id) => ({ agentId: id, by: "operator" })));
+  await carryOut(run, "stop", live.map((id) => ({ agentId: id, by: "operator" })));
 }

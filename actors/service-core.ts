@@ -97,7 +97,7 @@ export function appendToRun(
 /** Start an agent actor under the run's supervisor and record its facts in the ledger. */
 export function addAgent(core: ServiceCore, run: RunHandle, input: AgentInput, parentAgentId: string | null, waitFor: string[]): void {
   core.agentRuns.set(input.agentId, run.runId);
-  run.actor.send({ type: "agent.add", input, parentAgentId, waitFor, live: input.start !== "done" && input.start !== "aborted" });
+  run.actor.send({ type: "agent.add", input, parentAgentId, waitFor });
   const child = run.actor.getSnapshot().children[input.agentId];
   child?.on("fact", ({ agentId, fact }) => recordFact(core, run, agentId, fact));
 }

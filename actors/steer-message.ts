@@ -1,4 +1,4 @@
-import type { MachineState } from "./agent-state.ts";
+import { agentState } from "./agent-state.ts";
 import type { RunHandle } from "./service-core.ts";
 
 /**
@@ -6,11 +6,11 @@ import type { RunHandle } from "./service-core.ts";
  * a table of the parent's children (agentId, specName, state, the prompt each was given), and an
  * instruction to re-plan. The children receive nothing directly.
  */
-export function subtreeSteerMessage(run: RunHandle, parentId: string, text: string, stateOf: (agentId: string) => MachineState): string {
+export function subtreeSteerMessage(run: RunHandle, parentId: string, text: string): string {
   const children = run.view.agents.get(parentId)?.children ?? [];
   const rows = children.map((id) => {
     const child = run.view.agents.get(id);
-    const state = child && (child.state === "done" || child.state === "aborted") ? `${child.state} (${child.outcome ?? "?"})` : stateOf(id);
+    const state = child && (child.state === "done" || child.state === "aborted") ? `${child.state} (${child.outcome ?? "?"})` : agentState(run, id);
     return `| ${id} | ${cell(child?.specName ?? "")} | ${state} | ${cell(child?.prompt ?? "(no prompt)")} |`;
   });
   const table =

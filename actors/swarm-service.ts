@@ -8,7 +8,7 @@ import type { ResultStore } from "../src/results/result-store.ts";
 import type { SandboxRuntime } from "../src/sandbox/runtime.ts";
 import type { AgentView, ResultView, SwarmApi } from "../src/swarm-api.ts";
 import { agentView, runSnapshot } from "../src/views/run-view.ts";
-import { agentState } from "./agent-state.ts";
+import { agentState, requireLive } from "./agent-state.ts";
 import { deleteRun, pause, resume, runOf, steer, stop } from "./controls.ts";
 import { endingKey, hseqKey } from "./fact-tap.ts";
 import { createHarnessActor } from "./harness.actor.ts";
@@ -94,8 +94,7 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
     },
     async prompt(agentId, text) {
       const run = runOf(core, agentId);
-      const state = agentState(run, agentId);
-      if (state === "ended" || state === "ending" || state === "unknown") throw new SwarmError("AGENT_NOT_LIVE", `agent ${agentId} is not live`);
+      requireLive(run, agentId);
       run.actor.getSnapshot().children[agentId]?.send({ type: "prompt", text });
     },
     steer: (agentId, request) => steer(core, agentId, request.message, request.scope),
@@ -126,8 +125,8 @@ export async function readResult(core: ServiceCore, agentId: string, waitSeconds
     const stopWaiting = signal ? AbortSignal.any([timeout, signal]) : timeout;
     await once(core.waiters, `settled:${agentId}`, { signal: stopWaiting }).catch(() => undefined);
   }
+  if (!settled()) return { agentId, state: "pending", outcome: null, resultRef: null, result: null };
   const record = run.view.agents.get(agentId)!;
-  if (record.settled === null && record.outcome === null) return { agentId, state: "pending", outcome: null, resultRef: null, result: null };
   const resultRef = record.settled?.resultRef ?? null;
   return {
     agentId,

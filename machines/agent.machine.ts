@@ -1,4 +1,5 @@
 import { assign, emit, enqueueActions, fromCallback, fromPromise, sendTo, setup } from "xstate";
+import { errorMessage } from "../src/errors.ts";
 import type {
   AgentEmitted,
   CloseInput,
@@ -128,20 +129,18 @@ export const agentMachine = setup({
     }),
     steerAnswered: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "harness.steered") return;
-      if (event.ok) {
-        enqueue.emit({ type: "fact", agentId: context.agentId, fact: { kind: "steered", message: event.message } });
-        enqueue.sendParent({ type: "member.reply", agentId: context.agentId, ...{ requestId: event.requestId, outcome: "applied", delivery: "steer" } });
+      const reply = { type: "member.reply" as const, agentId: context.agentId, requestId: event.requestId };
+      if (!event.ok && !event.idle) {
+        enqueue.sendParent({ ...reply, outcome: "failed", error: event.error ?? "the harness did not accept the message" });
         return;
       }
-      if (event.idle) {
+      if (!event.ok) {
         // The turn ended while the steer was on its way: the message starts a turn instead.
         enqueue.sendTo("harness", { type: "harness.prompt", text: event.message });
         enqueue.assign({ inflight: context.inflight + 1, turns: context.turns + 1 });
-        enqueue.emit({ type: "fact", agentId: context.agentId, fact: { kind: "steered", message: event.message } });
-        enqueue.sendParent({ type: "member.reply", agentId: context.agentId, ...{ requestId: event.requestId, outcome: "applied", delivery: "turn" } });
-        return;
       }
-      enqueue.sendParent({ type: "member.reply", agentId: context.agentId, ...{ requestId: event.requestId, outcome: "failed", error: event.error ?? "the harness did not accept the message" } });
+      enqueue.emit({ type: "fact", agentId: context.agentId, fact: { kind: "steered", message: event.message } });
+      enqueue.sendParent({ ...reply, outcome: "applied", delivery: event.ok ? "steer" : "turn" });
     }),
     startTurn: enqueueActions(({ context, enqueue }, params: { text: string }) => {
       enqueue.sendTo("harness", { type: "harness.prompt", text: params.text });
@@ -180,8 +179,6 @@ export const agentMachine = setup({
       always: [
         { guard: ({ context }) => context.start === "spawning", target: "unforked.spawning" },
         { guard: ({ context }) => context.start === "provisioning", target: "unforked.provisioning" },
-        { guard: ({ context }) => context.start === "done", target: "done" },
-        { guard: ({ context }) => context.start === "aborted", target: "aborted" },
         { target: "live" },
       ],
     },
@@ -240,7 +237,7 @@ export const agentMachine = setup({
             },
             onError: {
               target: "#agent.finishing",
-              actions: assign({ end: ({ event }) => ({ outcome: "failed" as const, error: `provisioning failed: ${errorText(event.error)}` }) }),
+              actions: assign({ end: ({ event }) => ({ outcome: "failed" as const, error: `provisioning failed: ${errorMessage(event.error)}` }) }),
             },
           },
           on: {
@@ -327,7 +324,7 @@ export const agentMachine = setup({
                 { type: "replyToRequest", params: { outcome: "applied" } },
               ],
             },
-            onError: { target: "running", actions: { type: "replyToRequest", params: ({ event }) => ({ outcome: "failed", error: errorText(event.error) }) } },
+            onError: { target: "running", actions: { type: "replyToRequest", params: ({ event }) => ({ outcome: "failed", error: errorMessage(event.error) }) } },
           },
         },
         paused: {
@@ -355,7 +352,7 @@ export const agentMachine = setup({
                 { type: "replyToRequest", params: { outcome: "applied" } },
               ],
             },
-            onError: { target: "paused", actions: { type: "replyToRequest", params: ({ event }) => ({ outcome: "failed", error: errorText(event.error) }) } },
+            onError: { target: "paused", actions: { type: "replyToRequest", params: ({ event }) => ({ outcome: "failed", error: errorMessage(event.error) }) } },
           },
         },
       },
@@ -387,8 +384,4 @@ export const agentMachine = setup({
 function endedControls() {
   const noop = { type: "reply", params: ({ event }: { event: { requestId: string } }) => ({ requestId: event.requestId, outcome: "noop" as const }) } as const;
   return { "control.pause": { actions: noop }, "control.resume": { actions: noop }, "control.stop": { actions: noop }, "control.steer": { actions: noop } };
-}
-
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -1,15 +1,17 @@
-import type { ActorRefFrom, AnyActorRef } from "xstate";
+import type { Delivery, MemberResult, Outcome, PausedBy } from "../src/swarm-api.ts";
 
+export type { Delivery, PausedBy };
 /** Why a member of a control request ended up as it did. */
-export type ControlOutcome = "applied" | "noop" | "failed";
+export type ControlOutcome = MemberResult["outcome"];
 export type ControlOp = "pause" | "resume" | "stop" | "steer";
-export type PausedBy = "operator" | "cascade";
-export type Delivery = "steer" | "turn" | "queued";
-export type EndOutcome = "success" | "failed" | "aborted" | "budget-exceeded" | "lost";
+export type EndOutcome = Outcome;
 export type TurnOutcome = "success" | "failed" | "aborted";
 
-/** Where an agent actor starts: fresh (`spawning`/`provisioning`) or restored after a restart. */
-export type StartState = "spawning" | "provisioning" | "running" | "paused" | "done" | "aborted";
+/**
+ * Where an agent actor starts: fresh (`spawning`/`provisioning`) or restored live after a restart.
+ * Ended agents get no actor.
+ */
+export type StartState = "spawning" | "provisioning" | "running" | "paused";
 
 export interface AgentInput {
   agentId: string;
@@ -105,6 +107,3 @@ export interface SandboxActorInput {
 export interface CloseInput extends SandboxActorInput {
   ending: { outcome: EndOutcome; error?: string };
 }
-
-export type AgentActorRef = ActorRefFrom<typeof import("./agent.machine.ts").agentMachine>;
-export type ParentRef = AnyActorRef;

@@ -43,7 +43,7 @@ export function decideSpawn(input: BudgetInput): BudgetDecision {
 }
 
 /** Apply explicit limits that may only lower a budget. */
-export function tightenBudget(budget: Budget, limit: Partial<Budget> | undefined): Budget {
+function tightenBudget(budget: Budget, limit: Partial<Budget> | undefined): Budget {
   return {
     spawnDepth: Math.min(budget.spawnDepth, limit?.spawnDepth ?? budget.spawnDepth),
     maxAgents: Math.min(budget.maxAgents, limit?.maxAgents ?? budget.maxAgents),

@@ -23,7 +23,7 @@ export interface MemberResult {
 }
 
 export type RunEvent =
-  | { type: "agent.add"; input: AgentInput; parentAgentId: string | null; waitFor: string[]; live: boolean }
+  | { type: "agent.add"; input: AgentInput; parentAgentId: string | null; waitFor: string[] }
   | { type: "agent.settled"; agentId: string }
   | { type: "agent.ended"; agentId: string }
   | { type: "control"; request: ControlRequest }
@@ -93,7 +93,7 @@ export const runMachine = setup({
     releaseReady: enqueueActions(({ context, enqueue }) => {
       const waiting = { ...context.waiting };
       for (const [agentId, deps] of Object.entries(waiting)) {
-        if (context.actors[agentId] && deps.every((dep) => context.settled[dep])) {
+        if (deps.every((dep) => context.settled[dep])) {
           delete waiting[agentId];
           enqueue.sendTo(agentId, { type: "deps.settled" });
         }
@@ -114,7 +114,7 @@ export const runMachine = setup({
             parents: { ...context.parents, [event.input.agentId]: event.parentAgentId },
             waiting: event.input.start === "spawning" ? { ...context.waiting, [event.input.agentId]: event.waitFor } : context.waiting,
           });
-          if (event.parentAgentId && event.live && context.actors[event.parentAgentId]) enqueue.sendTo(event.parentAgentId, { type: "child.spawned" });
+          if (event.parentAgentId && context.actors[event.parentAgentId]) enqueue.sendTo(event.parentAgentId, { type: "child.spawned" });
         }),
         "releaseReady",
       ],

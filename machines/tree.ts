@@ -2,7 +2,7 @@
 export type ParentMap = Readonly<Record<string, string | null>>;
 
 /** Children of each agent, in spawn order (the order of the map). */
-export function childrenOf(parents: ParentMap): Map<string, string[]> {
+function childrenOf(parents: ParentMap): Map<string, string[]> {
   const children = new Map<string, string[]>();
   for (const [agentId, parent] of Object.entries(parents)) {
     if (parent === null) continue;

@@ -28,6 +28,7 @@ export interface SwarmApi {
 
 export type Scope = "agent" | "subtree";
 export type Delivery = "steer" | "turn" | "queued";
+export type PausedBy = "operator" | "cascade";
 
 export interface BudgetOverride {
   spawnDepth?: number;
@@ -80,7 +81,7 @@ export interface AgentView {
   createdAt: number;
   endedAt: number | null;
   outcome: Outcome | null;
-  pausedBy?: "operator" | "cascade";
+  pausedBy?: PausedBy;
 }
 
 /** Spec section 2.1 (snapshot form). */

@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /** One tool call a scripted model makes. */
-export const ScriptToolCallSchema = z.strictObject({
+const ScriptToolCallSchema = z.strictObject({
   tool: z.string().min(1),
   args: z.record(z.string(), z.unknown()).default({}),
 });
@@ -10,21 +10,14 @@ export const ScriptToolCallSchema = z.strictObject({
  * One scripted model response, consumed one per model call across the agent's whole life.
  * Text may contain `{{lastUserMessage}}` and `{{lastToolResult}}`, replaced at call time.
  */
-export const ScriptStepSchema = z.union([
-  z.strictObject({ text: z.string(), delayMs: z.number().int().min(0).max(3_600_000).optional() }),
-  z.strictObject({
-    tool: z.string().min(1),
-    args: z.record(z.string(), z.unknown()).default({}),
-    delayMs: z.number().int().min(0).max(3_600_000).optional(),
-  }),
-  z.strictObject({
-    tools: z.array(ScriptToolCallSchema).min(1),
-    delayMs: z.number().int().min(0).max(3_600_000).optional(),
-  }),
+const delayMs = z.number().int().min(0).max(3_600_000).optional();
+const ScriptStepSchema = z.union([
+  z.strictObject({ text: z.string(), delayMs }),
+  z.strictObject({ tool: z.string().min(1), args: z.record(z.string(), z.unknown()).default({}), delayMs }),
+  z.strictObject({ tools: z.array(ScriptToolCallSchema).min(1), delayMs }),
 ]);
 
 export const TOOL_NAMES = ["bash", "read", "write", "edit", "spawn_agent", "await_result"] as const;
-export type ToolName = (typeof TOOL_NAMES)[number];
 
 const NAME = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -48,7 +41,6 @@ export const AgentSpecSchema = z
 
 export type AgentSpec = z.infer<typeof AgentSpecSchema>;
 export type ScriptStep = z.infer<typeof ScriptStepSchema>;
-export type ScriptToolCall = z.infer<typeof ScriptToolCallSchema>;
 
 export const DEFAULT_SPAWN_DEPTH = 2;
 export const DEFAULT_MAX_AGENTS = 16;

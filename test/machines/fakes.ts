@@ -52,7 +52,6 @@ export function startRun(effects: ReturnType<typeof fakeEffects>, clock = new Si
       type: "agent.add",
       parentAgentId,
       waitFor,
-      live: true,
       input: { runId: "r_1", sandboxId: `s-${input.agentId}`, start: "provisioning", keepAlive: false, turnMaxMs: 1_000, ...input },
     });
     const child = run.getSnapshot().children[input.agentId];
