@@ -27,8 +27,6 @@ export type HarnessCommand =
   | { type: "get_state"; id?: string }
   | { type: "shutdown"; id?: string };
 
-export type HarnessCommandType = HarnessCommand["type"];
-
 export interface HelloMessage {
   type: "hello";
   /** Replay every event with `hseq > after`, then stream live events. */

@@ -65,7 +65,7 @@ function toAssistantMessage(step: ScriptStep, context: Context): AssistantMessag
 }
 
 /** Replace `{{lastUserMessage}}` and `{{lastToolResult}}` with the newest such message's text. */
-export function fillTemplates(text: string, context: Context): string {
+function fillTemplates(text: string, context: Context): string {
   return text
     .replaceAll("{{lastUserMessage}}", () => newestText(context, "user"))
     .replaceAll("{{lastToolResult}}", () => newestText(context, "toolResult"));

@@ -11,7 +11,7 @@ export const IN_CONTAINER = {
 } as const;
 
 /** The container's own environment: nothing of the daemon's, nothing of the spec's (see below). */
-export const BASE_ENV = ["PATH=/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin", `HOME=${IN_CONTAINER.home}`];
+const BASE_ENV = ["PATH=/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin", `HOME=${IN_CONTAINER.home}`];
 
 /**
  * PID 1 of every sandbox. The container runs from provision on, idle, and the harness is `exec`ed

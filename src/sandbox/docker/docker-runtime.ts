@@ -2,15 +2,18 @@ import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { SwarmError, type ErrorCode } from "../../errors.ts";
 import { CONTROL_FILES } from "../../harness/protocol.ts";
+import { assertInputNames } from "../input-names.ts";
+import { createKeyedLock } from "../keyed-lock.ts";
 import type { ProvisionRequest, SandboxInfo, SandboxRuntime } from "../runtime.ts";
+import { connectSocket, MAX_SOCKET_PATH_BYTES } from "../socket-connect.ts";
+import { waitForHarness } from "../wait-for-harness.ts";
 import { IN_CONTAINER } from "./container-options.ts";
 import { engineError, openEngine, type DockerEndpoint } from "./engine.ts";
-import { execHarness, execRunning, execToEnd, killHarness, waitForHarness } from "./harness-exec.ts";
+import { execHarness, execRunning, execToEnd, killHarness } from "./harness-exec.ts";
 import { LABEL, SANDBOX_ID, forkImageOf, ownerIdOf } from "./labels.ts";
 import { sandboxContainers, type OwnedContainer } from "./sandbox-containers.ts";
 import { sandboxFolders, type SandboxRecord } from "./sandbox-folder.ts";
 import { defaultSandboxImage } from "./sandbox-image.ts";
-import { connectSocket } from "./socket-connect.ts";
 import { tarFiles } from "./tar-files.ts";
 
 export interface DockerRuntimeOptions {
@@ -26,9 +29,7 @@ export interface DockerRuntimeOptions {
   docker?: DockerEndpoint;
 }
 
-const INPUT_NAME = /^(?!\.\.?$)[^/\0]{1,255}$/;
-/** Longest Unix socket path the kernel takes (108 bytes including the terminating zero). */
-const MAX_SOCKET_PATH = 107;
+const HARNESS_START_TIMEOUT_MS = 60_000;
 
 /**
  * The `docker` runtime: one container per sandbox, labelled with its run, agent, sandbox and the
@@ -51,7 +52,8 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
     pidsLimit: options.pidsLimit ?? 1024,
   });
   const defaultImage = options.image ?? defaultSandboxImage();
-  const queues = new Map<string, Promise<unknown>>();
+  /** One call at a time per sandbox, so a second startHarness sees the first one's harness. */
+  const serialized = createKeyedLock();
 
   /** Aborts reject with the signal's reason; engine failures become SwarmErrors. */
   const guarded = async <T>(signal: AbortSignal, code: ErrorCode, what: string, work: () => Promise<T>): Promise<T> => {
@@ -64,20 +66,11 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
     }
   };
 
-  /** One call at a time per sandbox, so a second startHarness sees the first one's harness. */
-  const serialized = <T>(sandboxId: string, work: () => Promise<T>): Promise<T> => {
-    const previous = queues.get(sandboxId) ?? Promise.resolve();
-    const next = previous.catch(() => undefined).then(work);
-    queues.set(sandboxId, next);
-    void next.catch(() => undefined).then(() => queues.get(sandboxId) === next && queues.delete(sandboxId));
-    return next;
-  };
-
   /** Make the folder then the container; anything that fails after the folder exists removes both. */
   const create = async (req: ProvisionRequest, make: () => Promise<OwnedContainer>): Promise<SandboxInfo> => {
     if (!SANDBOX_ID.test(req.sandboxId)) throw new SwarmError("SANDBOX_PROVISION_FAILED", `Not a usable sandbox id: ${JSON.stringify(req.sandboxId)}.`);
     const socketPath = join(folders.controlDir(req.sandboxId), CONTROL_FILES.socket);
-    if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH) {
+    if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH_BYTES) {
       throw new SwarmError("SANDBOX_PROVISION_FAILED", `The harness socket path ${socketPath} is longer than Unix sockets allow; use a shorter data folder path.`);
     }
     if (await containers.find(req.sandboxId)) throw new SwarmError("SANDBOX_EXISTS", `Sandbox ${req.sandboxId} already exists.`);
@@ -120,8 +113,7 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
     });
 
   const writeInputs = async (sandboxId: string, files: Record<string, string>, signal: AbortSignal) => {
-    const bad = Object.keys(files).find((name) => !INPUT_NAME.test(name));
-    if (bad !== undefined) throw new SwarmError("INVALID_INPUT_NAME", `Input name ${JSON.stringify(bad)} is not a plain file name.`);
+    assertInputNames(Object.keys(files));
     await guarded(signal, "INTERNAL", `Writing inputs into sandbox ${sandboxId} failed`, async () => {
       const { container } = await containers.live(sandboxId);
       await container.putArchive(tarFiles(files, { uid, gid }), { path: IN_CONTAINER.inputs, abortSignal: signal });
@@ -131,20 +123,28 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
   const startHarness = (sandboxId: string, signal: AbortSignal) =>
     serialized(sandboxId, () =>
       guarded(signal, "HARNESS_START_FAILED", `Starting the harness of sandbox ${sandboxId} failed`, async () => {
-        const { container, info } = await containers.live(sandboxId);
-        const record = await folders.read(sandboxId);
+        const { container, info, record } = await containers.live(sandboxId);
         if (!record) throw new SwarmError("SANDBOX_GONE", `Sandbox ${sandboxId}'s folder vanished.`);
         const controlDir = folders.controlDir(sandboxId);
-        if (await execRunning(docker, record.harnessExecId)) {
+        const socketPath = join(controlDir, CONTROL_FILES.socket);
+        const untilListening = (execId: string) =>
+          waitForHarness(socketPath, {
+            outputFile: join(controlDir, CONTROL_FILES.output),
+            exited: async () => ((await execRunning(docker, execId)) ? undefined : "exited"),
+            timeoutMs: HARNESS_START_TIMEOUT_MS,
+            signal,
+          });
+        // A started harness whose exec ended makes the sandbox gone, so `live` found this one running.
+        if (record.harnessExecId !== undefined) {
           // Already running: never probe a ready harness (a connection would replace the service's).
-          if (existsSync(join(controlDir, CONTROL_FILES.socket))) return;
-          return waitForHarness(controlDir, () => execRunning(docker, record.harnessExecId), signal);
+          if (existsSync(socketPath)) return;
+          return untilListening(record.harnessExecId);
         }
         if (info.status === "frozen") throw new SwarmError("HARNESS_START_FAILED", `Sandbox ${sandboxId} is frozen: thaw it before starting its harness.`);
         const harnessExecId = await execHarness(container, controlDir, record.env);
         await folders.update({ ...record, harnessExecId });
         try {
-          await waitForHarness(controlDir, () => execRunning(docker, harnessExecId), signal);
+          await untilListening(harnessExecId);
         } catch (err) {
           // A start that failed or was given up leaves the sandbox as provisioned, not gone.
           await killHarness(docker, container, harnessExecId).catch(() => undefined);
@@ -184,15 +184,7 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
         const record = SANDBOX_ID.test(sandboxId) ? await folders.read(sandboxId) : undefined;
         return record && { sandboxId, runId: record.runId, agentId: record.agentId, status: "gone" as const };
       }),
-    list: (signal) =>
-      guarded(signal, "INTERNAL", "Listing sandboxes failed", async () => {
-        const infos = await containers.list();
-        const seen = new Set(infos.map((i) => i.sandboxId));
-        for (const record of await folders.list()) {
-          if (!seen.has(record.sandboxId)) infos.push({ sandboxId: record.sandboxId, runId: record.runId, agentId: record.agentId, status: "gone" });
-        }
-        return infos;
-      }),
+    list: (signal) => guarded(signal, "INTERNAL", "Listing sandboxes failed", () => containers.list()),
     controlDir: (sandboxId) => folders.controlDir(sandboxId),
   };
 }

@@ -1,16 +1,12 @@
-import { readFile, rm } from "node:fs/promises";
+import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import type Docker from "dockerode";
-import { SwarmError } from "../../errors.ts";
 import { harnessArgv } from "../../harness/launch.ts";
 import { CONTROL_FILES } from "../../harness/protocol.ts";
 import { IN_CONTAINER } from "./container-options.ts";
-import { socketAccepts } from "../../harness/socket-probe.ts";
 
-const START_TIMEOUT_MS = 60_000;
 const POLL_MS = 50;
-const OUTPUT_TAIL_BYTES = 4_000;
 
 /**
  * Exec the harness into the (running) container, its output to `/control/harness.out`, and
@@ -46,29 +42,6 @@ export async function execRunning(docker: Docker, execId: string | undefined): P
     if ((err as { statusCode?: number }).statusCode === 404) return false;
     throw err;
   }
-}
-
-/**
- * Resolve once the harness socket accepts a connection (closed at once: nobody else is connected
- * to a harness that is just starting). Fails with the harness's own output when it exits first
- * or does not answer within a minute.
- */
-export async function waitForHarness(hostControlDir: string, alive: () => Promise<boolean>, signal: AbortSignal): Promise<void> {
-  const socketPath = join(hostControlDir, CONTROL_FILES.socket);
-  const deadline = Date.now() + START_TIMEOUT_MS;
-  for (;;) {
-    signal.throwIfAborted();
-    if (await socketAccepts(socketPath)) return;
-    if (!(await alive())) throw await startFailed(hostControlDir, "the harness exited");
-    if (Date.now() > deadline) throw await startFailed(hostControlDir, `the harness socket did not answer within ${START_TIMEOUT_MS / 1000}s`);
-    await delay(POLL_MS, undefined, { signal });
-  }
-}
-
-async function startFailed(hostControlDir: string, why: string): Promise<SwarmError> {
-  const output = await readFile(join(hostControlDir, CONTROL_FILES.output), "utf8").catch(() => "");
-  const tail = output.length > OUTPUT_TAIL_BYTES ? `...${output.slice(-OUTPUT_TAIL_BYTES)}` : output;
-  return new SwarmError("HARNESS_START_FAILED", `${why}. Harness output:\n${tail.trim() || "(none)"}`);
 }
 
 /**

@@ -18,6 +18,8 @@ export interface ContainerSettings {
 export interface OwnedContainer {
   container: Docker.Container;
   info: SandboxInfo;
+  /** The sandbox's host record, read once with the container (absent when its folder vanished). */
+  record?: SandboxRecord;
 }
 
 /** Finding, creating and removing the containers (and fork images) of one data folder. */
@@ -28,7 +30,7 @@ export interface SandboxContainers {
   live(sandboxId: string): Promise<OwnedContainer>;
   /** Create and start the sandbox's container from `image`. */
   createAndStart(req: ProvisionRequest, image: string, signal: AbortSignal): Promise<OwnedContainer>;
-  /** Every container of this data folder, in any state. */
+  /** Every sandbox of this data folder: its containers in any state, and folders whose container vanished (`gone`). */
   list(): Promise<SandboxInfo[]>;
   /** Remove the container, its fork images and its folder; whatever is already gone is fine. */
   remove(sandboxId: string): Promise<void>;
@@ -56,9 +58,10 @@ export function sandboxContainers(docker: Docker, folders: SandboxFolders, setti
       const { Config, State } = await container.inspect();
       const labels = Config.Labels ?? {};
       if (labels[LABEL.owner] !== owner) return undefined;
-      const status = await statusOf(State.Status, await folders.read(sandboxId));
+      const record = await folders.read(sandboxId);
+      const status = await statusOf(State.Status, record);
       const info = { sandboxId, runId: labels[LABEL.run] ?? "", agentId: labels[LABEL.agent] ?? "", status };
-      return { container, info };
+      return { container, info, record };
     } catch (err) {
       if (engineStatus(err) === 404) return undefined;
       throw err;
@@ -113,13 +116,18 @@ export function sandboxContainers(docker: Docker, folders: SandboxFolders, setti
     async list() {
       const found = await docker.listContainers({ all: true, filters: { label: ownedBy } });
       const records = new Map((await folders.list()).map((r) => [r.sandboxId, r]));
-      return Promise.all(
+      const infos: SandboxInfo[] = await Promise.all(
         found.map(async (c) => {
           const sandboxId = c.Labels[LABEL.sandbox] ?? "";
           const status = await statusOf(c.State, records.get(sandboxId));
           return { sandboxId, runId: c.Labels[LABEL.run] ?? "", agentId: c.Labels[LABEL.agent] ?? "", status };
         }),
       );
+      const withContainer = new Set(infos.map((i) => i.sandboxId));
+      for (const r of records.values()) {
+        if (!withContainer.has(r.sandboxId)) infos.push({ sandboxId: r.sandboxId, runId: r.runId, agentId: r.agentId, status: "gone" });
+      }
+      return infos;
     },
     async remove(sandboxId) {
       if (!SANDBOX_ID.test(sandboxId)) return;

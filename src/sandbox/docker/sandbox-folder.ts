@@ -22,8 +22,6 @@ const RECORD = "docker-sandbox.json";
 
 /** The host side of `<dataDir>/sandboxes/<sandboxId>/`. */
 export interface SandboxFolders {
-  readonly root: string;
-  dir(sandboxId: string): string;
   controlDir(sandboxId: string): string;
   /** Create the folder, its control folder, spec and record. `SANDBOX_EXISTS` when the folder exists. */
   create(record: SandboxRecord, spec: Record<string, unknown>): Promise<void>;
@@ -48,8 +46,6 @@ export function sandboxFolders(root: string): SandboxFolders {
   };
 
   return {
-    root,
-    dir,
     controlDir,
     async create(record, spec) {
       try {

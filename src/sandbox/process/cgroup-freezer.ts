@@ -3,7 +3,7 @@ import { mkdir, readFile, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Freezer } from "./freezer.ts";
 import { FREEZER_DEADLINE_MS } from "./freezer.ts";
-import { pollUntil } from "./poll.ts";
+import { pollUntil } from "../poll.ts";
 import { isLive, readProc, signalPid } from "./proc-table.ts";
 import { isMissing } from "./sandbox-record.ts";
 

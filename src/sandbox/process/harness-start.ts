@@ -1,7 +1,8 @@
 import { mkdir, rm } from "node:fs/promises";
 import { errorMessage, SwarmError } from "../../errors.ts";
+import { waitForHarness } from "../wait-for-harness.ts";
 import { harnessCommand } from "./harness-command.ts";
-import { spawnDetached, waitForSocket } from "./harness-launcher.ts";
+import { exitOf, spawnDetached } from "./harness-launcher.ts";
 import { freezerOf, ownedRecord, statusOf, UNABORTABLE, type RuntimeContext } from "./runtime-context.ts";
 import { writeRecord } from "./sandbox-record.ts";
 
@@ -42,7 +43,7 @@ export function startHarness(ctx: RuntimeContext, sandboxId: string, signal: Abo
     const started = { ...record, harness: { pid: child.pid, startedAt: new Date().toISOString() } };
     await writeRecord(layout, started);
     try {
-      await waitForSocket(layout.socket, child, { timeoutMs: ctx.harnessStartTimeoutMs, signal, outputFile: layout.output });
+      await waitForHarness(layout.socket, { exited: () => exitOf(child), timeoutMs: ctx.harnessStartTimeoutMs, signal, outputFile: layout.output });
     } catch (err) {
       await freezerOf(started).killAll(UNABORTABLE);
       await writeRecord(layout, record);

@@ -1,14 +1,15 @@
 import { mkdirSync, realpathSync } from "node:fs";
 import { readdir, rm } from "node:fs/promises";
-import { connect as connectSocket, type Socket } from "node:net";
 import { resolve } from "node:path";
 import { errorMessage, isSwarmError, SwarmError } from "../../errors.ts";
+import { assertInputNames } from "../input-names.ts";
+import { createKeyedLock } from "../keyed-lock.ts";
 import type { SandboxInfo, SandboxRuntime } from "../runtime.ts";
+import { connectSocket } from "../socket-connect.ts";
 import { findBubblewrap } from "./bubblewrap.ts";
 import { detectCgroupHierarchy } from "./cgroup-freezer.ts";
-import { createKeyedLock } from "./keyed-lock.ts";
 import { startHarness } from "./harness-start.ts";
-import { writeInputFiles, assertInputNames } from "./input-files.ts";
+import { writeInputFiles } from "./input-files.ts";
 import { findRecord, freezerOf, infoOf, layoutOf, liveRecord, ownedRecord, UNABORTABLE, type RuntimeContext } from "./runtime-context.ts";
 import { createSandbox, forkSandbox } from "./sandbox-create.ts";
 import { sandboxesDir } from "./sandbox-layout.ts";
@@ -78,8 +79,6 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
   }
   if (ctx.freezer === "signal" && wanted === "auto") logger.warn("no writable cgroup freezer: sandboxes are paused with SIGSTOP/SIGCONT");
 
-  const unreachable = (sandboxId: string, err: unknown) => new SwarmError("HARNESS_UNREACHABLE", `harness of sandbox ${sandboxId}: ${errorMessage(err)}`, { cause: err });
-
   return {
     kind: "process",
     isolation,
@@ -100,25 +99,8 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
     async connect(sandboxId, signal) {
       signal.throwIfAborted();
       const layout = layoutOf(ctx, sandboxId);
-      if (!layout) throw unreachable(sandboxId, new Error("not a sandbox id"));
-      return new Promise<Socket>((resolvePromise, reject) => {
-        const socket = connectSocket(layout.socket);
-        const onAbort = () => {
-          socket.destroy();
-          reject(signal.reason);
-        };
-        const onError = (err: Error) => {
-          signal.removeEventListener("abort", onAbort);
-          reject(unreachable(sandboxId, err));
-        };
-        signal.addEventListener("abort", onAbort, { once: true });
-        socket.once("error", onError);
-        socket.once("connect", () => {
-          signal.removeEventListener("abort", onAbort);
-          socket.off("error", onError);
-          resolvePromise(socket);
-        });
-      });
+      if (!layout) throw new SwarmError("HARNESS_UNREACHABLE", `harness of sandbox ${sandboxId}: not a sandbox id`);
+      return connectSocket(layout.socket, signal);
     },
 
     freeze: (sandboxId, signal) =>

@@ -2,7 +2,7 @@ import { SwarmError } from "../../errors.ts";
 import type { SandboxInfo } from "../runtime.ts";
 import { createCgroupFreezer, type CgroupHierarchy } from "./cgroup-freezer.ts";
 import type { Freezer } from "./freezer.ts";
-import type { KeyedLock } from "./keyed-lock.ts";
+import type { KeyedLock } from "../keyed-lock.ts";
 import { isValidSandboxId, sandboxLayout, type SandboxLayout } from "./sandbox-layout.ts";
 import { readRecord, type FreezerKind, type SandboxRecord } from "./sandbox-record.ts";
 import { createSignalFreezer } from "./signal-freezer.ts";

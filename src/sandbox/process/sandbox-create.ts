@@ -4,7 +4,8 @@ import { errorMessage, isSwarmError, SwarmError } from "../../errors.ts";
 import type { ProvisionRequest, SandboxInfo } from "../runtime.ts";
 import { copyTree } from "./copy-tree.ts";
 import { freezerOf, liveRecord, UNABORTABLE, type RuntimeContext } from "./runtime-context.ts";
-import { isValidSandboxId, MAX_SOCKET_PATH_BYTES, sandboxLayout, type SandboxLayout } from "./sandbox-layout.ts";
+import { MAX_SOCKET_PATH_BYTES } from "../socket-connect.ts";
+import { isValidSandboxId, sandboxLayout, type SandboxLayout } from "./sandbox-layout.ts";
 import { writeRecord, type SandboxRecord } from "./sandbox-record.ts";
 
 /**

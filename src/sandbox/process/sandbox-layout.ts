@@ -45,6 +45,3 @@ export function sandboxLayout(dataDir: string, sandboxId: string): SandboxLayout
     spec: join(control, CONTROL_FILES.spec),
   };
 }
-
-/** Longest Unix socket path Linux accepts (sun_path is 108 bytes with its NUL). */
-export const MAX_SOCKET_PATH_BYTES = 107;

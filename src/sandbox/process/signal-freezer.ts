@@ -1,6 +1,6 @@
 import type { Freezer } from "./freezer.ts";
 import { FREEZER_DEADLINE_MS } from "./freezer.ts";
-import { pollUntil } from "./poll.ts";
+import { pollUntil } from "../poll.ts";
 import { hasEnvEntry, isLive, isStopped, listProcs, signalPid, type ProcEntry } from "./proc-table.ts";
 import { sandboxTag } from "./sandbox-tag.ts";
 

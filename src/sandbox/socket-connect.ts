@@ -1,5 +1,8 @@
 import { connect, type Socket } from "node:net";
-import { SwarmError, errorMessage } from "../../errors.ts";
+import { SwarmError, errorMessage } from "../errors.ts";
+
+/** Longest Unix socket path Linux accepts (sun_path is 108 bytes with its NUL). */
+export const MAX_SOCKET_PATH_BYTES = 107;
 
 /** Connect to a Unix socket; `HARNESS_UNREACHABLE` when nothing answers, the signal's reason on abort. */
 export function connectSocket(socketPath: string, signal: AbortSignal): Promise<Socket> {
