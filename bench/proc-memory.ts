@@ -1,4 +1,5 @@
 import { readdir, readFile } from "node:fs/promises";
+import { listProcs } from "../src/sandbox/process/proc-table.ts";
 import { SANDBOX_TAG_VAR } from "../src/sandbox/process/sandbox-tag.ts";
 
 /** Memory of one process, from /proc. */
@@ -42,12 +43,7 @@ export async function sandboxProcesses(sandboxIds: ReadonlySet<string>): Promise
 
 /** `pid` and all its descendants. */
 export async function processTree(pid: number): Promise<ProcMemory[]> {
-  const parents = new Map<number, number>();
-  for (const p of await pids()) {
-    const stat = await readFile(`/proc/${p}/stat`, "utf8").catch(() => "");
-    const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-    if (Number.isFinite(ppid)) parents.set(p, ppid);
-  }
+  const parents = new Map((await listProcs()).map((e) => [e.pid, e.ppid]));
   const inTree = (p: number): boolean => p === pid || (p > 1 && parents.has(p) && inTree(parents.get(p) ?? 0));
   const tree = await Promise.all([...parents.keys()].filter(inTree).map(procMemory));
   return tree.filter((p): p is ProcMemory => p !== undefined);

@@ -32,13 +32,7 @@ async function main(): Promise<void> {
   const app = buildServer({
     swarm: service,
     events: ledger,
-    config: {
-      bodyLimitBytes: config.bodyLimitBytes,
-      token: config.token,
-      heartbeatMs: 10_000,
-      slowConsumerLimit: 500,
-      logger: { level: config.logLevel },
-    },
+    config: { bodyLimitBytes: config.bodyLimitBytes, token: config.token, logger: { level: config.logLevel } },
   });
   if (inspect) app.log.info(`SWARM_INSPECT=1: open http://127.0.0.1:${config.inspectPort} to watch the machines`);
   // What start-up recovery does (reconnects, lost agents, orphans closed) is worth an operator's eye.

@@ -16,12 +16,16 @@ export interface ServerConfig {
   bodyLimitBytes: number;
   /** When set, every route but `/health` needs `Authorization: Bearer <token>`. */
   token?: string;
-  /** Interval of the `: heartbeat` comment on event streams (spec: 10000). */
-  heartbeatMs: number;
-  /** Persisted events queued for a client that is not reading before its stream is cut (spec: 500). */
-  slowConsumerLimit: number;
+  /** Interval of the `: heartbeat` comment on event streams; the spec's 10 s unless a test shortens it. */
+  heartbeatMs?: number;
+  /** Persisted events queued for a client that is not reading before its stream is cut; the spec's 500 unless set. */
+  slowConsumerLimit?: number;
   logger: FastifyServerOptions["logger"];
 }
+
+/** Spec section 8: the event stream's heartbeat interval and slow-consumer cut-off. */
+const SPEC_HEARTBEAT_MS = 10_000;
+const SPEC_SLOW_CONSUMER_LIMIT = 500;
 
 export interface ServerDeps {
   swarm: SwarmApi;
@@ -80,9 +84,9 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   // The plugin hooks `onRoute` when it loads, so the event routes are registered after it.
   // Messages carry their data already serialized (once per event, shared by every stream): see
   // sse-message.ts. Anything else is serialized as the plugin would.
-  app.register(fastifySSE, { heartbeatInterval: config.heartbeatMs, serializer: (data: unknown) => (typeof data === "string" ? data : JSON.stringify(data)) });
+  app.register(fastifySSE, { heartbeatInterval: config.heartbeatMs ?? SPEC_HEARTBEAT_MS, serializer: (data: unknown) => (typeof data === "string" ? data : JSON.stringify(data)) });
   app.register(async (scope) => {
-    eventRoutes(scope, { swarm: deps.swarm, events: deps.events, slowConsumerLimit: config.slowConsumerLimit, streams });
+    eventRoutes(scope, { swarm: deps.swarm, events: deps.events, slowConsumerLimit: config.slowConsumerLimit ?? SPEC_SLOW_CONSUMER_LIMIT, streams });
   });
   return app;
 }

@@ -37,17 +37,17 @@ const FASTIFY_CODES: Record<string, { code: ErrorCode; message: string } | { sta
   FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, message: "Unsupported Media Type: request bodies must be application/json." },
 };
 
-export interface HttpError {
+interface HttpError {
   statusCode: number;
   message: string;
 }
 
-export function statusForCode(code: ErrorCode): number {
+function statusForCode(code: ErrorCode): number {
   return STATUS[code] ?? 500;
 }
 
 /** Status and public message for anything thrown while serving a request. */
-export function toHttpError(err: unknown): HttpError {
+function toHttpError(err: unknown): HttpError {
   if (isSwarmError(err)) return { statusCode: statusForCode(err.code), message: err.message };
   if (isFastifyError(err)) {
     const known = FASTIFY_CODES[err.code];

@@ -7,14 +7,11 @@ export type { LedgerEvent, LiveEvent };
  * real ledger and the in-memory test fake both fit.
  */
 export interface EventSource {
-  /** Persisted events of the run with `seq > afterSeq`, in order. */
-  iterate(runId: string, afterSeq: number): AsyncIterable<LedgerEvent>;
   /**
-   * At most `limit` persisted events with `seq > afterSeq`, in order. When present, a replay reads
-   * pages this small instead of `iterate`'s, so a reconnecting client that reads slowly holds a few
-   * events in memory, not a thousand.
+   * Persisted events of the run with `seq > afterSeq`, in order, read from storage `pageSize` at a
+   * time (a source held in memory may ignore it).
    */
-  read?(runId: string, afterSeq: number, limit: number): Promise<LedgerEvent[]>;
+  iterate(runId: string, afterSeq: number, pageSize?: number): AsyncIterable<LedgerEvent>;
   /** Highest committed `seq` of the run (0 when empty). */
   lastSeq(runId: string): number;
   /**

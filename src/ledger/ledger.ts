@@ -101,10 +101,11 @@ export interface Ledger {
 
   /**
    * All persisted events after `afterSeq`, in order, paging with `read` (so no LevelDB iterator
-   * stays open while a slow consumer holds the loop). Ends at the first short page; events
+   * stays open while a slow consumer holds the loop) in pages of `pageSize` (default 1000): a
+   * consumer that reads slowly holds one page in memory. Ends at the first short page; events
    * committed after that are for the live listeners.
    */
-  iterate(runId: string, afterSeq: number): AsyncIterable<LedgerEvent>;
+  iterate(runId: string, afterSeq: number, pageSize?: number): AsyncIterable<LedgerEvent>;
 
   /** Highest committed seq of the run; 0 for an unknown run. Synchronous: kept in memory. */
   lastSeq(runId: string): number;

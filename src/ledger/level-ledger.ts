@@ -158,13 +158,13 @@ class LevelLedger implements Ledger {
     return values.map((v) => JSON.parse(v) as LedgerEvent);
   }
 
-  async *iterate(runId: string, afterSeq: number): AsyncIterable<LedgerEvent> {
+  async *iterate(runId: string, afterSeq: number, pageSize = ITERATE_PAGE): AsyncIterable<LedgerEvent> {
     let cursor = afterSeq;
     for (;;) {
-      const page = await this.read(runId, cursor, ITERATE_PAGE);
+      const page = await this.read(runId, cursor, pageSize);
       yield* page;
       const last = page.at(-1);
-      if (last === undefined || page.length < ITERATE_PAGE) return;
+      if (last === undefined || page.length < pageSize) return;
       cursor = last.seq;
     }
   }

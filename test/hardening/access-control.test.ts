@@ -101,7 +101,7 @@ describe("access control", () => {
       d = await startDaemon({ token: TOKEN });
       const created = await d.call("POST", "/runs", { spec: { name: "guarded", script: [] }, keepAlive: true }, { authorization: `Bearer ${TOKEN}` });
       run = created.body;
-      await waitForStateWith(d, run.rootAgentId, "running", { authorization: `Bearer ${TOKEN}` });
+      await waitForState(d, run.rootAgentId, "running", 30_000, { authorization: `Bearer ${TOKEN}` });
     });
     after(() => d.stop());
 
@@ -169,7 +169,7 @@ describe("access control", () => {
       assert.equal(events.status, 200);
       const child = await d.call("POST", `/runs/${run.runId}/agents`, { parentAgentId: run.rootAgentId, spec: { name: "child", script: [] }, keepAlive: true }, ok);
       assert.equal(child.status, 202);
-      await waitForStateWith(d, child.body.agentId, "running", ok);
+      await waitForState(d, child.body.agentId, "running", 30_000, ok);
       assert.equal((await d.call("POST", `/agents/${child.body.agentId}/prompt`, { text: "echo me" }, ok)).status, 202);
       assert.equal((await d.call("GET", `/agents/${child.body.agentId}/result?wait=60`, undefined, ok)).body.result, "echo me");
       assert.equal((await d.call("POST", `/agents/${child.body.agentId}/steer`, { message: "m" }, ok)).status, 202);
@@ -296,14 +296,3 @@ describe("access control", () => {
     });
   });
 });
-
-/** `waitForState` of the support module, with credentials. */
-async function waitForStateWith(d: Daemon, agentId: string, state: string, headers: Record<string, string>): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const view = await d.call("GET", `/agents/${agentId}`, undefined, headers);
-    if (view.body.state === state) return;
-    assert.ok(Date.now() < deadline, `agent ${agentId} is ${view.body.state}, not ${state}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}

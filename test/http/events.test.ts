@@ -136,7 +136,8 @@ test("a client of a quiet run gets its 200 at once, not at the first heartbeat",
   assert.equal(res.statusCode, 200);
 });
 
-test("closing the client unsubscribes from the run", async (t) => {
+// Bounded: a stream that never unsubscribed or never ended would otherwise hang the run, not fail it.
+test("closing the client unsubscribes from the run", { timeout: 10_000 }, async (t) => {
   const { events, open } = await listen(t, { heartbeatMs: 20 });
   const client = open("/runs/r_1/events");
   await client.until((f) => f.comment === "heartbeat");
@@ -145,7 +146,7 @@ test("closing the client unsubscribes from the run", async (t) => {
   while (events.listenerCount(RUN_ID) > 0) await new Promise((resolve) => setTimeout(resolve, 5));
 });
 
-test("closing the server ends open streams", async () => {
+test("closing the server ends open streams", { timeout: 10_000 }, async () => {
   const { app, events } = setup();
   const address = await app.listen({ host: "127.0.0.1", port: 0 });
   const client = new SseClient(`${address}/runs/r_1/events`);

@@ -170,7 +170,7 @@ export function createFakeEvents(options: { snapshot?: boolean } = {}) {
   };
 }
 
-export const CONFIG: ServerConfig = { bodyLimitBytes: 64 * 1024, heartbeatMs: 10_000, slowConsumerLimit: 500, logger: false };
+export const CONFIG: ServerConfig = { bodyLimitBytes: 64 * 1024, logger: false };
 
 /** A server over fresh fakes; close it with `t.after(() => app.close())`. */
 export function setup(config: Partial<ServerConfig> = {}, options: { snapshot?: boolean } = {}): {

@@ -1,11 +1,6 @@
 import { request, type IncomingMessage } from "node:http";
-
-export interface SseFrame {
-  id?: number;
-  event?: string;
-  data?: Record<string, unknown>;
-  comment?: string;
-}
+import { readFrames, type SseFrame } from "../support/sse-client.ts";
+import { createWaitList } from "../support/wait-list.ts";
 
 /**
  * A minimal SSE reader over node:http (no EventSource: the tests need to see raw frames,
@@ -16,8 +11,7 @@ export class SseClient {
   readonly response: Promise<IncomingMessage>;
   /** Resolves when the server ends or drops the connection. */
   readonly ended: Promise<void>;
-  #buffer = "";
-  #waiters: Array<() => void> = [];
+  readonly #waits = createWaitList();
   #res: IncomingMessage | undefined;
   #req;
 
@@ -30,8 +24,10 @@ export class SseClient {
     this.response = new Promise((resolve, reject) => {
       this.#req.on("response", (res) => {
         this.#res = res;
-        res.setEncoding("utf8");
-        res.on("data", (chunk: string) => this.#push(chunk));
+        readFrames(res, (frame) => {
+          this.frames.push(frame);
+          this.#waits.wake();
+        });
         res.on("close", markEnded);
         resolve(res);
       });
@@ -48,17 +44,8 @@ export class SseClient {
   }
 
   /** Resolves once a frame satisfies `predicate` (already received ones count). */
-  async until(predicate: (f: SseFrame) => boolean, timeoutMs = 5_000): Promise<SseFrame> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const found = this.frames.find(predicate);
-      if (found) return found;
-      if (Date.now() > deadline) throw new Error(`no matching frame in ${timeoutMs} ms; got ${JSON.stringify(this.frames.slice(-5))}`);
-      await new Promise<void>((resolve) => {
-        this.#waiters.push(resolve);
-        setTimeout(resolve, 50);
-      });
-    }
+  until(predicate: (f: SseFrame) => boolean, timeoutMs = 5_000): Promise<SseFrame> {
+    return this.#waits.until(() => this.frames.find(predicate), timeoutMs, () => `no matching frame in ${timeoutMs} ms; got ${JSON.stringify(this.frames.slice(-5))}`);
   }
 
   /** Stop reading: the socket's receive buffer fills and the server sees backpressure. */
@@ -73,27 +60,4 @@ export class SseClient {
   close(): void {
     this.#req.destroy();
   }
-
-  #push(chunk: string): void {
-    this.#buffer += chunk;
-    let end: number;
-    // Only complete frames count: a connection cut mid-frame must not yield half an event.
-    while ((end = this.#buffer.indexOf("\n\n")) !== -1) {
-      const block = this.#buffer.slice(0, end);
-      this.#buffer = this.#buffer.slice(end + 2);
-      this.frames.push(parseFrame(block));
-    }
-    for (const wake of this.#waiters.splice(0)) wake();
-  }
-}
-
-function parseFrame(block: string): SseFrame {
-  const frame: SseFrame = {};
-  for (const line of block.split("\n")) {
-    if (line.startsWith(":")) frame.comment = line.slice(1).trim();
-    else if (line.startsWith("id: ")) frame.id = Number(line.slice(4));
-    else if (line.startsWith("event: ")) frame.event = line.slice(7);
-    else if (line.startsWith("data: ")) frame.data = JSON.parse(line.slice(6)) as Record<string, unknown>;
-  }
-  return frame;
 }

@@ -139,6 +139,9 @@ test("read and iterate page through 100,000 events in order", async (t) => {
   assert.deepEqual(seqs(await ledger.read("big", 10, 2)), [11, 12]);
   assert.deepEqual(await ledger.read("big", total), []);
   assert.deepEqual(await collect(ledger.iterate("unknown", 0)), []);
+  // Smaller pages (the event stream's replay): across a short last page, and ending on a full one.
+  assert.deepEqual(seqs(await collect(ledger.iterate("big", total - 130, 64))), range(total - 129, total));
+  assert.deepEqual(seqs(await collect(ledger.iterate("big", total - 128, 64))), range(total - 127, total));
 });
 
 test("index puts and deletes commit in the same batch as their events", async (t) => {

@@ -3,6 +3,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { SWARMD_ROOT } from "../../src/harness/launch.ts";
+import { sandboxTag } from "../../src/sandbox/process/sandbox-tag.ts";
 import { call, type Json, type Reply } from "./daemon.ts";
 
 /** The daemon as its own process (`src/main.ts`), so a test can SIGKILL it and start it again. */
@@ -62,7 +63,7 @@ export function freePort(): Promise<number> {
 
 /** Pids of live processes tagged as belonging to one of these sandboxes (SWARMD_SANDBOX in their environment). */
 export function sandboxProcesses(sandboxIds: Iterable<string>): number[] {
-  const tags = [...sandboxIds].map((id) => `SWARMD_SANDBOX=${id}`);
+  const tags = [...sandboxIds].map(sandboxTag);
   const found: number[] = [];
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;

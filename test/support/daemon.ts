@@ -24,7 +24,7 @@ export interface Daemon {
 export interface DaemonOptions {
   turnMaxMs?: number;
   runtime?: (dataDir: string) => SandboxRuntime;
-  heartbeatMs?: number;
+  /** Default: the spec's 500, as the daemon has it. */
   slowConsumerLimit?: number;
   token?: string;
   dataDir?: string;
@@ -50,7 +50,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> 
   const app = buildServer({
     swarm: service,
     events: ledger,
-    config: { bodyLimitBytes: options.bodyLimitBytes ?? 1024 * 1024, token: options.token, heartbeatMs: options.heartbeatMs ?? 10_000, slowConsumerLimit: options.slowConsumerLimit ?? 500, logger: false },
+    config: { bodyLimitBytes: options.bodyLimitBytes ?? 1024 * 1024, token: options.token, slowConsumerLimit: options.slowConsumerLimit, logger: false },
   });
   await app.listen({ host: "127.0.0.1", port: 0 });
   const address = app.server.address();
@@ -102,11 +102,11 @@ export function call<T = Json>(base: string, method: string, path: string, body?
   });
 }
 
-/** Poll the agent view until it reaches `state`. */
-export async function waitForState(d: Daemon, agentId: string, state: string, timeoutMs = 90_000): Promise<void> {
+/** Poll the agent view until it reaches `state`; `headers` go with each poll (a bearer token). */
+export async function waitForState(d: Daemon, agentId: string, state: string, timeoutMs = 90_000, headers?: Record<string, string>): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const view = await d.call("GET", `/agents/${agentId}`);
+    const view = await d.call("GET", `/agents/${agentId}`, undefined, headers);
     if (view.body.state === state) return;
     if (Date.now() > deadline) throw new Error(`agent ${agentId} is ${view.body.state}, not ${state}`);
     await new Promise((r) => setTimeout(r, 50));

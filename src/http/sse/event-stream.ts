@@ -21,7 +21,11 @@ export interface EventStreamOptions {
   log: FastifyBaseLogger;
 }
 
-/** Persisted events read from the ledger at a time during a replay. */
+/**
+ * Persisted events read from the ledger at a time during a replay. The ledger's default page is a
+ * thousand, held for as long as this client takes to read it: a hundred clients reconnecting to a
+ * run of big tool outputs would hold gigabytes.
+ */
 const REPLAY_PAGE = 64;
 
 export type CloseReason = "client" | "slow-consumer" | "shutdown" | "error";
@@ -114,34 +118,16 @@ export class EventStream {
   }
 
   async #replay(): Promise<void> {
+    const { events, runId } = this.#o;
     do {
       this.#overflowed = false;
-      for await (const e of this.#persistedAfter(this.#lastSent)) {
+      for await (const e of events.iterate(runId, this.#lastSent, REPLAY_PAGE)) {
         if (this.#closed) return;
         if (e.seq > this.#lastSent) this.#sendPersisted(e);
         if (this.#blocked) await this.#drained();
         if (this.#closed) return;
       }
     } while (this.#overflowed && !this.#closed);
-  }
-
-  /**
-   * The ledger's `iterate` holds a page of a thousand events, for as long as this client takes to
-   * read it; a hundred clients reconnecting to a run of big tool outputs would hold gigabytes.
-   */
-  async *#persistedAfter(afterSeq: number): AsyncIterable<LedgerEvent> {
-    const { events, runId } = this.#o;
-    if (events.read === undefined) {
-      yield* events.iterate(runId, afterSeq);
-      return;
-    }
-    for (let cursor = afterSeq; ; ) {
-      const page = await events.read(runId, cursor, REPLAY_PAGE);
-      yield* page;
-      const last = page.at(-1);
-      if (last === undefined || page.length < REPLAY_PAGE) return;
-      cursor = last.seq;
-    }
   }
 
   #onLive(e: LiveEvent): void {
