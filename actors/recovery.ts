@@ -101,7 +101,7 @@ async function restoreRun(
     };
     kept.add(meta.sandboxId);
     if (agent.state === "spawning" || agent.state === "provisioning") {
-      addAgent(core, run, { ...base, prompt: agent.prompt ?? undefined }, agent.parentAgentId, agent.waitFor);
+      addAgent(core, run, { ...base, prompt: agent.prompt ?? undefined }, agent.parentAgentId, agent.waitFor, true);
       continue;
     }
     await matchFreezer(core, meta.sandboxId, owned.get(meta.sandboxId)!.status, agent.state === "paused", log);
@@ -117,6 +117,7 @@ async function restoreRun(
       },
       agent.parentAgentId,
       [],
+      true,
     );
   }
 }

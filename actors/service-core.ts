@@ -95,9 +95,9 @@ export function appendToRun(
 }
 
 /** Start an agent actor under the run's supervisor and record its facts in the ledger. */
-export function addAgent(core: ServiceCore, run: RunHandle, input: AgentInput, parentAgentId: string | null, waitFor: string[]): void {
+export function addAgent(core: ServiceCore, run: RunHandle, input: AgentInput, parentAgentId: string | null, waitFor: string[], restored = false): void {
   core.agentRuns.set(input.agentId, run.runId);
-  run.actor.send({ type: "agent.add", input, parentAgentId, waitFor });
+  run.actor.send({ type: "agent.add", input, parentAgentId, waitFor, restored });
   const child = run.actor.getSnapshot().children[input.agentId];
   child?.on("fact", ({ agentId, fact }) => recordFact(core, run, agentId, fact));
 }

@@ -35,6 +35,10 @@ interface AgentContext {
   pendingPause: PausedBy | null;
   /** The control request an effect state answers when it finishes. */
   request: { requestId: string; by: PausedBy } | null;
+  /** A steer handed to the harness whose answer has not come back: the agent may not finish before it does. */
+  steering: string | null;
+  /** A resume that arrived while the agent was freezing on its own (joining a subtree pause): run once frozen. */
+  resumeAfterPause: string | null;
   quietAbort: boolean;
   failure: string | null;
   end: { outcome: EndOutcome; error?: string };
@@ -81,7 +85,13 @@ export const agentMachine = setup({
     busy: ({ context }) => context.inflight > 0,
     turnFailed: ({ context }) => context.failure !== null,
     canFinish: ({ context }) =>
-      context.turns > 0 && context.inflight === 0 && context.liveChildren === 0 && !context.keepAlive && context.prompts.length === 0,
+      context.turns > 0 &&
+      context.inflight === 0 &&
+      context.liveChildren === 0 &&
+      !context.keepAlive &&
+      context.prompts.length === 0 &&
+      context.steering === null,
+    resumeAfterPause: ({ context }) => context.resumeAfterPause !== null,
   },
   actions: {
     fact: emit(({ context }, fact: Fact) => ({ type: "fact" as const, agentId: context.agentId, fact })),
@@ -129,6 +139,7 @@ export const agentMachine = setup({
     }),
     steerAnswered: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "harness.steered") return;
+      if (event.requestId === context.steering) enqueue.assign({ steering: null });
       const reply = { type: "member.reply" as const, agentId: context.agentId, requestId: event.requestId };
       if (!event.ok && !event.idle) {
         enqueue.sendParent({ ...reply, outcome: "failed", error: event.error ?? "the harness did not accept the message" });
@@ -141,6 +152,25 @@ export const agentMachine = setup({
       }
       enqueue.emit({ type: "fact", agentId: context.agentId, fact: { kind: "steered", message: event.message } });
       enqueue.sendParent({ ...reply, outcome: "applied", delivery: event.ok ? "steer" : "turn" });
+    }),
+    /** The freeze finished: the agent is paused by whom its request says. */
+    markPaused: enqueueActions(({ context, enqueue }) => {
+      const by = context.request?.by ?? "operator";
+      enqueue.emit({ type: "fact", agentId: context.agentId, fact: { kind: "state", from: "running", to: "paused", reason: by } });
+      enqueue.assign({ pausedBy: by });
+    }),
+    /** Leaving `live` with a steer unanswered: the harness that would answer it is gone. */
+    dropSteer: enqueueActions(({ context, enqueue }) => {
+      if (context.steering === null) return;
+      enqueue.sendParent({ type: "member.reply", agentId: context.agentId, requestId: context.steering, outcome: "failed", error: "the agent ended before the message reached it" });
+      enqueue.assign({ steering: null });
+    }),
+    /** Steers to an agent that is paused or between paused and running wait for the next `running`. */
+    queueSteer: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "control.steer") return;
+      enqueue.assign({ steers: [...context.steers, event.message] });
+      enqueue.emit({ type: "fact", agentId: context.agentId, fact: { kind: "steered", message: event.message } });
+      enqueue.sendParent({ type: "member.reply", agentId: context.agentId, requestId: event.requestId, outcome: "applied", delivery: "queued" });
     }),
     startTurn: enqueueActions(({ context, enqueue }, params: { text: string }) => {
       enqueue.sendTo("harness", { type: "harness.prompt", text: params.text });
@@ -164,12 +194,17 @@ export const agentMachine = setup({
     pausedBy: input.pausedBy ?? null,
     pendingPause: input.pendingPause ?? null,
     request: null,
+    steering: null,
+    resumeAfterPause: null,
     quietAbort: false,
     failure: null,
     end: { outcome: "success" },
   }),
   initial: "init",
   on: {
+    // Controls no state takes (an agent finishing, closing or ended) are answered `noop`: the
+    // supervisor waits for every member's answer.
+    ...noopControls(),
     "child.spawned": { actions: assign({ liveChildren: ({ context }) => context.liveChildren + 1 }) },
     "child.ended": { actions: assign({ liveChildren: ({ context }) => Math.max(0, context.liveChildren - 1) }) },
   },
@@ -253,6 +288,7 @@ export const agentMachine = setup({
         input: ({ context }) => ({ agentId: context.agentId, runId: context.runId, sandboxId: context.sandboxId }),
       },
       initial: "enter",
+      exit: "dropSteer",
       on: {
         "harness.lost": {
           target: "finishing",
@@ -297,10 +333,18 @@ export const agentMachine = setup({
           on: {
             prompt: { target: ".turn", actions: { type: "startTurn", params: ({ event }) => ({ text: event.text }) } },
             "harness.settled": { target: ".check", actions: "settleTurn" },
+            // A steer that reached an idle harness starts a turn: `check` starts its quiet clock.
+            "harness.steered": { target: ".check", actions: "steerAnswered" },
             "control.pause": { target: "pausing", actions: assign({ request: ({ event }) => ({ requestId: event.requestId, by: event.by }) }) },
             "control.resume": { actions: { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "failed", error: "agent is not paused" }) } },
             "control.steer": [
-              { guard: "busy", actions: sendTo("harness", ({ event }) => ({ type: "harness.steer" as const, message: event.message, requestId: event.requestId })) },
+              {
+                guard: "busy",
+                actions: [
+                  assign({ steering: ({ event }) => event.requestId }),
+                  sendTo("harness", ({ event }) => ({ type: "harness.steer" as const, message: event.message, requestId: event.requestId })),
+                ],
+              },
               {
                 target: ".turn",
                 actions: [
@@ -316,28 +360,41 @@ export const agentMachine = setup({
           invoke: {
             src: "freeze",
             input: ({ context }) => ({ agentId: context.agentId, sandboxId: context.sandboxId }),
-            onDone: {
-              target: "paused",
+            onDone: [
+              {
+                guard: "resumeAfterPause",
+                target: "resuming",
+                actions: [
+                  "markPaused",
+                  { type: "replyToRequest", params: { outcome: "applied" } },
+                  assign({ request: ({ context }) => ({ requestId: context.resumeAfterPause!, by: "operator" as const }), resumeAfterPause: null }),
+                ],
+              },
+              { target: "paused", actions: ["markPaused", { type: "replyToRequest", params: { outcome: "applied" } }] },
+            ],
+            onError: {
+              target: "running",
               actions: [
-                { type: "fact", params: ({ context }) => ({ kind: "state", from: "running", to: "paused", reason: context.request?.by ?? "operator" }) },
-                assign({ pausedBy: ({ context }) => context.request?.by ?? "operator" }),
-                { type: "replyToRequest", params: { outcome: "applied" } },
+                { type: "replyToRequest", params: ({ event }) => ({ outcome: "failed", error: errorMessage(event.error) }) },
+                // The resume that was waiting finds the agent running: nothing left to do.
+                { type: "reply", params: ({ context }) => ({ requestId: context.resumeAfterPause ?? "", outcome: "noop" }) },
+                assign({ resumeAfterPause: null }),
               ],
             },
-            onError: { target: "running", actions: { type: "replyToRequest", params: ({ event }) => ({ outcome: "failed", error: errorMessage(event.error) }) } },
+          },
+          on: {
+            // Only a pause the agent started itself (joining a subtree pause once forked) can be
+            // under way when a control arrives: the supervisor sends one control at a time.
+            "control.pause": { actions: { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "noop" }) } },
+            "control.resume": { actions: assign({ resumeAfterPause: ({ event }) => event.requestId }) },
+            "control.steer": { actions: "queueSteer" },
           },
         },
         paused: {
           on: {
             "control.pause": { actions: { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "noop" }) } },
             "control.resume": { target: "resuming", actions: assign({ request: ({ event }) => ({ requestId: event.requestId, by: "operator" as const }) }) },
-            "control.steer": {
-              actions: [
-                assign({ steers: ({ context, event }) => [...context.steers, event.message] }),
-                { type: "fact", params: ({ event }) => ({ kind: "steered", message: event.message }) },
-                { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "applied", delivery: "queued" }) },
-              ],
-            },
+            "control.steer": { actions: "queueSteer" },
           },
         },
         resuming: {
@@ -354,6 +411,7 @@ export const agentMachine = setup({
             },
             onError: { target: "paused", actions: { type: "replyToRequest", params: ({ event }) => ({ outcome: "failed", error: errorMessage(event.error) }) } },
           },
+          on: { "control.steer": { actions: "queueSteer" } },
         },
       },
     },
@@ -375,13 +433,14 @@ export const agentMachine = setup({
       },
       exit: { type: "fact", params: ({ context }) => ({ kind: "ended", ...context.end }) },
     },
-    done: { on: endedControls() },
-    aborted: { on: endedControls() },
+    // Ended: every control is answered `noop` (by the handlers at the root); the outcome is kept.
+    done: {},
+    aborted: {},
   },
 });
 
-/** An ended agent answers every control with `noop`: its recorded outcome is kept. */
-function endedControls() {
+/** `noop` for every control: an ended or ending agent keeps its recorded outcome. */
+function noopControls() {
   const noop = { type: "reply", params: ({ event }: { event: { requestId: string } }) => ({ requestId: event.requestId, outcome: "noop" as const }) } as const;
   return { "control.pause": { actions: noop }, "control.resume": { actions: noop }, "control.stop": { actions: noop }, "control.steer": { actions: noop } };
 }

@@ -23,7 +23,8 @@ export interface MemberResult {
 }
 
 export type RunEvent =
-  | { type: "agent.add"; input: AgentInput; parentAgentId: string | null; waitFor: string[] }
+  /** `restored`: re-added after a restart; its parent's `liveChildren` input already counts it. */
+  | { type: "agent.add"; input: AgentInput; parentAgentId: string | null; waitFor: string[]; restored?: boolean }
   | { type: "agent.settled"; agentId: string }
   | { type: "agent.ended"; agentId: string }
   | { type: "control"; request: ControlRequest }
@@ -114,7 +115,7 @@ export const runMachine = setup({
             parents: { ...context.parents, [event.input.agentId]: event.parentAgentId },
             waiting: event.input.start === "spawning" ? { ...context.waiting, [event.input.agentId]: event.waitFor } : context.waiting,
           });
-          if (event.parentAgentId && context.actors[event.parentAgentId]) enqueue.sendTo(event.parentAgentId, { type: "child.spawned" });
+          if (event.parentAgentId && !event.restored && context.actors[event.parentAgentId]) enqueue.sendTo(event.parentAgentId, { type: "child.spawned" });
         }),
         "releaseReady",
       ],

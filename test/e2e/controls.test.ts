@@ -84,6 +84,28 @@ describe("controls over HTTP: subtree cascades, steer, errors", () => {
     assert.equal((await d.call("GET", `/agents/${t.b}`)).body.state, "running", "siblings are untouched");
   });
 
+  it("answers a subtree stop whose parent finishes on its own once its last child is stopped", { timeout: 120_000 }, async () => {
+    // The root is not kept alive: after its turn it waits only for its one child.
+    const created = (await d.call("POST", "/runs", {
+      spec: { name: "planner", script: [{ tool: "bash", args: { command: "sleep 2" } }, { text: "planned" }] },
+      prompt: "plan",
+    })).body as { runId: string; rootAgentId: string };
+    const root = created.rootAgentId;
+    await waitForState(d, root, "running");
+    const child = (await d.call("POST", `/runs/${created.runId}/agents`, { parentAgentId: root, spec: kept("helper"), keepAlive: true })).body.agentId as string;
+    await waitForState(d, child, "running");
+    assert.equal((await d.call("GET", `/agents/${root}/result?wait=30`)).status, 200);
+    assert.equal((await d.call("GET", `/agents/${root}`)).body.state, "running", "the root waits for its child");
+
+    const stopped = await d.call("POST", `/agents/${root}/stop`, { scope: "subtree" });
+    assert.equal(stopped.status, 202);
+    assert.deepEqual(stopped.body.results, [{ agentId: child, outcome: "applied" }, { agentId: root, outcome: "noop" }]);
+    await waitForState(d, root, "done");
+    assert.equal((await d.call("GET", `/agents/${root}`)).body.outcome, "success", "the root keeps the outcome it finished with");
+    assert.equal((await d.call("GET", `/agents/${child}`)).body.outcome, "aborted");
+    assert.equal((await d.call("POST", `/agents/${child}/stop`, {})).status, 202, "later controls on the run are answered");
+  });
+
   it("steer reaches the running turn after its tool; an idle agent gets a new turn; a paused one gets it on resume", async () => {
     const created = (await d.call("POST", "/runs", {
       spec: { name: "worker", script: [{ tool: "bash", args: { command: "sleep 1; echo tool-done" } }, { text: "saw {{lastUserMessage}}" }] },

@@ -85,4 +85,60 @@ describe("agent machine", () => {
     ]);
     assert.equal(r.stateOf("b"), '{"live":{"running":"idle"}}');
   });
+
+  it("answers a steer whose turn ended on the way with a new turn, and never finishes before the answer", async () => {
+    const fx = fakeEffects();
+    const r = startRun(fx);
+    r.add({ agentId: "a", prompt: "go" });
+    await flush();
+    r.run.send({ type: "control", request: { requestId: "st", op: "steer", members: [{ agentId: "a", by: "operator" }], message: "also this" } });
+    await flush();
+    const harness = fx.harnesses.get("a")!;
+    harness.send({ type: "harness.settled", outcome: "success", text: "first", hseq: 1 });
+    await flush();
+    assert.equal(r.stateOf("a"), '{"live":{"running":"idle"}}', "still live: the steer is unanswered");
+    harness.send({ type: "harness.steered", requestId: "st", message: "also this", ok: false, idle: true, error: "no turn is running" });
+    await flush();
+    assert.deepEqual(r.done[0]?.results, [{ agentId: "a", outcome: "applied", delivery: "turn" }]);
+    assert.equal(r.stateOf("a"), '{"live":{"running":"turn"}}', "the message runs as a turn, on the quiet-turn clock");
+    assert.deepEqual(harness.commands.filter((c) => c.type === "harness.prompt").map((c) => (c as { text: string }).text), ["go", "also this"]);
+  });
+
+  it("answers a steer still on its way when the harness is lost", async () => {
+    const fx = fakeEffects();
+    const r = startRun(fx);
+    r.add({ agentId: "a", prompt: "go" });
+    await flush();
+    r.run.send({ type: "control", request: { requestId: "st", op: "steer", members: [{ agentId: "a", by: "operator" }], message: "m" } });
+    await flush();
+    fx.harnesses.get("a")!.send({ type: "harness.lost", error: "socket closed" });
+    await flush();
+    await flush();
+    assert.deepEqual(r.done[0]?.results, [{ agentId: "a", outcome: "failed", error: "the agent ended before the message reached it" }]);
+    assert.equal(r.stateOf("a"), '"done"');
+  });
+
+  it("while it freezes to join a subtree pause: queues a steer, answers a pause noop, thaws for a resume", async () => {
+    const fx = fakeEffects();
+    let releaseFreeze = () => undefined as void;
+    fx.holdFreeze(new Promise<void>((resolve) => (releaseFreeze = resolve)));
+    const r = startRun(fx);
+    r.add({ agentId: "w", start: "provisioning", pendingPause: "cascade" });
+    await flush();
+    assert.equal(r.stateOf("w"), '{"live":"pausing"}');
+    r.run.send({ type: "control", request: { requestId: "st", op: "steer", members: [{ agentId: "w", by: "operator" }], message: "later" } });
+    r.run.send({ type: "control", request: { requestId: "p", op: "pause", members: [{ agentId: "w", by: "operator" }] } });
+    r.run.send({ type: "control", request: { requestId: "r", op: "resume", members: [{ agentId: "w", by: "operator" }] } });
+    await flush();
+    assert.deepEqual(r.done.map((d) => [d.requestId, d.results]), [
+      ["st", [{ agentId: "w", outcome: "applied", delivery: "queued" }]],
+      ["p", [{ agentId: "w", outcome: "noop" }]],
+    ]);
+    releaseFreeze();
+    await flush();
+    await flush();
+    assert.deepEqual([r.done.at(-1)?.requestId, r.done.at(-1)?.results], ["r", [{ agentId: "w", outcome: "applied" }]]);
+    assert.equal(r.stateOf("w"), '{"live":{"running":"turn"}}', "resumed, and the queued steer runs as a turn");
+    assert.deepEqual(fx.calls.filter((c) => /^(freeze|thaw|harness.prompt):/.test(c)), ["freeze:w", "thaw:w", "harness.prompt:w"]);
+  });
 });

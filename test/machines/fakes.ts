@@ -8,6 +8,7 @@ export function fakeEffects() {
   const calls: string[] = [];
   const harnesses = new Map<string, { send: (e: HarnessReportEvent) => void; commands: HarnessCommandEvent[] }>();
   let failFreeze: string | undefined;
+  let heldFreeze: Promise<void> | undefined;
   const agent = agentMachine.provide({
     actors: {
       provision: fromPromise(async ({ input }) => {
@@ -23,6 +24,7 @@ export function fakeEffects() {
       }),
       freeze: fromPromise(async ({ input }) => {
         if (failFreeze === input.agentId) throw new Error("freezer broke");
+        await heldFreeze;
         calls.push(`freeze:${input.agentId}`);
       }),
       thaw: fromPromise(async ({ input }) => {
@@ -38,6 +40,8 @@ export function fakeEffects() {
     calls,
     harnesses,
     failFreezeOf: (id: string) => (failFreeze = id),
+    /** Every freeze from now on finishes only once `until` resolves. */
+    holdFreeze: (until: Promise<void>) => (heldFreeze = until),
   };
 }
 
@@ -47,11 +51,12 @@ export function startRun(effects: ReturnType<typeof fakeEffects>, clock = new Si
   const done: Array<{ requestId: string; results: MemberResult[] }> = [];
   run.on("control.done", (e) => done.push(e));
   run.start();
-  const add = (input: Partial<AgentInput> & { agentId: string }, parentAgentId: string | null = null, waitFor: string[] = []) => {
+  const add = (input: Partial<AgentInput> & { agentId: string }, parentAgentId: string | null = null, waitFor: string[] = [], restored = false) => {
     run.send({
       type: "agent.add",
       parentAgentId,
       waitFor,
+      restored,
       input: { runId: "r_1", sandboxId: `s-${input.agentId}`, start: "provisioning", keepAlive: false, turnMaxMs: 1_000, ...input },
     });
     const child = run.getSnapshot().children[input.agentId];

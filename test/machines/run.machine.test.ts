@@ -79,4 +79,60 @@ describe("run machine", () => {
     assert.equal(r.stateOf("child"), '"done"');
     assert.equal(r.run.getSnapshot().status, "active", "the supervisor is still running");
   });
+
+  it("pauses a subtree best effort: a member whose freeze fails carries the reason and neither undoes nor blocks the others", async () => {
+    const fx = fakeEffects();
+    const r = startRun(fx);
+    r.add({ agentId: "root" });
+    r.add({ agentId: "a" }, "root");
+    r.add({ agentId: "a1" }, "a");
+    await flush();
+    fx.failFreezeOf("a");
+    const members = parentsFirst("root", { root: null, a: "root", a1: "a" }).map((agentId, i) => ({ agentId, by: i === 0 ? ("operator" as const) : ("cascade" as const) }));
+    r.run.send({ type: "control", request: { requestId: "p", op: "pause", members } });
+    await flush();
+    await flush();
+    assert.deepEqual(r.done[0]!.results, [
+      { agentId: "root", outcome: "applied" },
+      { agentId: "a", outcome: "failed", error: "freezer broke" },
+      { agentId: "a1", outcome: "applied" },
+    ]);
+    assert.deepEqual([r.stateOf("root"), r.stateOf("a"), r.stateOf("a1")], ['{"live":"paused"}', '{"live":{"running":"idle"}}', '{"live":"paused"}']);
+  });
+
+  it("answers a stop cascade whose parent began finishing when its last child was stopped", async () => {
+    const fx = fakeEffects();
+    const r = startRun(fx);
+    r.add({ agentId: "p", prompt: "go" });
+    r.add({ agentId: "c", prompt: "work" }, "p");
+    await flush();
+    fx.harnesses.get("p")!.send({ type: "harness.settled", outcome: "success", text: "planned", hseq: 1 });
+    await flush();
+    // Leaves first: stopping c ends p's last child, so p is finishing when its own stop arrives.
+    r.run.send({ type: "control", request: { requestId: "s", op: "stop", members: [{ agentId: "c", by: "operator" }, { agentId: "p", by: "operator" }] } });
+    for (let i = 0; i < 4; i += 1) await flush();
+    assert.deepEqual(r.done[0]?.results, [
+      { agentId: "c", outcome: "applied" },
+      { agentId: "p", outcome: "noop" },
+    ]);
+    assert.equal(r.stateOf("p"), '"done"', "p keeps the outcome it finished with");
+    r.run.send({ type: "control", request: { requestId: "after", op: "pause", members: [{ agentId: "p", by: "operator" }] } });
+    await flush();
+    assert.deepEqual(r.done.map((d) => d.requestId), ["s", "after"], "later controls are not stuck behind it");
+  });
+
+  it("a restored parent counts its restored live children once and ends after the last one", async () => {
+    const fx = fakeEffects();
+    const r = startRun(fx);
+    // As recovery restores: parents first, each with the live children the ledger shows.
+    r.add({ agentId: "p", start: "running", turns: 1, liveChildren: 1 }, null, [], true);
+    r.add({ agentId: "c", start: "running", turns: 1, inflight: 1 }, "p", [], true);
+    await flush();
+    assert.equal(r.stateOf("p"), '{"live":{"running":"idle"}}', "p waits for c");
+    fx.harnesses.get("c")!.send({ type: "harness.settled", outcome: "success", text: "x", hseq: 2 });
+    await flush();
+    await flush();
+    assert.equal(r.stateOf("c"), '"done"');
+    assert.equal(r.stateOf("p"), '"done"');
+  });
 });
