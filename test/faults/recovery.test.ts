@@ -96,4 +96,32 @@ describe("start-up recovery", () => {
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
+
+  it("a parent waiting only for its children across a restart ends once they do", { timeout: 180_000 }, async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "swarmd-waiting-parent-"));
+    const runtime = createProcessRuntime({ dataDir, logger: quiet });
+    let d = await spawnDaemon(dataDir);
+    try {
+      // Not kept alive: after its turn the root stays only for its live child.
+      const run = (await d.call("POST", "/runs", { spec: { name: "planner", script: [{ tool: "bash", args: { command: "sleep 2" } }, { text: "planned" }] }, prompt: "plan" })).body;
+      await waitState(d, run.rootAgentId, "running");
+      const child = (await d.call("POST", `/runs/${run.runId}/agents`, { parentAgentId: run.rootAgentId, spec: { name: "helper", script: [] }, keepAlive: true })).body.agentId as string;
+      await waitState(d, child, "running");
+      assert.equal((await d.call("GET", `/agents/${run.rootAgentId}/result?wait=60`)).status, 200);
+
+      await d.kill("SIGTERM");
+      d = await spawnDaemon(dataDir);
+      assert.equal((await d.call("GET", `/agents/${run.rootAgentId}`)).body.state, "running", "still waiting for its child");
+      assert.equal((await d.call("POST", `/agents/${child}/stop`)).status, 202);
+      await waitState(d, run.rootAgentId, "done", 30_000);
+      assert.equal((await d.call("GET", `/agents/${run.rootAgentId}`)).body.outcome, "success");
+    } catch (err) {
+      console.error(`daemon output:\n${d.output()}`);
+      throw err;
+    } finally {
+      await d.kill("SIGKILL");
+      for (const s of await runtime.list(AbortSignal.timeout(30_000))) await runtime.close(s.sandboxId, AbortSignal.timeout(30_000));
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
 });
