@@ -34,7 +34,9 @@ export interface Config {
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = Env.safeParse(env);
+  // `SWARM_PORT=` means "not set", as in a shell; coerced, it would be port 0 (a random port).
+  const set = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ""));
+  const parsed = Env.safeParse(set);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
     throw new SwarmError("CONFIG_INVALID", `invalid configuration: ${problems}`);

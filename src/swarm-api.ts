@@ -102,6 +102,9 @@ export interface ControlResponse {
   results: MemberResult[];
 }
 
+/** Spec section 4.12: the longest `wait` a result request may hold, in seconds. */
+export const MAX_WAIT_SECONDS = 240;
+
 /** Spec section 2.4. */
 export interface ResultView {
   agentId: string;

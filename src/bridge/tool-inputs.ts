@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { AgentSpecSchema } from "../spec/agent-spec.ts";
-import { MAX_WAIT_SECONDS } from "../client/swarm-client.ts";
+import { MAX_WAIT_SECONDS } from "../swarm-api.ts";
 
 /**
  * Input schemas of the bridge's tools. Descriptions are written for the model calling them: what

@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { MAX_WAIT_SECONDS } from "../client/swarm-client.ts";
+import { MAX_WAIT_SECONDS } from "../swarm-api.ts";
 import { intOption, positionals } from "./args.ts";
 import { COMMON_OPTIONS, printJson, type CliContext } from "./cli-context.ts";
 import { EXIT, type ExitCode } from "./exit-codes.ts";

@@ -1,14 +1,15 @@
-import type {
-  AgentView,
-  ControlResponse,
-  CreateRunRequest,
-  CreateRunResponse,
-  Delivery,
-  ResultView,
-  RunSnapshot,
-  Scope,
-  SpawnRequest,
-  SpawnResponse,
+import {
+  MAX_WAIT_SECONDS,
+  type AgentView,
+  type ControlResponse,
+  type CreateRunRequest,
+  type CreateRunResponse,
+  type Delivery,
+  type ResultView,
+  type RunSnapshot,
+  type Scope,
+  type SpawnRequest,
+  type SpawnResponse,
 } from "../swarm-api.ts";
 import type { Endpoint } from "./endpoint.ts";
 import { streamEvents, type StreamOptions, type SwarmEvent } from "./event-stream.ts";
@@ -18,8 +19,6 @@ import { httpCall, type HttpCall } from "./http-call.ts";
 export const DEFAULT_TIMEOUT_MS = 30_000;
 /** Cascades (delete, subtree stop/pause) wait for every member's sandbox; give them room. */
 export const CASCADE_TIMEOUT_MS = 120_000;
-/** The longest hold the spec allows a request (result `wait`, 240 s). */
-export const MAX_WAIT_SECONDS = 240;
 /** Headroom added on top of any hold the client itself asks for, so the client never gives up first. */
 export const WAIT_MARGIN_MS = 30_000;
 

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { SwarmError, type ErrorCode } from "../errors.ts";
 import { AgentSpecSchema } from "../spec/agent-spec.ts";
+import { MAX_WAIT_SECONDS } from "../swarm-api.ts";
 import { formatIssues } from "./format-issues.ts";
 
 /** Request bodies and queries of spec section 4. Bodies are strict: an unknown field is a 400 naming it. */
@@ -38,10 +39,10 @@ export const StopBody = z
   .strictObject({ mode: z.enum(["abort", "drain"], { error: 'must be "abort" or "drain"' }).default("abort"), scope: Scope })
   .prefault({});
 
-const WAIT_MESSAGE = "must be an integer number of seconds 0..240";
+const WAIT_MESSAGE = `must be an integer number of seconds 0..${MAX_WAIT_SECONDS}`;
 /** Unknown query parameters are ignored (proxies and cache-busters add them); known ones are checked. */
 export const ResultQuery = z.object({
-  wait: z.string().regex(/^\d{1,3}$/, WAIT_MESSAGE).transform(Number).pipe(z.number().max(240, WAIT_MESSAGE)).default(0),
+  wait: z.string().regex(/^\d{1,3}$/, WAIT_MESSAGE).transform(Number).pipe(z.number().max(MAX_WAIT_SECONDS, WAIT_MESSAGE)).default(0),
 });
 
 const SEQ_MESSAGE = "must be a non-negative integer event id";

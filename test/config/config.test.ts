@@ -1,0 +1,67 @@
+import assert from "node:assert/strict";
+import { resolve } from "node:path";
+import { describe, it } from "node:test";
+import { loadConfig } from "../../src/config.ts";
+import { isSwarmError } from "../../src/errors.ts";
+
+describe("configuration from the environment", () => {
+  it("defaults to loopback:4600, process sandboxes under ./data and a 30-minute quiet-turn limit", () => {
+    const config = loadConfig({});
+    assert.equal(config.host, "127.0.0.1");
+    assert.equal(config.port, 4600);
+    assert.equal(config.runtime, "process");
+    assert.equal(config.dataDir, resolve("./data"));
+    assert.equal(config.turnMaxMs, 30 * 60 * 1000);
+    assert.equal(config.token, undefined);
+    assert.equal(config.inspect, false);
+  });
+
+  it("reads every SWARM_* variable it documents", () => {
+    const config = loadConfig({
+      SWARM_HOST: "::1",
+      SWARM_PORT: "4700",
+      SWARM_DATA_DIR: "/tmp/swarmd-config-test",
+      SWARM_RUNTIME: "docker",
+      SWARM_TURN_MAX_MS: "5000",
+      SWARM_TOKEN: "s3cret",
+      SWARM_BODY_LIMIT: "2048",
+      SWARM_INSPECT: "1",
+      SWARM_INSPECT_PORT: "8181",
+      SWARM_DOCKER_IMAGE: "img:1",
+      SWARM_DOCKER_MEMORY_MB: "256",
+      SWARM_DOCKER_PIDS: "64",
+      SWARM_LOG_LEVEL: "warn",
+    });
+    assert.deepEqual(config, {
+      host: "::1",
+      port: 4700,
+      dataDir: "/tmp/swarmd-config-test",
+      runtime: "docker",
+      turnMaxMs: 5000,
+      token: "s3cret",
+      bodyLimitBytes: 2048,
+      inspect: true,
+      inspectPort: 8181,
+      docker: { image: "img:1", memoryBytes: 256 * 1024 * 1024, pidsLimit: 64 },
+      logLevel: "warn",
+    });
+  });
+
+  it("takes an empty variable as unset, not as zero", () => {
+    const config = loadConfig({ SWARM_PORT: "", SWARM_TURN_MAX_MS: "", SWARM_TOKEN: "" });
+    assert.equal(config.port, 4600);
+    assert.equal(config.turnMaxMs, 30 * 60 * 1000);
+    assert.equal(config.token, undefined);
+  });
+
+  it("refuses a bad value with CONFIG_INVALID naming each variable at fault", () => {
+    assert.throws(
+      () => loadConfig({ SWARM_PORT: "70000", SWARM_RUNTIME: "vm", SWARM_TURN_MAX_MS: "soon" }),
+      (err: unknown) => {
+        assert.ok(isSwarmError(err, "CONFIG_INVALID"), String(err));
+        for (const name of ["SWARM_PORT", "SWARM_RUNTIME", "SWARM_TURN_MAX_MS"]) assert.match(err.message, new RegExp(name));
+        return true;
+      },
+    );
+  });
+});
