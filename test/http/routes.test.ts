@@ -143,7 +143,7 @@ test("GET /agents/:agentId/result answers 200 when settled and 202 when pending,
   assert.deepEqual(swarm.last("result"), [ROOT_ID, 240]);
 });
 
-test("the result wait ends early when the client disconnects", async (t) => {
+test("the result wait ends early when the client disconnects", { timeout: 10_000 }, async (t) => {
   const { app, swarm } = setup();
   t.after(() => app.close());
   swarm.setResult(PENDING);

@@ -86,8 +86,9 @@ function dockerSpecifics(): void {
     await rm(dataDir, { recursive: true, force: true });
   });
 
-  it("runs one labelled, limited container per sandbox with no network and only the spec's environment", async () => {
+  it("runs one labelled, limited container per sandbox with no network and only the spec's environment", async (t) => {
     process.env.SWARMD_DAEMON_ONLY = "secret";
+    t.after(() => delete process.env.SWARMD_DAEMON_ONLY);
     const req = request(
       { name: "t", script: [{ tool: "bash", args: { command: "ls /sys/class/net; echo FOO=$FOO; env | grep -c SWARMD_DAEMON_ONLY; true" } }, { text: "done" }] },
       { env: { FOO: "from spec" } },
@@ -104,7 +105,6 @@ function dockerSpecifics(): void {
     assert.equal(info.Config.Env.some((e) => e.startsWith("FOO=")), false, "spec env stays out of the container (a commit would copy it)");
 
     assert.deepEqual(await runBash(rt, req.sandboxId), ["lo\nFOO=from spec\n0\n"]);
-    delete process.env.SWARMD_DAEMON_ONLY;
   });
 
   it("forks through a committed image labelled for the child, with empty inputs, and removes it on close", async () => {
