@@ -14,7 +14,7 @@ export interface BareSse {
 
 export async function startBareSse(replay?: (res: ServerResponse) => Promise<void>): Promise<BareSse> {
   const clients = new Set<ServerResponse>();
-  const server = createServer((req, res) => {
+  const server = createServer((_req, res) => {
     res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache, no-transform" });
     res.flushHeaders();
     res.on("close", () => clients.delete(res));

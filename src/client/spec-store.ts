@@ -2,7 +2,7 @@ import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, wri
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { AgentSpecSchema, type AgentSpec } from "../spec/agent-spec.ts";
-import { formatIssues } from "../http/format-issues.ts";
+import { formatIssues } from "../validation.ts";
 import { SpecStoreError } from "./client-errors.ts";
 
 /** A saved agent spec as listed. */

@@ -1,23 +1,18 @@
 import { z } from "zod";
-import { SwarmError, type ErrorCode } from "../errors.ts";
-import { AgentSpecSchema } from "../spec/agent-spec.ts";
+import { SwarmError } from "../errors.ts";
+import { AgentSpecSchema, BudgetSchema } from "../spec/agent-spec.ts";
 import { MAX_WAIT_SECONDS } from "../swarm-api.ts";
-import { formatIssues } from "./format-issues.ts";
 
 /** Request bodies and queries of spec section 4. Bodies are strict: an unknown field is a 400 naming it. */
 
 const Text = z.string().min(1, "must not be empty");
 const Scope = z.enum(["agent", "subtree"], { error: 'must be "agent" or "subtree"' }).default("agent");
-const Budget = z.strictObject({
-  spawnDepth: z.number().int().min(0).optional(),
-  maxAgents: z.number().int().min(0).optional(),
-});
 const AgentIdValue = z.string().min(1, "must not be empty");
 
 export const CreateRunBody = z.strictObject({
   spec: AgentSpecSchema,
   prompt: Text.optional(),
-  budget: Budget.optional(),
+  budget: BudgetSchema.optional(),
   keepAlive: z.boolean().optional(),
 });
 
@@ -26,7 +21,7 @@ export const SpawnBody = z.strictObject({
   spec: AgentSpecSchema,
   prompt: Text.optional(),
   waitFor: z.array(AgentIdValue).optional(),
-  budget: Budget.optional(),
+  budget: BudgetSchema.optional(),
   idempotencyKey: z.string().min(1).max(256).optional(),
   keepAlive: z.boolean().optional(),
 });
@@ -49,13 +44,6 @@ const SEQ_MESSAGE = "must be a non-negative integer event id";
 const Seq = z.string().regex(/^\d{1,15}$/, SEQ_MESSAGE).transform(Number);
 export const EventsQuery = z.object({ lastEventId: Seq.optional() });
 export const LastEventIdHeader = Seq;
-
-/** Parse `value` or throw a `SwarmError` whose message names every failing field under `root`. */
-export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, root: string, code: ErrorCode = "INVALID_BODY"): z.output<S> {
-  const parsed = schema.safeParse(value);
-  if (parsed.success) return parsed.data;
-  throw new SwarmError(code, formatIssues(root, parsed.error.issues), { details: parsed.error.issues });
-}
 
 /**
  * Ids in paths: `r_<hex>` and `a_<hex>`. A malformed id is answered as the 404 of its kind rather

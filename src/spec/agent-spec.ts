@@ -42,5 +42,11 @@ export const AgentSpecSchema = z
 export type AgentSpec = z.infer<typeof AgentSpecSchema>;
 export type ScriptStep = z.infer<typeof ScriptStepSchema>;
 
+/** A request's `budget`: overrides of the spec's (or the parent's remaining) spawnDepth and maxAgents. */
+export const BudgetSchema = z.strictObject({
+  spawnDepth: z.number().int().min(0).optional(),
+  maxAgents: z.number().int().min(0).optional(),
+});
+
 export const DEFAULT_SPAWN_DEPTH = 2;
 export const DEFAULT_MAX_AGENTS = 16;

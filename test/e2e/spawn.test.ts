@@ -120,4 +120,16 @@ describe("spawning children over HTTP and from agents", () => {
     assert.deepEqual(stopped.body.results.map((r: { agentId: string }) => r.agentId), [childId, root.rootAgentId], "leaves first");
     assert.equal((await d.call("GET", `/agents/${childId}`)).body.outcome, "aborted");
   });
+
+  it("an agent's spawn_agent with bad parameters gets an error naming each bad field, and no child", async () => {
+    const root = await liveRoot({
+      name: "careless",
+      script: [{ tool: "spawn_agent", args: { spec: { name: "no spaces allowed", script: [], colour: "red" } } }, { text: "got {{lastToolResult}}" }],
+    });
+    await d.call("POST", `/agents/${root.rootAgentId}/prompt`, { text: "spawn" });
+    const result = (await d.call("GET", `/agents/${root.rootAgentId}/result?wait=60`)).body.result as string;
+    assert.match(result, /params\.spec\.name: /);
+    assert.match(result, /params\.spec\.colour: unknown field/);
+    assert.equal((await d.call("GET", `/runs/${root.runId}`)).body.agents.length, 1);
+  });
 });

@@ -1,7 +1,8 @@
 import type { ServerResponse } from "node:http";
 import type { FastifyInstance } from "fastify";
 import type { SwarmApi } from "../../swarm-api.ts";
-import { agentIdParam, parseOrThrow, PromptBody, ResultQuery, ScopeBody, SteerBody, StopBody } from "../schemas.ts";
+import { parseOrThrow } from "../../validation.ts";
+import { agentIdParam, PromptBody, ResultQuery, ScopeBody, SteerBody, StopBody } from "../schemas.ts";
 
 type AgentParams = { Params: { agentId: string } };
 

@@ -1,8 +1,9 @@
 import type { FastifyInstance } from "fastify";
 import { SwarmError } from "../../errors.ts";
 import type { SwarmApi } from "../../swarm-api.ts";
+import { parseOrThrow } from "../../validation.ts";
 import type { EventSource } from "../event-source.ts";
-import { EventsQuery, LastEventIdHeader, parseOrThrow, runIdParam } from "../schemas.ts";
+import { EventsQuery, LastEventIdHeader, runIdParam } from "../schemas.ts";
 import { EventStream } from "../sse/event-stream.ts";
 import { SSE_HEADERS } from "../sse/sse-message.ts";
 

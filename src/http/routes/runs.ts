@@ -1,6 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import type { SwarmApi } from "../../swarm-api.ts";
-import { CreateRunBody, parseOrThrow, runIdParam, SpawnBody } from "../schemas.ts";
+import { parseOrThrow } from "../../validation.ts";
+import { CreateRunBody, runIdParam, SpawnBody } from "../schemas.ts";
 
 /** Spec sections 4.1, 4.2, 4.3 and 4.5. */
 export function runRoutes(app: FastifyInstance, swarm: SwarmApi): void {

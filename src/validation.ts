@@ -1,7 +1,15 @@
 import type { z } from "zod";
+import { SwarmError, type ErrorCode } from "./errors.ts";
 
 type Issue = z.core.$ZodIssue;
 type PathKey = PropertyKey;
+
+/** Parse `value` or throw a `SwarmError` whose message names every failing field under `root`. */
+export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, root: string, code: ErrorCode = "INVALID_BODY"): z.output<S> {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  throw new SwarmError(code, formatIssues(root, parsed.error.issues), { details: parsed.error.issues });
+}
 
 /**
  * One line per failing field, `root.path: problem`, joined with "; ". Unknown keys are named one by
