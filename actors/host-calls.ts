@@ -5,9 +5,9 @@ import { AgentSpecSchema, BudgetSchema } from "../src/spec/agent-spec.ts";
 import { MAX_WAIT_SECONDS } from "../src/swarm-api.ts";
 import { parseOrThrow } from "../src/validation.ts";
 import { runOf } from "./controls.ts";
+import { readResult } from "./read-result.ts";
 import type { ServiceCore } from "./service-core.ts";
 import { spawnAgent } from "./spawn.ts";
-import { readResult } from "./swarm-service.ts";
 
 const SpawnParams = z.strictObject({
   spec: AgentSpecSchema,

@@ -1,4 +1,3 @@
-import { once } from "node:events";
 import { agentMachine } from "../machines/agent.machine.ts";
 import type { ProvisionInput } from "../machines/agent.types.ts";
 import { SwarmError } from "../src/errors.ts";
@@ -6,13 +5,14 @@ import type { HarnessEventMessage } from "../src/harness/protocol.ts";
 import type { Ledger } from "../src/ledger/ledger.ts";
 import type { ResultStore } from "../src/results/result-store.ts";
 import type { SandboxRuntime } from "../src/sandbox/runtime.ts";
-import type { AgentView, ResultView, SwarmApi } from "../src/swarm-api.ts";
+import type { AgentView, SwarmApi } from "../src/swarm-api.ts";
 import { agentView, runSnapshot } from "../src/views/run-view.ts";
 import { agentState, requireLive } from "./agent-state.ts";
 import { deleteRun, pause, resume, runOf, steer, stop } from "./controls.ts";
 import { endingKey, hseqKey } from "./fact-tap.ts";
 import { createHarnessActor } from "./harness.actor.ts";
 import { answerHostCall } from "./host-calls.ts";
+import { readResult } from "./read-result.ts";
 import { createSandboxActors, type ProvisionPlan } from "./sandbox.actors.ts";
 import { appendToRun, createWaiters, type ServiceConfig, type ServiceCore } from "./service-core.ts";
 import { createRun, spawnAgent } from "./spawn.ts";
@@ -110,30 +110,6 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
       }
       for (const client of core.clients.values()) client.close();
     },
-  };
-}
-
-/** A result: settled once a turn settled or the agent ended; waits up to `waitSeconds` while pending. */
-export async function readResult(core: ServiceCore, agentId: string, waitSeconds: number, signal?: AbortSignal): Promise<ResultView> {
-  const run = runOf(core, agentId);
-  const settled = () => {
-    const record = run.view.agents.get(agentId)!;
-    return record.settled !== null || record.outcome !== null;
-  };
-  if (!settled() && waitSeconds > 0) {
-    const timeout = AbortSignal.timeout(waitSeconds * 1000);
-    const stopWaiting = signal ? AbortSignal.any([timeout, signal]) : timeout;
-    await once(core.waiters, `settled:${agentId}`, { signal: stopWaiting }).catch(() => undefined);
-  }
-  if (!settled()) return { agentId, state: "pending", outcome: null, resultRef: null, result: null };
-  const record = run.view.agents.get(agentId)!;
-  const resultRef = record.settled?.resultRef ?? null;
-  return {
-    agentId,
-    state: "settled",
-    outcome: record.settled?.outcome ?? record.outcome,
-    resultRef,
-    result: resultRef ? core.results.read(agentId) : null,
   };
 }
 
