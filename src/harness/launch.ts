@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, renameSync, statSync } from "node:fs";
+import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildSync } from "esbuild";
@@ -8,7 +8,8 @@ export const SWARMD_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../
 
 /** The harness as one plain ES module (its packages stay in node_modules), relative to the root. */
 export const HARNESS_BUNDLE = "dist/harness.mjs";
-const SOURCES = ["src/harness", "src/spec"];
+/** The source files the bundle was built from, as esbuild reported them. */
+const HARNESS_INPUTS = "dist/harness.inputs.json";
 
 /** Where the harness expects its folders, as the harness process sees them. */
 export interface HarnessPaths {
@@ -43,29 +44,47 @@ export function harnessArgv(paths: HarnessPaths): string[] {
 }
 
 /**
- * Build `dist/harness.mjs` when it is missing or older than its sources. Every sandbox runs this
+ * Build `dist/harness.mjs` when it is missing or older than any file it was built from (esbuild's
+ * own list of inputs, kept beside it, so a new import is never missed). Every sandbox runs this
  * plain module with node alone: no TypeScript loader (and its esbuild helper process) per agent,
- * a faster start and less memory per idle agent. Built to a temporary name, then renamed, so a
+ * a faster start and less memory per idle agent. Built to temporary names, then renamed, so a
  * concurrent starter never runs half a file.
  */
 export function ensureHarnessBundle(): string {
   const out = join(SWARMD_ROOT, HARNESS_BUNDLE);
-  const built = mtime(out);
-  if (built !== undefined && SOURCES.every((dir) => newest(join(SWARMD_ROOT, dir)) <= built)) return out;
+  const inputsFile = join(SWARMD_ROOT, HARNESS_INPUTS);
+  if (isFresh(out, inputsFile)) return out;
   mkdirSync(dirname(out), { recursive: true });
-  const temporary = `${out}.${process.pid}.tmp`;
-  buildSync({
-    entryPoints: [join(SWARMD_ROOT, "src/harness/main.ts")],
+  const temporary = `.${process.pid}.tmp`;
+  const { metafile } = buildSync({
+    absWorkingDir: SWARMD_ROOT,
+    entryPoints: ["src/harness/main.ts"],
     bundle: true,
     platform: "node",
     format: "esm",
     target: "node20",
     packages: "external",
-    outfile: temporary,
+    outfile: out + temporary,
+    metafile: true,
     logLevel: "error",
   });
-  renameSync(temporary, out);
+  writeFileSync(inputsFile + temporary, JSON.stringify(Object.keys(metafile.inputs)));
+  renameSync(inputsFile + temporary, inputsFile);
+  renameSync(out + temporary, out);
   return out;
+}
+
+/** The bundle exists and no file it was built from (paths relative to the root) changed since. */
+function isFresh(out: string, inputsFile: string): boolean {
+  const built = mtime(out);
+  if (built === undefined) return false;
+  let inputs: unknown;
+  try {
+    inputs = JSON.parse(readFileSync(inputsFile, "utf8"));
+  } catch {
+    return false;
+  }
+  return Array.isArray(inputs) && inputs.every((path) => (mtime(join(SWARMD_ROOT, String(path))) ?? Infinity) <= built);
 }
 
 function mtime(path: string): number | undefined {
@@ -74,13 +93,4 @@ function mtime(path: string): number | undefined {
   } catch {
     return undefined;
   }
-}
-
-function newest(dir: string): number {
-  let latest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    latest = Math.max(latest, entry.isDirectory() ? newest(path) : (mtime(path) ?? 0));
-  }
-  return latest;
 }
