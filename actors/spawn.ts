@@ -5,7 +5,7 @@ import { SwarmError } from "../src/errors.ts";
 import { parentMap } from "../src/views/run-view.ts";
 import { DEFAULT_MAX_AGENTS, DEFAULT_SPAWN_DEPTH } from "../src/spec/agent-spec.ts";
 import type { CreateRunRequest, CreateRunResponse, SpawnRequest, SpawnResponse } from "../src/swarm-api.ts";
-import { agentState } from "./agent-state.ts";
+import { requireLive } from "./agent-state.ts";
 import { addAgent, appendToRun, openRun, type AgentMeta, type ServiceCore } from "./service-core.ts";
 
 export const newRunId = () => `r_${randomBytes(8).toString("hex")}`;
@@ -65,8 +65,8 @@ export async function spawnAgent(core: ServiceCore, runId: string, request: Spaw
     const earlier = await core.ledger.getIndex(idempotencyKey(runId, request.idempotencyKey));
     if (earlier) return JSON.parse(earlier) as SpawnResponse;
   }
-  const parentState = agentState(run, parent.agentId);
-  if (parentState === "ended" || parentState === "ending") throw new SwarmError("AGENT_NOT_LIVE", `parent ${parent.agentId} is not live`);
+  // A parent without an actor (ended, or not held by the supervisor) cannot be forked.
+  const parentState = requireLive(run, parent.agentId);
 
   const parentMeta = run.meta.get(parent.agentId);
   if (!parentMeta) throw new SwarmError("INTERNAL", `no budget recorded for ${parent.agentId}`);
