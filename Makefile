@@ -1,6 +1,10 @@
 # Every target installs dependencies first when node_modules is missing or older than the lockfile.
+# run and test also set the machine up first (scripts/setup-machine.sh: bubblewrap and the sandbox
+# network tools, installed when missing and root on Debian), on node's own recipe line so that
+# `make -n run` stays the one command test/hardening/access-control.test.ts starts.
 SHELL := /bin/bash
 NODE_STAMP := node_modules/.install-stamp
+SETUP_MACHINE := scripts/setup-machine.sh
 
 .PHONY: run test check bench sandbox-image install
 
@@ -11,12 +15,12 @@ $(NODE_STAMP): package-lock.json package.json
 	@touch $(NODE_STAMP)
 
 run: $(NODE_STAMP)
-	npx tsx src/main.ts
+	$(SETUP_MACHINE) && npx tsx src/main.ts
 
 TESTS ?= $(shell find test -name "*.test.ts" | sort)
 
 test: $(NODE_STAMP)
-	node --import tsx --test --test-concurrency=1 $(TESTS)
+	$(SETUP_MACHINE) && node --import tsx --test --test-concurrency=1 $(TESTS)
 
 check: $(NODE_STAMP)
 	npx tsc --noEmit -p .

@@ -13,6 +13,13 @@ export const endingKey = (agentId: string) => `ending!${agentId}`;
 export const hseqKey = (agentId: string) => `hseq!${agentId}`;
 
 /**
+ * Ledger key of how many prompts an agent's harness acknowledged over its life. With the agent's
+ * `handle_settled` events it tells recovery how many turns the harness still owes; it is written by
+ * the service itself, so nothing in the sandbox can change it.
+ */
+export const promptsKey = (agentId: string) => `prompts!${agentId}`;
+
+/**
  * The ledger events (spec §6.1) that state a machine fact. A settled turn's text is stored first,
  * so `handle_settled` never announces a result that cannot be read.
  */

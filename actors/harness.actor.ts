@@ -3,6 +3,8 @@ import type { HarnessActorInput, HarnessCommandEvent, HarnessReportEvent } from 
 import { errorMessage, isSwarmError } from "../src/errors.ts";
 import { attachHarnessClient, type HarnessClient } from "../src/harness/client.ts";
 import { PERSISTED_HARNESS_EVENTS, type HarnessEventMessage, type HostCallMessage, type TurnSettledData } from "../src/harness/protocol.ts";
+import { createLimitedLog } from "../src/harness/rate-gate.ts";
+import { capEventData } from "../src/harness/wire-schemas.ts";
 import type { SandboxRuntime } from "../src/sandbox/runtime.ts";
 
 /** What the harness actor needs from the rest of the service. */
@@ -12,6 +14,10 @@ export interface HarnessActorDeps {
   clients: Map<string, HarnessClient>;
   /** The last harness event this agent had recorded (persisted event or settled turn). */
   recordedHseq(agentId: string): Promise<number>;
+  /** Prompts this agent's harness acknowledged over the agent's life, as the ledger recorded them. */
+  recordedPrompts(agentId: string): Promise<number>;
+  /** Record that the harness has acknowledged `count` prompts in all (recovery's count of turns owed). */
+  recordPrompts(runId: string, agentId: string, count: number): Promise<void>;
   /** Persist one harness event of the §6.2 list, recording its hseq in the same batch. */
   persist(runId: string, agentId: string, event: HarnessEventMessage): Promise<void>;
   /** Hand an ephemeral event to live listeners. */
@@ -23,6 +29,9 @@ export interface HarnessActorDeps {
 
 const RECONNECT_ATTEMPTS = 5;
 
+/** Host calls of one agent answered at once; more are refused with a tool error until some finish. */
+export const MAX_PENDING_HOST_CALLS = 8;
+
 /**
  * The agent's connection to its harness for as long as the agent is live. Forwards harness events
  * to the ledger (persisted) or live listeners (ephemeral), reports activity and settled turns to
@@ -32,10 +41,28 @@ const RECONNECT_ATTEMPTS = 5;
 export function createHarnessActor(deps: HarnessActorDeps) {
   return fromCallback<HarnessCommandEvent, HarnessActorInput>(({ input, sendBack, receive }) => {
     const { agentId, runId, sandboxId } = input;
-    const report = (event: HarnessReportEvent) => sendBack(event as AnyEventObject);
+    const log = (message: string) => {
+      try {
+        deps.log(`agent ${agentId}: ${message}`);
+      } catch {
+        // logging must not throw into a harness handler
+      }
+    };
+    const refusals = createLimitedLog(log);
+    // Reports reach the machine synchronously; a throw there must not travel back into socket
+    // handlers (where it would take the daemon down), so it is logged instead.
+    const report = (event: HarnessReportEvent) => {
+      try {
+        sendBack(event as AnyEventObject);
+      } catch (err) {
+        log(`reporting ${event.type} failed: ${errorMessage(err)}`);
+      }
+    };
     const abort = new AbortController();
     let client: HarnessClient | undefined;
     let seen = -1; // newest hseq handled on any connection of this actor
+    let prompts = -1; // prompts the harness acknowledged, as recorded in the ledger
+    let pendingHostCalls = 0;
     let ready: Promise<HarnessClient>;
     // Commands observe a failed connection through their own catch; this one only keeps the
     // rejection from counting as unhandled.
@@ -47,6 +74,7 @@ export function createHarnessActor(deps: HarnessActorDeps) {
 
     async function connect(): Promise<HarnessClient> {
       if (seen < 0) seen = await deps.recordedHseq(agentId);
+      if (prompts < 0) prompts = await deps.recordedPrompts(agentId);
       const socket = await deps.runtime.connect(sandboxId, abort.signal);
       const next = attachHarnessClient(socket, seen, {
         onEvent: (event) => {
@@ -55,6 +83,7 @@ export function createHarnessActor(deps: HarnessActorDeps) {
           handle(event);
         },
         onHostCall: (call) => answer(next, call),
+        log,
         onClose: () => {
           if (deps.clients.get(agentId) === next) deps.clients.delete(agentId);
           if (!abort.signal.aborted) setReady(reconnect());
@@ -70,7 +99,7 @@ export function createHarnessActor(deps: HarnessActorDeps) {
         if (abort.signal.aborted) throw new Error("the agent left its live state");
         const info = await deps.runtime.inspect(sandboxId, abort.signal).catch(() => undefined);
         if (!info || info.status === "gone" || attempt >= RECONNECT_ATTEMPTS) {
-          const why = !info || info.status === "gone" ? "its sandbox is gone" : "its harness stopped answering";
+          const why = !info || info.status === "gone" ? (info?.reason ?? "its sandbox is gone") : "its harness stopped answering";
           if (!abort.signal.aborted) report({ type: "harness.lost", error: `agent lost: ${why}` });
           throw new Error(why);
         }
@@ -83,6 +112,7 @@ export function createHarnessActor(deps: HarnessActorDeps) {
       }
     }
 
+    /** Events come validated by the client (`turn_settled` data included); this never throws. */
     function handle(event: HarnessEventMessage) {
       if (event.event === "turn_settled") {
         const data = event.data as unknown as TurnSettledData;
@@ -90,19 +120,34 @@ export function createHarnessActor(deps: HarnessActorDeps) {
         return;
       }
       report({ type: "harness.activity" });
-      if (event.event === "prompt_accepted") return; // bookkeeping for restarts, not news
-      if (PERSISTED_HARNESS_EVENTS.has(event.event)) {
-        deps.persist(runId, agentId, event).catch((err: unknown) => deps.log(`could not persist ${event.event} of ${agentId}: ${errorMessage(err)}`));
-      } else {
-        deps.publish(runId, agentId, event);
+      if (event.event === "prompt_accepted") return; // the ledger keeps the count (recordPrompts)
+      const capped = { ...event, data: capEventData(event) };
+      try {
+        if (PERSISTED_HARNESS_EVENTS.has(event.event)) {
+          deps.persist(runId, agentId, capped).catch((err: unknown) => log(`could not persist ${event.event}: ${errorMessage(err)}`));
+        } else {
+          deps.publish(runId, agentId, capped);
+        }
+      } catch (err) {
+        log(`could not record ${event.event}: ${errorMessage(err)}`);
       }
     }
 
     function answer(to: HarnessClient, call: HostCallMessage) {
-      deps.hostCall(agentId, call).then(
-        (data) => to.answer(call.id, { ok: true, data }),
-        (err: unknown) => to.answer(call.id, { ok: false, error: errorMessage(err) }),
-      );
+      if (pendingHostCalls >= MAX_PENDING_HOST_CALLS) {
+        refusals(`refused a ${call.method} host call: ${MAX_PENDING_HOST_CALLS} already pending`);
+        to.answer(call.id, { ok: false, error: `too many host calls in flight (at most ${MAX_PENDING_HOST_CALLS}); retry when one has answered` });
+        return;
+      }
+      pendingHostCalls++;
+      Promise.resolve()
+        .then(() => deps.hostCall(agentId, call))
+        .then(
+          (data) => to.answer(call.id, { ok: true, data }),
+          (err: unknown) => to.answer(call.id, { ok: false, error: errorMessage(err) }),
+        )
+        .catch((err: unknown) => log(`answering host call failed: ${errorMessage(err)}`))
+        .finally(() => pendingHostCalls--);
     }
 
     receive((command) => {
@@ -118,6 +163,10 @@ export function createHarnessActor(deps: HarnessActorDeps) {
       switch (command.type) {
         case "harness.prompt":
           await c.request({ type: "prompt", message: command.text });
+          // Acknowledged: the harness owes a turn for it. Recovery reads this count from the
+          // ledger, never from the control folder the agent can write.
+          prompts = Math.max(0, prompts) + 1;
+          await deps.recordPrompts(runId, agentId, prompts);
           return;
         case "harness.abort":
           await c.request({ type: "abort" });

@@ -27,7 +27,7 @@ export async function answerHostCall(core: ServiceCore, agentId: string, call: H
   const run = runOf(core, agentId);
   if (call.method === "spawn_agent") {
     const params = parseOrThrow(SpawnParams, call.params, "params");
-    return spawnAgent(core, run.runId, { ...params, parentAgentId: agentId, idempotencyKey: `host:${call.id}` });
+    return spawnAgent(core, run.runId, { ...params, parentAgentId: agentId, idempotencyKey: `host:${call.id}` }, "params");
   }
   const params = parseOrThrow(AwaitParams, call.params, "params");
   if (core.agentRuns.get(params.agentId) !== run.runId) throw new SwarmError("AGENT_NOT_FOUND", `agent ${params.agentId} is not an agent of this run`);

@@ -1,14 +1,12 @@
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import type { AgentInput, StartState } from "../machines/agent.types.ts";
 import { ancestorsOf, parentsFirst } from "../machines/tree.ts";
 import { errorMessage } from "../src/errors.ts";
-import { CONTROL_FILES } from "../src/harness/protocol.ts";
 import type { SandboxInfo } from "../src/sandbox/runtime.ts";
 import { applyEvent, parentMap } from "../src/views/run-view.ts";
-import { addAgent, appendToRun, openRun, type AgentMeta, type RunHandle, type ServiceCore } from "./service-core.ts";
+import { addAgent, appendToRun, openRun, recordedPrompts, type AgentMeta, type RunHandle, type ServiceCore } from "./service-core.ts";
 import { endingKey } from "./fact-tap.ts";
 import { agentKey } from "./spawn.ts";
+import { rootGrants } from "../src/spec/grants.ts";
 
 /**
  * Start-up: rebuild every run from the ledger and give each live agent its actor back, in the
@@ -51,7 +49,12 @@ async function restoreRun(
   for (const agent of agents.values()) {
     core.agentRuns.set(agent.agentId, run.runId);
     const raw = await core.ledger.getIndex(agentKey(agent.agentId));
-    if (raw) run.meta.set(agent.agentId, JSON.parse(raw) as AgentMeta);
+    if (raw) {
+      const meta = JSON.parse(raw) as AgentMeta;
+      // Agents recorded before grants existed get what their spec asked, within today's ceiling.
+      meta.grants ??= rootGrants({ ...meta.spec, limits: undefined }, core.config.limits, "spec");
+      run.meta.set(agent.agentId, meta);
+    }
     // Accepted spawns count against every ancestor's maxAgents (refused ones never did).
     if (agent.outcome !== "budget-exceeded") {
       for (const id of ancestorsOf(agent.agentId, parents)) run.descendants[id] = (run.descendants[id] ?? 0) + 1;
@@ -105,7 +108,10 @@ async function restoreRun(
       continue;
     }
     await matchFreezer(core, meta.sandboxId, owned.get(meta.sandboxId)!.status, agent.state === "paused", log);
-    const accepted = countAccepted(join(core.runtime.controlDir(meta.sandboxId), CONTROL_FILES.eventLog));
+    // Turns owed come from the ledger (prompts the harness acknowledged, turns settled), never from
+    // the control folder: the agent can write there (a FIFO there once hung every start-up).
+    const settled = settledCount.get(agentId) ?? 0;
+    const accepted = Math.max(await recordedPrompts(core, agentId), settled);
     addAgent(
       core,
       run,
@@ -113,7 +119,7 @@ async function restoreRun(
         ...base,
         pausedBy: agent.state === "paused" ? (agent.pausedBy ?? "operator") : undefined,
         turns: accepted,
-        inflight: Math.max(0, accepted - (settledCount.get(agentId) ?? 0)),
+        inflight: accepted - settled,
       },
       agent.parentAgentId,
       [],
@@ -139,14 +145,5 @@ async function matchFreezer(core: ServiceCore, sandboxId: string, status: Sandbo
   } else if (!paused && status === "frozen") {
     log(`sandbox ${sandboxId} is frozen but its agent is recorded running: thawing it`);
     await core.runtime.thaw(sandboxId, signal);
-  }
-}
-
-/** Prompts the harness accepted over its life, read from its event log in the control folder. */
-function countAccepted(logPath: string): number {
-  try {
-    return readFileSync(logPath, "utf8").split("\n").filter((line) => line.includes('"event":"prompt_accepted"')).length;
-  } catch {
-    return 0;
   }
 }

@@ -7,15 +7,18 @@ import { runMachine } from "../machines/run.machine.ts";
 import type { HarnessClient } from "../src/harness/client.ts";
 import type { Ledger } from "../src/ledger/ledger.ts";
 import type { ResultStore } from "../src/results/result-store.ts";
-import type { SandboxRuntime } from "../src/sandbox/runtime.ts";
+import type { SandboxLimits, SandboxRuntime } from "../src/sandbox/runtime.ts";
 import type { AgentSpec } from "../src/spec/agent-spec.ts";
+import type { Grants } from "../src/spec/grants.ts";
 import { applyEvent, createRunView, type RunView } from "../src/views/run-view.ts";
-import { factEvents } from "./fact-tap.ts";
+import { factEvents, promptsKey } from "./fact-tap.ts";
 
 export interface ServiceConfig {
   dataDir: string;
   /** Quiet-turn limit (SWARM_TURN_MAX_MS). */
   turnMaxMs: number;
+  /** The most any sandbox gets (SWARM_LIMIT_*): the ceiling of every run's root. */
+  limits: SandboxLimits;
 }
 
 /** What swarmd remembers of an agent beyond its ledger events (kept in the ledger's index). */
@@ -24,6 +27,8 @@ export interface AgentMeta {
   /** Chosen at spawn and recorded before provisioning, so a crash mid-provision can be reconciled. */
   sandboxId: string;
   spec: AgentSpec;
+  /** What its sandbox was given: the spec's asks within its parent's (or the daemon's) grants. */
+  grants: Grants;
   budget: Budget;
   keepAlive: boolean;
 }
@@ -107,4 +112,16 @@ function recordFact(core: ServiceCore, run: RunHandle, agentId: string, fact: Fa
   void appendToRun(core, run, events, put);
   if (fact.kind === "settled") run.actor.send({ type: "agent.settled", agentId });
   if (fact.kind === "ended") run.actor.send({ type: "agent.ended", agentId });
+}
+
+/** Prompts the agent's harness acknowledged over its life, as recorded in the ledger (0 when none). */
+export async function recordedPrompts(core: ServiceCore, agentId: string): Promise<number> {
+  const count = Number(await core.ledger.getIndex(promptsKey(agentId)));
+  return Number.isSafeInteger(count) && count > 0 ? count : 0;
+}
+
+/** Record that the agent's harness has acknowledged `count` prompts in all (in ledger order with its events). */
+export async function recordPrompts(core: ServiceCore, runId: string, agentId: string, count: number): Promise<void> {
+  const run = core.runs.get(runId);
+  if (run) await appendToRun(core, run, [], [{ key: promptsKey(agentId), value: String(count) }]);
 }

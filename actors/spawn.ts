@@ -4,6 +4,7 @@ import { ancestorsOf } from "../machines/tree.ts";
 import { SwarmError } from "../src/errors.ts";
 import { parentMap } from "../src/views/run-view.ts";
 import { DEFAULT_MAX_AGENTS, DEFAULT_SPAWN_DEPTH } from "../src/spec/agent-spec.ts";
+import { childGrants, rootGrants } from "../src/spec/grants.ts";
 import type { CreateRunRequest, CreateRunResponse, SpawnRequest, SpawnResponse } from "../src/swarm-api.ts";
 import { requireLive } from "./agent-state.ts";
 import { addAgent, appendToRun, openRun, type AgentMeta, type ServiceCore } from "./service-core.ts";
@@ -24,7 +25,8 @@ export async function createRun(core: ServiceCore, request: CreateRunRequest): P
     spawnDepth: request.budget?.spawnDepth ?? request.spec.spawnDepth ?? DEFAULT_SPAWN_DEPTH,
     maxAgents: request.budget?.maxAgents ?? request.spec.maxAgents ?? DEFAULT_MAX_AGENTS,
   };
-  const meta: AgentMeta = { runId, sandboxId: randomUUID(), spec: request.spec, budget, keepAlive: request.keepAlive ?? false };
+  const grants = rootGrants(request.spec, core.config.limits, "body.spec");
+  const meta: AgentMeta = { runId, sandboxId: randomUUID(), spec: request.spec, grants, budget, keepAlive: request.keepAlive ?? false };
   const run = openRun(core, runId);
   run.meta.set(rootAgentId, meta);
   await appendToRun(
@@ -52,7 +54,7 @@ export async function createRun(core: ServiceCore, request: CreateRunRequest): P
  * ledger events and subtree controls apply alike. The budget decision and counters are taken
  * synchronously, before any write, so concurrent spawns cannot both squeeze under a cap.
  */
-export async function spawnAgent(core: ServiceCore, runId: string, request: SpawnRequest): Promise<SpawnResponse> {
+export async function spawnAgent(core: ServiceCore, runId: string, request: SpawnRequest, root = "body"): Promise<SpawnResponse> {
   const run = core.runs.get(runId);
   if (!run) throw new SwarmError("RUN_NOT_FOUND", `run ${runId} does not exist`);
   const parent = run.view.agents.get(request.parentAgentId);
@@ -70,6 +72,8 @@ export async function spawnAgent(core: ServiceCore, runId: string, request: Spaw
 
   const parentMeta = run.meta.get(parent.agentId);
   if (!parentMeta) throw new SwarmError("INTERNAL", `no budget recorded for ${parent.agentId}`);
+  // Asking for more than the parent has is a bad request, refused before anything is recorded.
+  const grants = childGrants(parentMeta.grants, request.spec, `${root}.spec`);
   const parents = parentMap(run.view);
   const budgets = Object.fromEntries([...run.meta.entries()].map(([id, m]) => [id, m.budget]));
   const decision = decideSpawn({
@@ -87,6 +91,7 @@ export async function spawnAgent(core: ServiceCore, runId: string, request: Spaw
     runId,
     sandboxId: randomUUID(),
     spec: request.spec,
+    grants,
     budget: decision.ok ? decision.child : { spawnDepth: 0, maxAgents: 0 },
     keepAlive: request.keepAlive ?? false,
   };

@@ -4,7 +4,8 @@ import { SwarmError } from "../src/errors.ts";
 import type { HarnessEventMessage } from "../src/harness/protocol.ts";
 import type { Ledger } from "../src/ledger/ledger.ts";
 import type { ResultStore } from "../src/results/result-store.ts";
-import type { SandboxRuntime } from "../src/sandbox/runtime.ts";
+import { DEFAULT_SANDBOX_LIMITS, type SandboxRuntime } from "../src/sandbox/runtime.ts";
+import { grantedSpec } from "../src/spec/grants.ts";
 import type { AgentView, SwarmApi } from "../src/swarm-api.ts";
 import { agentView, runSnapshot } from "../src/views/run-view.ts";
 import { agentState, requireLive } from "./agent-state.ts";
@@ -14,11 +15,12 @@ import { createHarnessActor } from "./harness.actor.ts";
 import { answerHostCall } from "./host-calls.ts";
 import { readResult } from "./read-result.ts";
 import { createSandboxActors, type ProvisionPlan } from "./sandbox.actors.ts";
-import { appendToRun, createWaiters, type ServiceConfig, type ServiceCore } from "./service-core.ts";
+import { appendToRun, createWaiters, recordedPrompts, recordPrompts, type ServiceConfig, type ServiceCore } from "./service-core.ts";
 import { createRun, spawnAgent } from "./spawn.ts";
 
 export interface SwarmServiceDeps {
-  config: ServiceConfig;
+  /** `limits` defaults to `DEFAULT_SANDBOX_LIMITS`. */
+  config: Omit<ServiceConfig, "limits"> & Partial<Pick<ServiceConfig, "limits">>;
   runtime: SandboxRuntime;
   ledger: Ledger;
   results: ResultStore;
@@ -37,7 +39,7 @@ const SESSION_STATS_TIMEOUT_MS = 2_000;
 
 export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
   const core: ServiceCore = {
-    config: deps.config,
+    config: { ...deps.config, limits: deps.config.limits ?? DEFAULT_SANDBOX_LIMITS },
     runtime: deps.runtime,
     ledger: deps.ledger,
     results: deps.results,
@@ -64,6 +66,8 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
         runtime: deps.runtime,
         clients: core.clients,
         recordedHseq: async (agentId) => Number((await deps.ledger.getIndex(hseqKey(agentId))) ?? 0),
+        recordedPrompts: (agentId) => recordedPrompts(core, agentId),
+        recordPrompts: (runId, agentId, count) => recordPrompts(core, runId, agentId, count),
         persist: (runId, agentId, event) => persistHarnessEvent(core, runId, agentId, event),
         publish: (runId, agentId, event) => deps.ledger.publish(runId, { type: event.event, agentId, data: event.data }),
         hostCall: (agentId, call) => answerHostCall(core, agentId, call),
@@ -145,7 +149,16 @@ async function planProvision(core: ServiceCore, input: ProvisionInput, signal: A
     inputs[`${dep}.md`] = core.results.read(dep) ?? `(no result: agent ${dep} ended with outcome ${depRecord?.outcome ?? "unknown"})\n`;
   }
   return {
-    request: { sandboxId: input.sandboxId, runId: input.runId, agentId: input.agentId, spec: meta.spec, env: meta.spec.env, network: meta.spec.network, image: meta.spec.image },
+    request: {
+      sandboxId: input.sandboxId,
+      runId: input.runId,
+      agentId: input.agentId,
+      spec: grantedSpec(meta.spec, meta.grants),
+      env: meta.grants.env,
+      network: meta.grants.network,
+      image: meta.grants.image,
+      limits: meta.grants.limits,
+    },
     parentSandboxId,
     inputs,
   };

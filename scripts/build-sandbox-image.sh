@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Builds the docker runtime's sandbox image, swarmd-sandbox:<package.json version>, without any
 # registry access: a root filesystem made of this machine's node, bash (pi's bash tool runs
-# /bin/bash), the shared libraries both need and a static busybox for the usual commands, brought
-# in with `docker import`. swarmd itself is not in the image: sandboxes mount it at /opt/swarmd.
+# /bin/bash), setpriv (the harness starts its agent's tools as the agent's user), the shared
+# libraries they need and a static busybox for the usual commands, brought
+# in with `docker import`. swarmd itself is not in the image: sandboxes mount its harness bundle
+# and node_modules read-only under /opt/swarmd. Containers run read-only, tools as uid 65532
+# (`agent`) and the harness as 65533 (`harness`), with /work, /inputs and /control mounted from the
+# sandbox's folder and a tmpfs /tmp as HOME.
 #
 #   scripts/build-sandbox-image.sh               # from the host's binaries (no pull)
 #   scripts/build-sandbox-image.sh --dockerfile  # docker build docker/sandbox (pulls node:20-slim)
@@ -19,6 +23,7 @@ fi
 die() { echo "build-sandbox-image: $*" >&2; exit 1; }
 node_bin="$(command -v node)" || die "node is not installed"
 bash_bin="$(command -v bash)" || die "bash is not installed"
+setpriv_bin="$(command -v setpriv)" || die "setpriv is not installed (util-linux)"
 busybox_bin="$(command -v busybox)" || die "busybox is not installed (apt-get install -y busybox-static)"
 ldd "$busybox_bin" >/dev/null 2>&1 && die "$busybox_bin is dynamically linked; install busybox-static"
 docker info >/dev/null 2>&1 || die "no Docker engine answers (DOCKER_HOST=${DOCKER_HOST:-unix:///var/run/docker.sock})"
@@ -26,8 +31,8 @@ docker info >/dev/null 2>&1 || die "no Docker engine answers (DOCKER_HOST=${DOCK
 rootfs="$(mktemp -d "${TMPDIR:-/tmp}/swarmd-rootfs.XXXXXX")"
 trap 'rm -rf "$rootfs"' EXIT
 cd "$rootfs"
-mkdir -p bin sbin usr/bin usr/sbin usr/local/bin etc home/agent tmp work inputs control opt/swarmd proc sys dev root
-chmod 1777 tmp work inputs home/agent
+mkdir -p bin sbin usr/bin usr/sbin usr/local/bin etc tmp work inputs control opt/swarmd proc sys dev root
+chmod 1777 tmp
 
 # A binary and every library the dynamic loader resolves for it, at the same paths as on the host.
 copy_with_libs() {
@@ -39,6 +44,7 @@ copy_with_libs() {
 }
 copy_with_libs "$node_bin" usr/local/bin/node
 copy_with_libs "$bash_bin" bin/bash
+copy_with_libs "$setpriv_bin" usr/bin/setpriv
 
 install -m 0755 "$(readlink -f "$busybox_bin")" bin/busybox
 # Applets at their usual paths (bin/sh, usr/bin/env, ...), never over a real binary copied above.
@@ -48,12 +54,14 @@ done
 
 cat >etc/passwd <<'PASSWD'
 root:x:0:0:root:/root:/bin/sh
-agent:x:1000:1000:swarmd agent:/home/agent:/bin/bash
+agent:x:65532:65532:swarmd agent:/tmp:/bin/bash
+harness:x:65533:65533:swarmd harness:/tmp:/bin/false
 nobody:x:65534:65534:nobody:/nonexistent:/bin/false
 PASSWD
 cat >etc/group <<'GROUP'
 root:x:0:
-agent:x:1000:
+agent:x:65532:
+harness:x:65533:
 nogroup:x:65534:
 GROUP
 echo 'hosts: files dns' >etc/nsswitch.conf
@@ -63,7 +71,7 @@ previous="$(docker image inspect "$tag" --format '{{.Id}}' 2>/dev/null || true)"
 echo "build-sandbox-image: importing $tag from $(du -sh . | cut -f1) of files"
 tar --numeric-owner --owner=0 --group=0 -C "$rootfs" -c . | docker import \
   --change 'ENV PATH=/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin' \
-  --change 'ENV HOME=/home/agent' \
+  --change 'ENV HOME=/tmp' \
   --change 'WORKDIR /work' \
   --change 'CMD ["sleep", "infinity"]' \
   --change "LABEL swarmd.image=sandbox swarmd.version=$version" \

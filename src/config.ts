@@ -1,6 +1,8 @@
-import { resolve } from "node:path";
+import { BlockList, isIP } from "node:net";
+import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
 import { SwarmError } from "./errors.ts";
+import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits } from "./sandbox/runtime.ts";
 
 const Env = z.object({
   SWARM_HOST: z.string().min(1).default("127.0.0.1"),
@@ -13,9 +15,19 @@ const Env = z.object({
   SWARM_INSPECT: z.enum(["0", "1"]).default("0"),
   SWARM_INSPECT_PORT: z.coerce.number().int().min(1).max(65535).default(8080),
   SWARM_DOCKER_IMAGE: z.string().min(1).optional(),
-  SWARM_DOCKER_MEMORY_MB: z.coerce.number().int().min(16).default(1024),
-  SWARM_DOCKER_PIDS: z.coerce.number().int().min(16).default(512),
+  SWARM_LIMIT_PIDS: z.coerce.number().int().min(8).default(DEFAULT_SANDBOX_LIMITS.pids),
+  SWARM_LIMIT_MEMORY_MIB: z.coerce.number().int().min(32).default(DEFAULT_SANDBOX_LIMITS.memoryMiB),
+  SWARM_LIMIT_CPUS: z.coerce.number().min(0.01).default(DEFAULT_SANDBOX_LIMITS.cpus),
+  SWARM_LIMIT_DISK_MIB: z.coerce.number().int().min(1).default(DEFAULT_SANDBOX_LIMITS.diskMiB),
+  SWARM_LIMIT_TMP_MIB: z.coerce.number().int().min(1).default(DEFAULT_SANDBOX_LIMITS.tmpMiB),
   SWARM_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  SWARM_ALLOWED_HOSTS: z
+    .string()
+    .transform((list) => list.split(",").map((name) => name.trim()).filter((name) => name !== ""))
+    .refine((names) => names.every(isHostName), { message: "must be host names or IP addresses separated by commas, with no scheme or port" })
+    .default([]),
+  SWARM_ISOLATION: z.enum(["bubblewrap", "none"]).default("bubblewrap"),
+  SWARM_BWRAP: z.string().refine(isAbsolute, { message: "must be an absolute path" }).optional(),
 });
 
 /** The daemon's settings, all from the environment (DESIGN.md "Names"). */
@@ -29,8 +41,16 @@ export interface Config {
   bodyLimitBytes: number;
   inspect: boolean;
   inspectPort: number;
-  docker: { image?: string; memoryBytes: number; pidsLimit: number };
+  docker: { image?: string };
+  /** The most any sandbox gets (SWARM_LIMIT_*): every run's root is within it, every child within its parent. */
+  limits: SandboxLimits;
   logLevel: z.infer<typeof Env>["SWARM_LOG_LEVEL"];
+  /** Host header names served besides loopback and `host` (SWARM_ALLOWED_HOSTS). */
+  allowedHosts: string[];
+  /** Isolation of `process` sandboxes: `bubblewrap`, or `none` only when the operator says so. */
+  isolation: "bubblewrap" | "none";
+  /** The one bwrap binary to use (SWARM_BWRAP); unset: the first in /usr/bin, /usr/local/bin, PATH. */
+  bwrap?: string;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -42,6 +62,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new SwarmError("CONFIG_INVALID", `invalid configuration: ${problems}`);
   }
   const e = parsed.data;
+  // Anyone who reaches a non-loopback address could run code through the agents: not without a token.
+  if (e.SWARM_TOKEN === undefined && !isLoopback(e.SWARM_HOST)) {
+    throw new SwarmError("CONFIG_INVALID", `invalid configuration: SWARM_HOST=${e.SWARM_HOST} is not a loopback address and SWARM_TOKEN is not set; set SWARM_TOKEN, or listen on 127.0.0.1`);
+  }
   return {
     host: e.SWARM_HOST,
     port: e.SWARM_PORT,
@@ -52,7 +76,28 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimitBytes: e.SWARM_BODY_LIMIT,
     inspect: e.SWARM_INSPECT === "1",
     inspectPort: e.SWARM_INSPECT_PORT,
-    docker: { image: e.SWARM_DOCKER_IMAGE, memoryBytes: e.SWARM_DOCKER_MEMORY_MB * 1024 * 1024, pidsLimit: e.SWARM_DOCKER_PIDS },
+    docker: { image: e.SWARM_DOCKER_IMAGE },
+    limits: { pids: e.SWARM_LIMIT_PIDS, memoryMiB: e.SWARM_LIMIT_MEMORY_MIB, cpus: e.SWARM_LIMIT_CPUS, diskMiB: e.SWARM_LIMIT_DISK_MIB, tmpMiB: e.SWARM_LIMIT_TMP_MIB },
     logLevel: e.SWARM_LOG_LEVEL,
+    allowedHosts: e.SWARM_ALLOWED_HOSTS,
+    isolation: e.SWARM_ISOLATION,
+    bwrap: e.SWARM_BWRAP,
   };
+}
+
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet("127.0.0.0", 8, "ipv4");
+LOOPBACK.addAddress("::1", "ipv6");
+
+/** `localhost`, 127.0.0.0/8 or ::1 (also bracketed, as in a URL). */
+export function isLoopback(host: string): boolean {
+  const address = host.replace(/^\[(.*)\]$/, "$1");
+  if (address.toLowerCase() === "localhost") return true;
+  const family = isIP(address);
+  return family !== 0 && LOOPBACK.check(address, family === 4 ? "ipv4" : "ipv6");
+}
+
+/** A DNS name or an IP address (IPv6 with or without brackets): what a Host header may name. */
+function isHostName(name: string): boolean {
+  return isIP(name.replace(/^\[(.*)\]$/, "$1")) !== 0 || /^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\.?$/i.test(name);
 }

@@ -8,6 +8,7 @@ export const ERROR_CODES = {
   INVALID_BODY: "The request body is not valid.",
   INVALID_QUERY: "A query parameter is not valid.",
   UNAUTHORIZED: "Missing or wrong bearer token.",
+  HOST_NOT_ALLOWED: "The Host header names no host this daemon serves.",
   BODY_TOO_LARGE: "The request body is too large.",
   NOT_FOUND: "No such route.",
   RUN_NOT_FOUND: "Run does not exist.",

@@ -23,7 +23,7 @@ async function main(): Promise<void> {
   const inspect = config.inspect ? await startInspector(config.inspectPort) : undefined;
   const service = createSwarmService({
     inspect,
-    config: { dataDir: config.dataDir, turnMaxMs: config.turnMaxMs },
+    config: { dataDir: config.dataDir, turnMaxMs: config.turnMaxMs, limits: config.limits },
     runtime,
     ledger,
     results: createResultStore(config.dataDir),
@@ -32,7 +32,12 @@ async function main(): Promise<void> {
   const app = buildServer({
     swarm: service,
     events: ledger,
-    config: { bodyLimitBytes: config.bodyLimitBytes, token: config.token, logger: { level: config.logLevel } },
+    config: {
+      bodyLimitBytes: config.bodyLimitBytes,
+      token: config.token,
+      allowedHosts: [config.host, ...config.allowedHosts],
+      logger: { level: config.logLevel },
+    },
   });
   if (inspect) app.log.info(`SWARM_INSPECT=1: open http://127.0.0.1:${config.inspectPort} to watch the machines`);
   // What start-up recovery does (reconnects, lost agents, orphans closed) is worth an operator's eye.

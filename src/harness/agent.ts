@@ -12,6 +12,7 @@ import {
 import { TOOL_NAMES, type AgentSpec } from "../spec/agent-spec.ts";
 import { toWireEvent } from "./event-map.ts";
 import type { HostCalls } from "./host-calls.ts";
+import { agentUserTools, type AgentUser } from "./agent-user.ts";
 import { createHostTools } from "./host-tools.ts";
 import { resolveModel } from "./model.ts";
 import type { HarnessEventType, TurnSettledData } from "./protocol.ts";
@@ -27,6 +28,8 @@ export interface HarnessAgentOptions {
   agentDir: string;
   host: HostCalls;
   emit: (event: HarnessEventType, data: Record<string, unknown>) => void;
+  /** The user the agent's tools run as, when the harness runs as another (an isolated sandbox). */
+  agentUser?: AgentUser;
 }
 
 /** One agent: a pi coding-agent session driven turn by turn. */
@@ -56,7 +59,7 @@ export async function createHarnessAgent(options: HarnessAgentOptions): Promise<
     modelRegistry,
     resourceLoader: minimalResources(spec.systemPrompt ?? DEFAULT_SYSTEM_PROMPT),
     tools: [...(spec.tools ?? TOOL_NAMES)],
-    customTools: createHostTools(options.host),
+    customTools: [...createHostTools(options.host), ...(options.agentUser ? agentUserTools(workDir, options.agentUser, spec.tools ?? TOOL_NAMES) : [])],
     sessionManager: SessionManager.inMemory(workDir),
     settingsManager: SettingsManager.inMemory({ compaction: { enabled: true }, retry: { enabled: true, maxRetries: 3 } }),
   });

@@ -2,14 +2,9 @@ import { randomUUID } from "node:crypto";
 import type { Socket } from "node:net";
 import { SwarmError } from "../errors.ts";
 import { jsonLine, readJsonLines } from "./jsonl.ts";
-import {
-  MAX_LINE_BYTES,
-  type HarnessCommand,
-  type HarnessEventMessage,
-  type HarnessMessage,
-  type HostCallMessage,
-  type ResponseMessage,
-} from "./protocol.ts";
+import type { HarnessCommand, HarnessEventMessage, HostCallMessage, ResponseMessage } from "./protocol.ts";
+import { createLimitedLog, createTokenBucket } from "./rate-gate.ts";
+import { MAX_HARNESS_LINE_BYTES, MAX_HSEQ_STEP, parseHarnessLine } from "./wire-schemas.ts";
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 export type CommandInput = DistributiveOmit<HarnessCommand, "id">;
@@ -21,7 +16,15 @@ export interface HarnessClientHandlers {
   onHostCall?(call: HostCallMessage): void;
   /** The connection ended (harness exited, sandbox closed, or replaced by a newer client). */
   onClose?(): void;
+  /** Where dropped lines and throttling are reported (rate-limited: once per burst). */
+  log?(message: string): void;
 }
+
+/** How fast one harness connection is read; above it, reading pauses until the bucket refills. */
+export const HARNESS_READ_LIMITS = {
+  lines: { burst: 10_000, perSecond: 5_000 },
+  bytes: { burst: 32 * 1024 * 1024, perSecond: 16 * 1024 * 1024 },
+} as const;
 
 /**
  * The service's side of one harness connection. Commands resolve with the harness's `data` or
@@ -37,10 +40,41 @@ export interface HarnessClient {
 
 const DEFAULT_TIMEOUT_MS = 30_000;
 
-/** Take over a connected socket: say hello (replay after `after`) and route what comes back. */
+/**
+ * Take over a connected socket: say hello (replay after `after`) and route what comes back.
+ * Everything the harness sends is untrusted: a line is parsed against the wire schemas and dropped
+ * (logged, rate-limited) when it is not JSON, does not match, is longer than
+ * `MAX_HARNESS_LINE_BYTES`, or is an event whose hseq is not above the last one or jumps more than
+ * `MAX_HSEQ_STEP`. Reading pauses while the harness sends faster than `HARNESS_READ_LIMITS`.
+ * Handlers that throw are caught and logged; nothing a harness sends throws out of here.
+ */
 export function attachHarnessClient(socket: Socket, after: number, handlers: HarnessClientHandlers): HarnessClient {
   const pending = new Map<string, { resolve: (data: unknown) => void; reject: (err: Error) => void; timer: NodeJS.Timeout }>();
   let closed = false;
+  let lastHseq = Math.max(0, after);
+  const log = handlers.log ?? (() => undefined);
+  const dropped = createLimitedLog(log);
+  const throttled = createLimitedLog(log);
+  const lines = createTokenBucket(HARNESS_READ_LIMITS.lines.burst, HARNESS_READ_LIMITS.lines.perSecond);
+  const bytes = createTokenBucket(HARNESS_READ_LIMITS.bytes.burst, HARNESS_READ_LIMITS.bytes.perSecond);
+  let resumeTimer: NodeJS.Timeout | undefined;
+
+  const slowDown = (waitMs: number) => {
+    if (waitMs <= 0 || resumeTimer !== undefined || closed) return;
+    throttled(`the harness sends faster than ${HARNESS_READ_LIMITS.lines.perSecond} lines/s or ${HARNESS_READ_LIMITS.bytes.perSecond} bytes/s: reading paused`);
+    socket.pause();
+    resumeTimer = setTimeout(() => {
+      resumeTimer = undefined;
+      if (!closed) socket.resume();
+    }, waitMs);
+  };
+  const guarded = (what: string, fn: () => void) => {
+    try {
+      fn();
+    } catch (err) {
+      dropped(`handling a harness ${what} failed: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  };
 
   const fail = (err: Error) => {
     for (const entry of pending.values()) {
@@ -50,23 +84,40 @@ export function attachHarnessClient(socket: Socket, after: number, handlers: Har
     pending.clear();
   };
 
-  readJsonLines(socket, MAX_LINE_BYTES * 4, (item) => {
-    if (!("line" in item) || item.line.length === 0) return;
-    let message: HarnessMessage;
-    try {
-      message = JSON.parse(item.line) as HarnessMessage;
-    } catch {
-      return; // a harness never sends bad JSON; ignore rather than tear down the connection
+  socket.on("data", (chunk: Buffer | string) => slowDown(bytes.take(chunk.length)));
+  readJsonLines(socket, MAX_HARNESS_LINE_BYTES, (item) => {
+    slowDown(lines.take(1));
+    if (!("line" in item)) {
+      dropped(`dropped a harness line of ${item.tooLong} characters (limit ${MAX_HARNESS_LINE_BYTES})`);
+      return;
     }
-    if (message.type === "event") handlers.onEvent(message);
-    else if (message.type === "host_call") handlers.onHostCall?.(message);
-    else if (message.type === "response") settle(message);
+    if (item.line.length === 0) return;
+    const parsed = parseHarnessLine(item.line);
+    if (!parsed.ok) {
+      dropped(`dropped a bad harness line: ${parsed.reason}`);
+      return;
+    }
+    const message = parsed.message;
+    if (message.type === "event") {
+      if (message.hseq <= lastHseq) return; // already delivered on this connection
+      if (message.hseq - lastHseq > MAX_HSEQ_STEP) {
+        dropped(`dropped a harness event whose hseq ${message.hseq} jumps past ${lastHseq} by more than ${MAX_HSEQ_STEP}`);
+        return;
+      }
+      lastHseq = message.hseq;
+      guarded("event", () => handlers.onEvent(message));
+    } else if (message.type === "host_call") {
+      guarded("host call", () => handlers.onHostCall?.(message));
+    } else {
+      guarded("response", () => settle(message));
+    }
   });
   socket.on("error", () => socket.destroy());
   socket.on("close", () => {
     closed = true;
+    clearTimeout(resumeTimer);
     fail(new SwarmError("HARNESS_UNREACHABLE", "the harness connection closed"));
-    handlers.onClose?.();
+    guarded("close", () => handlers.onClose?.());
   });
 
   const settle = (response: ResponseMessage) => {

@@ -21,6 +21,8 @@ export interface HarnessPaths {
   swarmdRoot?: string;
   /** Node binary as seen by the harness (default: this process's). */
   nodePath?: string;
+  /** The user the agent's tools run as, when the harness runs as another. */
+  agentUser?: { uid: number; gid: number };
 }
 
 /**
@@ -40,6 +42,7 @@ export function harnessArgv(paths: HarnessPaths): string[] {
     paths.controlDir,
     "--work",
     paths.workDir,
+    ...(paths.agentUser ? ["--agent-uid", String(paths.agentUser.uid), "--agent-gid", String(paths.agentUser.gid)] : []),
   ];
 }
 

@@ -13,13 +13,15 @@ import { createHostCalls } from "./host-calls.ts";
 import { CONTROL_FILES } from "./protocol.ts";
 import { startHarnessServer, type HarnessServer } from "./server.ts";
 
-const { values } = parseArgs({ options: { control: { type: "string" }, work: { type: "string" } } });
+const { values } = parseArgs({ options: { control: { type: "string" }, work: { type: "string" }, "agent-uid": { type: "string" }, "agent-gid": { type: "string" } } });
 if (!values.control || !values.work) {
   process.stderr.write("usage: harness --control <dir> --work <dir>\n");
   process.exit(2);
 }
 const controlDir = values.control;
 const workDir = values.work;
+// Given when the harness runs as a user of its own: the agent's tools then run as this one.
+const agentUser = values["agent-uid"] ? { uid: Number(values["agent-uid"]), gid: Number(values["agent-gid"] ?? values["agent-uid"]) } : undefined;
 
 const spec = AgentSpecSchema.parse(JSON.parse(readFileSync(join(controlDir, CONTROL_FILES.spec), "utf8")));
 const log = openEventLog(join(controlDir, CONTROL_FILES.eventLog));
@@ -31,6 +33,7 @@ const agent = await createHarnessAgent({
   workDir,
   agentDir: join(controlDir, "pi"),
   host,
+  agentUser,
   emit(event, data) {
     server?.publish(log.append({ event, at: Date.now(), data }));
   },

@@ -4,6 +4,7 @@ import { SwarmError } from "../errors.ts";
 import type { SwarmApi } from "../swarm-api.ts";
 import { bearerAuth } from "./auth.ts";
 import { sendClientError, sendError } from "./errors.ts";
+import { hostCheck } from "./host-check.ts";
 import type { EventSource } from "./event-source.ts";
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from "./json-depth.ts";
 import { agentRoutes } from "./routes/agents.ts";
@@ -16,6 +17,11 @@ export interface ServerConfig {
   bodyLimitBytes: number;
   /** When set, every route but `/health` needs `Authorization: Bearer <token>`. */
   token?: string;
+  /**
+   * Host header names served besides 127.0.0.1, localhost and [::1] (the daemon's SWARM_HOST and
+   * SWARM_ALLOWED_HOSTS); a request naming any other host, or none, is a 403 on every route.
+   */
+  allowedHosts?: readonly string[];
   /** Interval of the `: heartbeat` comment on event streams; the spec's 10 s unless a test shortens it. */
   heartbeatMs?: number;
   /** Persisted events queued for a client that is not reading before its stream is cut; the spec's 500 unless set. */
@@ -46,6 +52,8 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     frameworkErrors: (err, request, reply) => sendError(err, request, reply),
     // And so do node's refusals of requests it cannot even parse.
     clientErrorHandler: sendClientError,
+    // node answers a missing Host with a bare 400 of its own; hostCheck refuses it with the others.
+    http: { requireHostHeader: false },
   });
 
   // Bodies are JSON only: fastify's built-in text/plain parser would let a string through to zod
@@ -70,6 +78,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   app.setNotFoundHandler((request) => {
     throw new SwarmError("NOT_FOUND", `No route ${request.method} ${request.url.split("?")[0] ?? ""}.`);
   });
+  app.addHook("onRequest", hostCheck(config.allowedHosts));
   if (config.token !== undefined && config.token !== "") app.addHook("onRequest", bearerAuth(config.token));
 
   const streams = new Set<EventStream>();

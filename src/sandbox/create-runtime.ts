@@ -1,18 +1,28 @@
 import type { Config } from "../config.ts";
+import { isSwarmError, SwarmError } from "../errors.ts";
 import { createDockerRuntime } from "./docker/docker-runtime.ts";
 import { createProcessRuntime } from "./process/process-runtime.ts";
 import type { SandboxRuntime } from "./runtime.ts";
 
-/** The runtime SWARM_RUNTIME names, ready to use (docker: the engine answered). */
+/**
+ * The runtime SWARM_RUNTIME names, ready to use (docker: the engine answered). The process runtime
+ * fails closed: without working bubblewrap it throws `RUNTIME_UNAVAILABLE` saying how to go on,
+ * unless the operator set SWARM_ISOLATION=none.
+ */
 export async function createRuntime(config: Config, log: (message: string) => void): Promise<SandboxRuntime> {
   if (config.runtime === "process") {
-    return createProcessRuntime({ dataDir: config.dataDir, logger: { warn: log, info: log } });
+    try {
+      return createProcessRuntime({ dataDir: config.dataDir, isolation: config.isolation, bwrap: config.bwrap, logger: { warn: log, info: log } });
+    } catch (err) {
+      if (!isSwarmError(err, "RUNTIME_UNAVAILABLE") || config.isolation !== "bubblewrap") throw err;
+      const hint = "refusing to run sandboxes unisolated: install bubblewrap (make run does, as root) or set SWARM_ISOLATION=none to accept unisolated sandboxes";
+      throw new SwarmError("RUNTIME_UNAVAILABLE", `${err.message}; ${hint}`, { cause: err });
+    }
   }
   const runtime = createDockerRuntime({
     dataDir: config.dataDir,
     image: config.docker.image,
-    memoryBytes: config.docker.memoryBytes,
-    pidsLimit: config.docker.pidsLimit,
+    log,
   });
   // Fails with RUNTIME_UNAVAILABLE naming DOCKER_HOST or the default socket when no engine answers.
   await runtime.list(AbortSignal.timeout(10_000));

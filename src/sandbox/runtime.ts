@@ -13,6 +13,25 @@ export interface SandboxInfo {
    * `gone`: the sandbox's folder or container record exists but its processes/container vanished.
    */
   status: "running" | "frozen" | "gone";
+  /** Why a `gone` sandbox's processes ended, when the runtime knows: a limit it hit, or a quota it broke. */
+  reason?: string;
+}
+
+/**
+ * Resource limits of one sandbox, already resolved (daemon defaults, tightened by the parent's and
+ * the spec's `limits`). A sandbox over a limit fails inside itself; the daemon keeps working.
+ */
+export interface SandboxLimits {
+  /** Most processes (and threads) alive at once. */
+  pids: number;
+  /** Memory in MiB; swap is not allowed on top of it. */
+  memoryMiB: number;
+  /** CPU time as a number of cores (0.5 = half of one core). */
+  cpus: number;
+  /** Size of `/work` in MiB. */
+  diskMiB: number;
+  /** Size of the sandbox's `/tmp` (a tmpfs, counted in its memory) in MiB. */
+  tmpMiB: number;
 }
 
 /** Everything a runtime needs to create a sandbox. */
@@ -29,7 +48,12 @@ export interface ProvisionRequest {
   network?: boolean;
   /** Container image (docker only; ignored by `process`). */
   image?: string;
+  /** Resource limits; a runtime given none applies `DEFAULT_SANDBOX_LIMITS`. */
+  limits?: SandboxLimits;
 }
+
+/** The daemon's defaults (`SWARM_LIMIT_*`), also what a runtime applies when a request names none. */
+export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = { pids: 512, memoryMiB: 2048, cpus: 1, diskMiB: 4096, tmpMiB: 256 };
 
 /**
  * A sandbox runtime: the service's handle on agent sandboxes, acting from outside the agent.

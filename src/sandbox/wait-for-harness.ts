@@ -1,7 +1,7 @@
-import { open } from "node:fs/promises";
 import { errorMessage, SwarmError } from "../errors.ts";
 import { socketAccepts } from "../harness/socket-probe.ts";
 import { pollUntil } from "./poll.ts";
+import { tailControlFile } from "./safe-read.ts";
 
 const OUTPUT_TAIL_BYTES = 4096;
 
@@ -38,18 +38,10 @@ export async function waitForHarness(socketPath: string, options: WaitForHarness
   }
 }
 
+/** The output's end; the agent can reach the control folder, so the file is read without following links or blocking. */
 async function tail(path: string, bytes: number): Promise<string> {
   try {
-    const handle = await open(path, "r");
-    try {
-      const { size } = await handle.stat();
-      const start = Math.max(0, size - bytes);
-      const buffer = Buffer.alloc(size - start);
-      await handle.read(buffer, 0, buffer.length, start);
-      return buffer.toString("utf8").trim();
-    } finally {
-      await handle.close();
-    }
+    return (await tailControlFile(path, bytes)).toString("utf8").trim();
   } catch {
     return "";
   }

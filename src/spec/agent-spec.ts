@@ -21,6 +21,30 @@ export const TOOL_NAMES = ["bash", "read", "write", "edit", "spawn_agent", "awai
 
 const NAME = /^[A-Za-z0-9._-]{1,64}$/;
 
+/**
+ * Variables that change how programs load or start (the dynamic loader's `LD_*`, node's, the
+ * shells' start-up files, python's and perl's). A spec's env only ever reaches the sandbox, never a
+ * host-side process; these are refused as well, in depth. `SWARMD_SANDBOX` tags a sandbox's processes.
+ */
+const LOADER_VARIABLE = /^(LD_.*|NODE_OPTIONS|NODE_PATH|BASH_ENV|ENV|PYTHONSTARTUP|PERL5OPT|SWARMD_SANDBOX)$/;
+
+const EnvSchema = z
+  .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name").max(128), z.string().max(64 * 1024).refine((value) => !value.includes("\0"), "must not contain a NUL character"))
+  .superRefine((env, ctx) => {
+    for (const name of Object.keys(env)) {
+      if (LOADER_VARIABLE.test(name)) ctx.addIssue({ code: "custom", path: [name], message: "changes how programs load or start, and is refused" });
+    }
+  });
+
+/** Per-spec resource limits: each may only tighten the daemon's defaults and the parent's own. */
+export const LimitsSchema = z.strictObject({
+  pids: z.number().int().min(8).max(1_000_000).optional(),
+  memoryMiB: z.number().int().min(32).max(16 * 1024 * 1024).optional(),
+  cpus: z.number().min(0.01).max(1024).optional(),
+  diskMiB: z.number().int().min(1).max(1024 * 1024 * 1024).optional(),
+});
+export type SpecLimits = z.infer<typeof LimitsSchema>;
+
 export const AgentSpecSchema = z
   .strictObject({
     name: z.string().regex(NAME, "must be 1..64 characters of [A-Za-z0-9._-]"),
@@ -31,8 +55,9 @@ export const AgentSpecSchema = z
     spawnDepth: z.number().int().min(0).max(64).optional(),
     maxAgents: z.number().int().min(0).max(100_000).optional(),
     image: z.string().min(1).max(256).optional(),
-    env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"), z.string()).optional(),
+    env: EnvSchema.optional(),
     network: z.boolean().optional(),
+    limits: LimitsSchema.optional(),
   })
   .refine((s) => (s.model === undefined) !== (s.script === undefined), {
     message: "exactly one of model or script is required",

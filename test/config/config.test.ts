@@ -14,6 +14,9 @@ describe("configuration from the environment", () => {
     assert.equal(config.turnMaxMs, 30 * 60 * 1000);
     assert.equal(config.token, undefined);
     assert.equal(config.inspect, false);
+    assert.deepEqual(config.allowedHosts, []);
+    assert.equal(config.isolation, "bubblewrap");
+    assert.equal(config.bwrap, undefined);
   });
 
   it("reads every SWARM_* variable it documents", () => {
@@ -28,9 +31,15 @@ describe("configuration from the environment", () => {
       SWARM_INSPECT: "1",
       SWARM_INSPECT_PORT: "8181",
       SWARM_DOCKER_IMAGE: "img:1",
-      SWARM_DOCKER_MEMORY_MB: "256",
-      SWARM_DOCKER_PIDS: "64",
+      SWARM_LIMIT_PIDS: "64",
+      SWARM_LIMIT_MEMORY_MIB: "256",
+      SWARM_LIMIT_CPUS: "0.5",
+      SWARM_LIMIT_DISK_MIB: "100",
+      SWARM_LIMIT_TMP_MIB: "16",
       SWARM_LOG_LEVEL: "warn",
+      SWARM_ALLOWED_HOSTS: "swarmd.internal, 10.0.0.5",
+      SWARM_ISOLATION: "none",
+      SWARM_BWRAP: "/opt/bwrap",
     });
     assert.deepEqual(config, {
       host: "::1",
@@ -42,8 +51,12 @@ describe("configuration from the environment", () => {
       bodyLimitBytes: 2048,
       inspect: true,
       inspectPort: 8181,
-      docker: { image: "img:1", memoryBytes: 256 * 1024 * 1024, pidsLimit: 64 },
+      docker: { image: "img:1" },
+      limits: { pids: 64, memoryMiB: 256, cpus: 0.5, diskMiB: 100, tmpMiB: 16 },
       logLevel: "warn",
+      allowedHosts: ["swarmd.internal", "10.0.0.5"],
+      isolation: "none",
+      bwrap: "/opt/bwrap",
     });
   });
 

@@ -4,13 +4,14 @@ import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, before, describe, it, test } from "node:test";
+import { after, before, describe, it } from "node:test";
 import Docker from "dockerode";
 import { isSwarmError } from "../../src/errors.ts";
-import type { ProvisionRequest, SandboxRuntime } from "../../src/sandbox/runtime.ts";
+import { SWARMD_ROOT } from "../../src/harness/launch.ts";
+import { DEFAULT_SANDBOX_LIMITS, type ProvisionRequest, type SandboxLimits, type SandboxRuntime } from "../../src/sandbox/runtime.ts";
 import { createDockerRuntime } from "../../src/sandbox/docker/docker-runtime.ts";
 import { defaultSandboxImage } from "../../src/sandbox/docker/sandbox-image.ts";
-import { dockerUnusable } from "../support/docker-engine.ts";
+import { whenDocker } from "../support/docker-engine.ts";
 import { createTestHarnessClient } from "../support/harness-client.ts";
 import { runSandboxContract, type SandboxContractSetup } from "./contract.ts";
 
@@ -40,19 +41,15 @@ function dockerSetup(): () => Promise<SandboxContractSetup> {
       reopen: async () => make(),
       cleanup: () => rm(dataDir, { recursive: true, force: true }),
       leaks: (sandboxId) => dockerLeaks(dataDir, sandboxId),
+      workDir: (sandboxId) => join(dataDir, "sandboxes", sandboxId, "work"),
     };
   };
 }
 
-const reason = await dockerUnusable();
-if (reason === undefined) {
+await whenDocker("docker runtime", () => {
   runSandboxContract("docker", dockerSetup());
   describe("docker runtime specifics", () => dockerSpecifics());
-} else if (process.env.CI === "true") {
-  test("docker runtime: a Docker engine and the sandbox image are required when CI=true", () => assert.fail(reason));
-} else {
-  test("docker runtime", { skip: `docker tests skipped: ${reason}` }, () => undefined);
-}
+});
 
 function dockerSpecifics(): void {
   let dataDir: string;
@@ -79,19 +76,31 @@ function dockerSpecifics(): void {
 
   before(async () => {
     dataDir = await mkdtemp(join(tmpdir(), "swarmd-docker-"));
-    rt = createDockerRuntime({ dataDir, memoryBytes: 512 * 1024 ** 2, pidsLimit: 200 });
+    rt = createDockerRuntime({ dataDir });
   });
   after(async () => {
     for (const id of made) await rt.close(id, signal()).catch(() => undefined);
     await rm(dataDir, { recursive: true, force: true });
   });
 
-  it("runs one labelled, limited container per sandbox with no network and only the spec's environment", async (t) => {
+  const MiB = 1024 ** 2;
+  /** The container settings a sandbox with these limits must get. */
+  const assertLimits = (host: Docker.ContainerInspectInfo["HostConfig"], limits: SandboxLimits) => {
+    assert.equal(host.Memory, limits.memoryMiB * MiB);
+    assert.equal(host.MemorySwap, limits.memoryMiB * MiB, "no swap on top of the memory limit");
+    assert.equal(host.PidsLimit, limits.pids);
+    assert.equal(host.NanoCpus, limits.cpus * 1e9);
+    assert.deepEqual(host.Tmpfs, { "/tmp": `rw,nosuid,nodev,size=${limits.tmpMiB}m,mode=1777` });
+    assert.deepEqual(host.Ulimits, [{ Name: "fsize", Soft: limits.diskMiB * MiB, Hard: limits.diskMiB * MiB }]);
+  };
+
+  it("runs one labelled, limited, unprivileged container per sandbox with no network and only the spec's environment", async (t) => {
     process.env.SWARMD_DAEMON_ONLY = "secret";
     t.after(() => delete process.env.SWARMD_DAEMON_ONLY);
+    const limits: SandboxLimits = { pids: 200, memoryMiB: 512, cpus: 0.5, diskMiB: 100, tmpMiB: 32 };
     const req = request(
-      { name: "t", script: [{ tool: "bash", args: { command: "ls /sys/class/net; echo FOO=$FOO; env | grep -c SWARMD_DAEMON_ONLY; true" } }, { text: "done" }] },
-      { env: { FOO: "from spec" } },
+      { name: "t", script: [{ tool: "bash", args: { command: "ls /sys/class/net; echo FOO=$FOO; env | grep -c SWARMD_DAEMON_ONLY; id -u; ulimit -f; true" } }, { text: "done" }] },
+      { env: { FOO: "from spec" }, limits },
     );
     await rt.provision(req, signal());
     const info = await containerOf(req.sandboxId);
@@ -99,27 +108,44 @@ function dockerSpecifics(): void {
     assert.equal(info.Config.Labels["swarmd.agent"], req.agentId);
     assert.match(info.Config.Labels["swarmd.owner"] ?? "", /^[0-9a-f]{16}$/);
     assert.equal(info.Config.Image, IMAGE);
+    // Started as root only so that the harness's exec can hold its few capabilities; the idle
+    // command becomes the agent's user at once (the containment tests check what the agent has).
+    assert.equal(info.Config.User, "0:0");
+    assert.deepEqual(info.Config.Cmd?.slice(0, 3), ["/usr/bin/setpriv", "--reuid=65532", "--regid=65532"]);
+    assert.deepEqual(info.HostConfig.CapAdd, ["CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_KILL"]);
     assert.equal(info.HostConfig.NetworkMode, "none");
-    assert.equal(info.HostConfig.Memory, 512 * 1024 ** 2);
-    assert.equal(info.HostConfig.PidsLimit, 200);
-    assert.equal(info.Config.Env.some((e) => e.startsWith("FOO=")), false, "spec env stays out of the container (a commit would copy it)");
+    assert.equal(info.HostConfig.ReadonlyRootfs, true);
+    assert.deepEqual(info.HostConfig.CapDrop, ["ALL"]);
+    assert.deepEqual(info.HostConfig.SecurityOpt, ["no-new-privileges"]);
+    assertLimits(info.HostConfig, limits);
+    const sources = (info.HostConfig.Binds ?? []).map((bind) => bind.split(":")[0] ?? "");
+    assert.equal(sources.includes(SWARMD_ROOT), false, "never the whole installation (the default data folder is in it)");
+    assert.deepEqual(
+      sources.filter((source) => source.startsWith(`${SWARMD_ROOT}/`)).sort(),
+      [`${SWARMD_ROOT}/dist/harness.mjs`, `${SWARMD_ROOT}/node_modules`],
+    );
+    assert.equal(info.Config.Env.some((e) => e.startsWith("FOO=")), false, "spec env stays out of the container's configuration");
 
-    assert.deepEqual(await runBash(rt, req.sandboxId), ["lo\nFOO=from spec\n0\n"]);
+    assert.deepEqual(await runBash(rt, req.sandboxId), [`lo\nFOO=from spec\n0\n65532\n${limits.diskMiB * 1024}\n`]);
   });
 
-  it("forks through a committed image labelled for the child, with empty inputs, and removes it on close", async () => {
-    const parent = request({ name: "p", script: [{ tool: "bash", args: { command: "echo kept > /work/file" } }, { text: "done" }] });
+  it("applies the default limits to a request that names none", async () => {
+    const req = request({ name: "t", script: [] });
+    await rt.provision(req, signal());
+    assertLimits((await containerOf(req.sandboxId)).HostConfig, DEFAULT_SANDBOX_LIMITS);
+  });
+
+  it("forks from the parent's image with a copy of its /work, empty inputs and no image of its own", async () => {
+    const parent = request({ name: "p", script: [{ tool: "bash", args: { command: "echo kept > /work/file; mkdir /work/dir; echo deep > /work/dir/f" } }, { text: "done" }] });
     await rt.provision(parent, signal());
     await rt.writeInputs(parent.sandboxId, { "parent.md": "for the parent only" }, signal());
     await runBash(rt, parent.sandboxId);
 
-    const child = request({ name: "c", script: [{ tool: "bash", args: { command: "cat /work/file; ls -A /inputs | wc -l" } }, { text: "done" }] });
+    const child = request({ name: "c", script: [{ tool: "bash", args: { command: "cat /work/file /work/dir/f; echo more >> /work/file; ls -A /inputs | wc -l" } }, { text: "done" }] });
     await rt.fork(parent.sandboxId, child, signal());
-    const [image] = await docker.listImages({ filters: { label: [`swarmd.sandbox=${child.sandboxId}`] } });
-    assert.ok(image, "a fork image labelled with the child");
-    assert.equal(image.Labels["swarmd.agent"], child.agentId);
-    assert.equal((await containerOf(child.sandboxId)).Image, image.Id);
-    assert.deepEqual((await runBash(rt, child.sandboxId)).map((o) => o.replace(/\s+/g, " ").trim()), ["kept 0"]);
+    assert.deepEqual(await docker.listImages({ filters: { label: [`swarmd.sandbox=${child.sandboxId}`] } }), [], "no commit, no fork image");
+    assert.equal((await containerOf(child.sandboxId)).Image, (await containerOf(parent.sandboxId)).Image);
+    assert.deepEqual((await runBash(rt, child.sandboxId)).map((o) => o.replace(/\s+/g, " ").trim()), ["kept deep 0"], "the child's agent owns its copy");
 
     await rt.close(child.sandboxId, signal());
     assert.deepEqual(await dockerLeaks(dataDir, child.sandboxId), []);

@@ -40,7 +40,7 @@ function processSetup(options: Omit<ProcessRuntimeOptions, "dataDir">): () => Pr
   return async () => {
     const dataDir = await mkdtemp(join(tmpdir(), "swarmd-process-"));
     const make = () => createProcessRuntime({ dataDir, logger: quiet, ...options });
-    return { runtime: make(), reopen: async () => make(), cleanup: () => rm(dataDir, { recursive: true, force: true }), leaks: (id) => processLeaks(dataDir, id) };
+    return { runtime: make(), reopen: async () => make(), cleanup: () => rm(dataDir, { recursive: true, force: true }), leaks: (id) => processLeaks(dataDir, id), workDir: (id) => join(dataDir, "sandboxes", id, "work") };
   };
 }
 
@@ -99,7 +99,8 @@ describe("process runtime", () => {
       "echo procs=$(ls /proc | grep -c '^[0-9]')",
       "[ -e /etc/shadow ] && echo shadow=visible || echo shadow=hidden",
       "root=$(tr '\\0' '\\n' < /proc/$PPID/cmdline | grep 'dist/harness.mjs' | sed 's#/dist/harness.mjs##')",
-      "touch $root/probe 2>/dev/null && echo install=writable || echo install=read-only",
+      "for f in $root/probe $root/dist/probe $root/node_modules/probe /probe /usr/probe; do touch $f 2>/dev/null && echo writable=$f; done",
+      "[ -e $root/src ] || [ -e $root/data ] && echo checkout=visible || echo checkout=hidden",
       "env | sort | sed 's/^/env:/'",
       "cat /proc/net/dev",
     ].join("; ");
@@ -114,7 +115,8 @@ describe("process runtime", () => {
     const procs = Number(/^procs=(\d+)$/m.exec(output)?.[1]);
     assert.ok(procs > 0 && procs < 10, `own pid namespace: ${procs} processes visible`);
     assert.match(output, /^shadow=hidden$/m);
-    assert.match(output, /^install=read-only$/m);
+    assert.doesNotMatch(output, /^writable=/m, "the installation and the root are read-only");
+    assert.match(output, /^checkout=hidden$/m);
     const env = output.split("\n").filter((l) => l.startsWith("env:")).map((l) => l.slice(4));
     assert.ok(env.includes("SPEC_VAR=from-spec"), env.join(" "));
     assert.ok(env.includes("HOME=/tmp"));
@@ -122,20 +124,20 @@ describe("process runtime", () => {
     assert.equal(env.some((l) => l.startsWith("SWARMD_DAEMON_ONLY=")), false, "the daemon's environment stays outside");
   });
 
-  it("gives a sandbox asking for network the host's interfaces", async (t) => {
+  it("gives a sandbox asking for network its own namespace with slirp4netns's tap0, not the host's interfaces", async (t) => {
     const { rt } = runtimeFor(t);
     const { client } = await startSandbox(rt, bashSpec("cat /proc/net/dev"), { network: true });
     const [output = ""] = (await client.prompt("go")).toolOutputs;
     client.close();
-    assert.deepEqual(interfaces(output), interfaces(readFileSync("/proc/net/dev", "utf8")));
+    assert.deepEqual(interfaces(output), ["lo", "tap0"]); // test/security/network.test.ts shows what it reaches
   });
 
   it("freezes with the cgroup v1 freezer: every process of the cgroup, tools included", async (t) => {
     if (!detectCgroupHierarchy("cgroup-v1")) return t.skip("no writable cgroup v1 freezer here");
     const { rt, dataDir } = runtimeFor(t, { freezer: "cgroup-v1" });
-    const { sandboxId, client } = await startSandbox(rt, bashSpec(COUNTER("/control/counter")));
+    const { sandboxId, client } = await startSandbox(rt, bashSpec(COUNTER("/work/counter")));
     await client.prompt("go");
-    const counterFile = join(rt.controlDir(sandboxId), "counter");
+    const counterFile = join(dataDir, "sandboxes", sandboxId, "work", "counter");
     await counterAbove(counterFile, 3);
     const cgroup = join("/sys/fs/cgroup/freezer/swarmd", sandboxId);
 

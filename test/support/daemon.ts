@@ -8,7 +8,7 @@ import { openLedger, type Ledger } from "../../src/ledger/ledger.ts";
 import { createResultStore } from "../../src/results/result-store.ts";
 import { createDockerRuntime } from "../../src/sandbox/docker/docker-runtime.ts";
 import { createProcessRuntime } from "../../src/sandbox/process/process-runtime.ts";
-import type { SandboxRuntime } from "../../src/sandbox/runtime.ts";
+import type { SandboxLimits, SandboxRuntime } from "../../src/sandbox/runtime.ts";
 
 export interface Daemon {
   url: string;
@@ -30,6 +30,8 @@ export interface DaemonOptions {
   dataDir?: string;
   /** Largest accepted request body (default 1 MiB); larger ones are a 413. */
   bodyLimitBytes?: number;
+  /** The daemon's sandbox limits (SWARM_LIMIT_*); default `DEFAULT_SANDBOX_LIMITS`. */
+  limits?: SandboxLimits;
 }
 
 /** The whole daemon in this process, on a real loopback port, with real sandboxes and a real ledger. */
@@ -41,7 +43,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> 
     options.runtime?.(dataDir) ??
     (process.env.SWARM_E2E_RUNTIME === "docker" ? createDockerRuntime({ dataDir }) : createProcessRuntime({ dataDir, logger: quiet }));
   const service = createSwarmService({
-    config: { dataDir, turnMaxMs: options.turnMaxMs ?? 1_800_000 },
+    config: { dataDir, turnMaxMs: options.turnMaxMs ?? 1_800_000, limits: options.limits },
     runtime,
     ledger,
     results: createResultStore(dataDir),

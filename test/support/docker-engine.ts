@@ -1,3 +1,5 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
 import Docker from "dockerode";
 import { errorMessage } from "../../src/errors.ts";
 import { pingEngine } from "../../src/sandbox/docker/engine.ts";
@@ -13,4 +15,15 @@ export async function dockerUnusable(): Promise<string | undefined> {
   const image = defaultSandboxImage();
   const images = await new Docker().listImages({ filters: { reference: [image] } });
   return images.length === 0 ? `image ${image} is missing: run \`make sandbox-image\`` : undefined;
+}
+
+/**
+ * Declare docker-backed suites when an engine and the image are here; otherwise one test that
+ * fails under CI=true (CI must run them) or is skipped, saying why.
+ */
+export async function whenDocker(name: string, declare: () => void | Promise<void>): Promise<void> {
+  const reason = await dockerUnusable();
+  if (reason === undefined) await declare();
+  else if (process.env.CI === "true") test(`${name}: a Docker engine and the sandbox image are required when CI=true`, () => assert.fail(reason));
+  else test(name, { skip: `docker tests skipped: ${reason}` }, () => undefined);
 }

@@ -2,31 +2,31 @@ import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { SwarmError, type ErrorCode } from "../../errors.ts";
 import { CONTROL_FILES } from "../../harness/protocol.ts";
+import { copyTree } from "../copy-tree.ts";
 import { assertInputNames } from "../input-names.ts";
 import { createKeyedLock } from "../keyed-lock.ts";
-import type { ProvisionRequest, SandboxInfo, SandboxRuntime } from "../runtime.ts";
+import { DEFAULT_SANDBOX_LIMITS, type ProvisionRequest, type SandboxInfo, type SandboxRuntime } from "../runtime.ts";
+import { startDiskWatch } from "../disk-watch.ts";
 import { connectSocket, MAX_SOCKET_PATH_BYTES } from "../socket-connect.ts";
 import { waitForHarness } from "../wait-for-harness.ts";
-import { IN_CONTAINER } from "./container-options.ts";
 import { engineError, openEngine, type DockerEndpoint } from "./engine.ts";
-import { execHarness, execRunning, execToEnd, killHarness } from "./harness-exec.ts";
-import { LABEL, SANDBOX_ID, forkImageOf, ownerIdOf } from "./labels.ts";
+import { execHarness, execRunning, killHarness } from "./harness-exec.ts";
+import { SANDBOX_ID, ownerIdOf } from "./labels.ts";
 import { sandboxContainers, type OwnedContainer } from "./sandbox-containers.ts";
 import { sandboxFolders, type SandboxRecord } from "./sandbox-folder.ts";
 import { defaultSandboxImage } from "./sandbox-image.ts";
-import { tarFiles } from "./tar-files.ts";
 
 export interface DockerRuntimeOptions {
   /** The data folder; sandboxes live in `<dataDir>/sandboxes/<sandboxId>/`. */
   dataDir: string;
   /** Default image (a request's `image` wins). Default `swarmd-sandbox:<package version>`. */
   image?: string;
-  /** Memory limit of each container. Default 2 GiB. */
-  memoryBytes?: number;
-  /** Most processes each container may run. Default 1024. */
-  pidsLimit?: number;
   /** The engine. Default `DOCKER_HOST`, else `/var/run/docker.sock`. */
   docker?: DockerEndpoint;
+  /** Pause between two rounds of the disk quota watch. Default 2 s. */
+  diskWatchIntervalMs?: number;
+  /** Where the disk watch says what it stopped. Default: standard error. */
+  log?: (message: string) => void;
 }
 
 const HARNESS_START_TIMEOUT_MS = 60_000;
@@ -42,17 +42,12 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
   const engine = openEngine(options.docker);
   const { docker } = engine;
   const folders = sandboxFolders(root);
-  const uid = process.getuid?.() ?? 0;
-  const gid = process.getgid?.() ?? 0;
-  const user = `${uid}:${gid}`;
-  const containers = sandboxContainers(docker, folders, {
-    owner,
-    user,
-    memoryBytes: options.memoryBytes ?? 2 * 1024 ** 3,
-    pidsLimit: options.pidsLimit ?? 1024,
-  });
+  const containers = sandboxContainers(docker, folders, { owner });
   const defaultImage = options.image ?? defaultSandboxImage();
-  /** One call at a time per sandbox, so a second startHarness sees the first one's harness. */
+  /**
+   * One call at a time per sandbox, so a second startHarness sees the first one's harness, and a
+   * freeze or thaw never lands while a fork has the parent paused for its copy.
+   */
   const serialized = createKeyedLock();
 
   /** Aborts reject with the signal's reason; engine failures become SwarmErrors. */
@@ -74,7 +69,7 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
       throw new SwarmError("SANDBOX_PROVISION_FAILED", `The harness socket path ${socketPath} is longer than Unix sockets allow; use a shorter data folder path.`);
     }
     if (await containers.find(req.sandboxId)) throw new SwarmError("SANDBOX_EXISTS", `Sandbox ${req.sandboxId} already exists.`);
-    const record: SandboxRecord = { sandboxId: req.sandboxId, runId: req.runId, agentId: req.agentId, env: req.env ?? {} };
+    const record: SandboxRecord = { sandboxId: req.sandboxId, runId: req.runId, agentId: req.agentId, env: req.env ?? {}, diskMiB: (req.limits ?? DEFAULT_SANDBOX_LIMITS).diskMiB };
     await folders.create(record, req.spec);
     try {
       return (await make()).info;
@@ -89,34 +84,38 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
       create(req, () => containers.createAndStart(req, req.image ?? defaultImage, signal)),
     );
 
+  /**
+   * The child is created from the parent's image (the root file system is read-only, so the image
+   * is all of it) with a copy of the parent's /work, taken while the parent is paused so the copy
+   * is of one moment. Its /inputs starts empty like any sandbox's.
+   */
   const fork = (parentSandboxId: string, req: ProvisionRequest, signal: AbortSignal) =>
     guarded(signal, "SANDBOX_PROVISION_FAILED", `Forking sandbox ${parentSandboxId} into ${req.sandboxId} failed`, async () => {
-      const parent = await containers.live(parentSandboxId);
+      const { image } = await containers.live(parentSandboxId);
       return create(req, async () => {
-        const { repo, tag } = forkImageOf(owner, req.sandboxId);
-        const labels = { [LABEL.sandbox]: req.sandboxId, [LABEL.run]: req.runId, [LABEL.agent]: req.agentId };
-        // The commit pauses the parent for its duration unless it is frozen already, and leaves it as it was.
-        await parent.container.commit({
-          repo,
-          tag,
-          pause: true,
-          comment: `swarmd fork of sandbox ${parentSandboxId}`,
-          changes: [`LABEL ${Object.entries(labels).map(([k, v]) => `${JSON.stringify(k)}=${JSON.stringify(v)}`).join(" ")}`],
-        });
+        await serialized(parentSandboxId, () => whilePaused(parentSandboxId, () => copyTree(folders.workDir(parentSandboxId), folders.workDir(req.sandboxId), signal)));
         signal.throwIfAborted();
-        const child = await containers.createAndStart(req, `${repo}:${tag}`, signal);
-        // The commit copied the parent's /inputs too; a child starts with empty inputs like any sandbox.
-        const cleared = await execToEnd(child.container, ["sh", "-c", `rm -rf ${IN_CONTAINER.inputs}/* ${IN_CONTAINER.inputs}/.[!.]* ${IN_CONTAINER.inputs}/..?*`], "0:0");
-        if (cleared !== 0) throw new SwarmError("SANDBOX_PROVISION_FAILED", `Emptying the fork's ${IN_CONTAINER.inputs} exited with ${cleared}.`);
-        return child;
+        return containers.createAndStart(req, image, signal);
       });
     });
+
+  /** Run `work` with the sandbox paused, and leave it as it was (a frozen one stays frozen). */
+  const whilePaused = async <T>(sandboxId: string, work: () => Promise<T>): Promise<T> => {
+    const { container, info } = await containers.live(sandboxId);
+    if (info.status === "frozen") return work();
+    await container.pause();
+    try {
+      return await work();
+    } finally {
+      await container.unpause();
+    }
+  };
 
   const writeInputs = async (sandboxId: string, files: Record<string, string>, signal: AbortSignal) => {
     assertInputNames(Object.keys(files));
     await guarded(signal, "INTERNAL", `Writing inputs into sandbox ${sandboxId} failed`, async () => {
-      const { container } = await containers.live(sandboxId);
-      await container.putArchive(tarFiles(files, { uid, gid }), { path: IN_CONTAINER.inputs, abortSignal: signal });
+      await containers.live(sandboxId);
+      await folders.writeInputs(sandboxId, files, signal);
     });
   };
 
@@ -155,17 +154,39 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
     );
 
   const setPaused = (sandboxId: string, signal: AbortSignal, paused: boolean) =>
-    guarded(signal, paused ? "SANDBOX_FREEZE_FAILED" : "SANDBOX_THAW_FAILED", `${paused ? "Freezing" : "Thawing"} sandbox ${sandboxId} failed`, async () => {
-      const { container, info } = await containers.live(sandboxId);
-      if ((info.status === "frozen") === paused) return;
-      try {
-        await (paused ? container.pause({ abortSignal: signal }) : container.unpause({ abortSignal: signal }));
-      } catch (err) {
-        // Another caller may have won the race; what matters is the state now.
-        const now = await containers.find(sandboxId);
-        if ((now?.info.status === "frozen") !== paused) throw err;
-      }
-    });
+    guarded(signal, paused ? "SANDBOX_FREEZE_FAILED" : "SANDBOX_THAW_FAILED", `${paused ? "Freezing" : "Thawing"} sandbox ${sandboxId} failed`, () =>
+      serialized(sandboxId, async () => {
+        const { container, info } = await containers.live(sandboxId);
+        if ((info.status === "frozen") === paused) return;
+        try {
+          await (paused ? container.pause({ abortSignal: signal }) : container.unpause({ abortSignal: signal }));
+        } catch (err) {
+          // Another caller may have won the race; what matters is the state now.
+          const now = await containers.find(sandboxId);
+          if ((now?.info.status === "frozen") !== paused) throw err;
+        }
+      }),
+    );
+
+  // /work is a host folder: its quota is kept by the same watch as the process runtime's.
+  startDiskWatch({
+    intervalMs: options.diskWatchIntervalMs,
+    log: options.log ?? ((message) => process.stderr.write(`swarmd: ${message}\n`)),
+    list: async () =>
+      (await folders.list()).flatMap((r) =>
+        r.harnessExecId && !r.stoppedFor ? [{ sandboxId: r.sandboxId, dirs: [folders.workDir(r.sandboxId)], limitBytes: (r.diskMiB ?? DEFAULT_SANDBOX_LIMITS.diskMiB) * 1024 * 1024 }] : [],
+      ),
+    stop: (sandboxId, reason) =>
+      serialized(sandboxId, async () => {
+        const record = await folders.read(sandboxId);
+        if (!record) return;
+        await folders.update({ ...record, stoppedFor: reason });
+        const found = await containers.find(sandboxId);
+        // The engine kills no paused container.
+        if (found?.info.status === "frozen") await found.container.unpause().catch(() => undefined);
+        await found?.container.kill().catch(() => undefined);
+      }),
+  });
 
   return {
     kind: "docker",

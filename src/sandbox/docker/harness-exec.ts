@@ -4,7 +4,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import type Docker from "dockerode";
 import { harnessArgv } from "../../harness/launch.ts";
 import { CONTROL_FILES } from "../../harness/protocol.ts";
-import { IN_CONTAINER } from "./container-options.ts";
+import { HARNESS_CAPS, HARNESS_USER, HARNESS_USER_SPEC, IN_CONTAINER, SANDBOX_USER } from "./container-options.ts";
 
 const POLL_MS = 50;
 
@@ -17,10 +17,18 @@ export async function execHarness(container: Docker.Container, hostControlDir: s
   await rm(join(hostControlDir, CONTROL_FILES.socket), { force: true });
   await rm(join(hostControlDir, CONTROL_FILES.pid), { force: true });
   const control = IN_CONTAINER.control;
-  const argv = harnessArgv({ controlDir: control, workDir: IN_CONTAINER.work, swarmdRoot: IN_CONTAINER.swarmdRoot, nodePath: "node" });
+  const argv = harnessArgv({ controlDir: control, workDir: IN_CONTAINER.work, swarmdRoot: IN_CONTAINER.swarmdRoot, nodePath: "node", agentUser: SANDBOX_USER });
   const script = `echo $$ > ${control}/${CONTROL_FILES.pid}; exec "$@" > ${control}/${CONTROL_FILES.output} 2>&1`;
+  // Started as root, the one process of the container that holds HARNESS_CAPS, and made the harness's
+  // user at once, keeping only them (ambient, so node has them); its agent's tools drop them all.
+  const caps = HARNESS_CAPS.map((c) => `+${c}`).join(",");
+  const asHarness = [
+    "/usr/bin/setpriv", `--reuid=${HARNESS_USER.uid}`, `--regid=${HARNESS_USER.gid}`, "--clear-groups",
+    `--inh-caps=-all,${caps}`, `--ambient-caps=-all,${caps}`, `--bounding-set=-all,${caps}`, "--nnp", "--",
+  ];
   const exec = await container.exec({
-    Cmd: ["sh", "-c", script, "harness", ...argv],
+    Cmd: [...asHarness, "sh", "-c", script, "harness", ...argv],
+    User: "0:0",
     Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
     WorkingDir: IN_CONTAINER.work,
     AttachStdin: false,
@@ -51,7 +59,8 @@ export async function execRunning(docker: Docker, execId: string | undefined): P
 export async function killHarness(docker: Docker, container: Docker.Container, execId: string): Promise<void> {
   const kill = `kill -KILL $(cat ${IN_CONTAINER.control}/${CONTROL_FILES.pid} 2>/dev/null) 2>/dev/null; true`;
   for (let attempt = 0; attempt < 100 && (await execRunning(docker, execId)); attempt++) {
-    await execToEnd(container, ["sh", "-c", kill], "0:0");
+    // As the harness's own user: root in the container has no capability to signal another user.
+    await execToEnd(container, ["sh", "-c", kill], HARNESS_USER_SPEC);
     await delay(POLL_MS);
   }
 }

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { realpathSync } from "node:fs";
 import type { SandboxInfo } from "../runtime.ts";
 
-/** Labels on every container (and fork image) the docker runtime creates. */
+/** Labels on every container the docker runtime creates (and on fork images of earlier versions). */
 export const LABEL = {
   run: "swarmd.run",
   agent: "swarmd.agent",
@@ -24,11 +24,6 @@ export function ownerIdOf(dataDir: string): string {
 
 export function containerNameOf(owner: string, sandboxId: string): string {
   return `swarmd-${owner}-${sandboxId}`;
-}
-
-/** The image a fork commits its parent to, named after the child so close can find it. */
-export function forkImageOf(owner: string, sandboxId: string): { repo: string; tag: string } {
-  return { repo: `swarmd-fork-${owner}`, tag: sandboxId };
 }
 
 export function sandboxLabels(owner: string, ids: { sandboxId: string; runId: string; agentId: string }): Record<string, string> {

@@ -1,7 +1,8 @@
 import type Docker from "dockerode";
 import { SwarmError } from "../../errors.ts";
-import type { ProvisionRequest, SandboxInfo } from "../runtime.ts";
+import { DEFAULT_SANDBOX_LIMITS, type ProvisionRequest, type SandboxInfo } from "../runtime.ts";
 import { containerOptions } from "./container-options.ts";
+import { attachContainerNetwork, releaseContainerNetwork } from "./container-network.ts";
 import { engineStatus } from "./engine.ts";
 import { execRunning } from "./harness-exec.ts";
 import { LABEL, SANDBOX_ID, containerNameOf, sandboxLabels, statusOfState } from "./labels.ts";
@@ -9,15 +10,14 @@ import type { SandboxFolders, SandboxRecord } from "./sandbox-folder.ts";
 
 export interface ContainerSettings {
   owner: string;
-  user: string;
-  memoryBytes: number;
-  pidsLimit: number;
 }
 
 /** A container of ours as the runtime sees it. */
 export interface OwnedContainer {
   container: Docker.Container;
   info: SandboxInfo;
+  /** The image it was created from (an image id once inspected); a fork's child is created from it too. */
+  image: string;
   /** The sandbox's host record, read once with the container (absent when its folder vanished). */
   record?: SandboxRecord;
 }
@@ -32,7 +32,7 @@ export interface SandboxContainers {
   createAndStart(req: ProvisionRequest, image: string, signal: AbortSignal): Promise<OwnedContainer>;
   /** Every sandbox of this data folder: its containers in any state, and folders whose container vanished (`gone`). */
   list(): Promise<SandboxInfo[]>;
-  /** Remove the container, its fork images and its folder; whatever is already gone is fine. */
+  /** Remove the container, its folder and any fork image (earlier versions forked through `docker commit`); whatever is already gone is fine. */
   remove(sandboxId: string): Promise<void>;
 }
 
@@ -55,13 +55,13 @@ export function sandboxContainers(docker: Docker, folders: SandboxFolders, setti
     if (!SANDBOX_ID.test(sandboxId)) return undefined;
     const container = byName(sandboxId);
     try {
-      const { Config, State } = await container.inspect();
+      const { Config, State, Image } = await container.inspect();
       const labels = Config.Labels ?? {};
       if (labels[LABEL.owner] !== owner) return undefined;
       const record = await folders.read(sandboxId);
       const status = await statusOf(State.Status, record);
-      const info = { sandboxId, runId: labels[LABEL.run] ?? "", agentId: labels[LABEL.agent] ?? "", status };
-      return { container, info, record };
+      const info = { sandboxId, runId: labels[LABEL.run] ?? "", agentId: labels[LABEL.agent] ?? "", status, ...(status === "gone" && record?.stoppedFor ? { reason: record.stoppedFor } : {}) };
+      return { container, info, image: Image, record };
     } catch (err) {
       if (engineStatus(err) === 404) return undefined;
       throw err;
@@ -92,10 +92,10 @@ export function sandboxContainers(docker: Docker, folders: SandboxFolders, setti
         image,
         labels: sandboxLabels(owner, req),
         controlDir: folders.controlDir(req.sandboxId),
+        workDir: folders.workDir(req.sandboxId),
+        inputsDir: folders.inputsDir(req.sandboxId),
         network: req.network === true,
-        memoryBytes: settings.memoryBytes,
-        pidsLimit: settings.pidsLimit,
-        user: settings.user,
+        limits: req.limits ?? DEFAULT_SANDBOX_LIMITS,
       });
       // No abortSignal on calls that create things: an aborted request may still complete in the
       // engine after our clean-up ran. The signal is checked between steps instead.
@@ -111,7 +111,8 @@ export function sandboxContainers(docker: Docker, folders: SandboxFolders, setti
       signal.throwIfAborted();
       await container.start();
       signal.throwIfAborted();
-      return { container, info: { sandboxId: req.sandboxId, runId: req.runId, agentId: req.agentId, status: "running" } };
+      if (req.network === true) await attachContainerNetwork(container, req.sandboxId, folders, signal);
+      return { container, image, info: { sandboxId: req.sandboxId, runId: req.runId, agentId: req.agentId, status: "running" } };
     },
     async list() {
       const found = await docker.listContainers({ all: true, filters: { label: ownedBy } });
@@ -132,6 +133,7 @@ export function sandboxContainers(docker: Docker, folders: SandboxFolders, setti
     async remove(sandboxId) {
       if (!SANDBOX_ID.test(sandboxId)) return;
       await byName(sandboxId).remove({ force: true, v: true }).catch(ignoreGone);
+      await releaseContainerNetwork(sandboxId, folders);
       const images = await docker.listImages({ filters: { label: [...ownedBy, `${LABEL.sandbox}=${sandboxId}`] } });
       for (const image of images) {
         const tags = (image.RepoTags ?? []).filter((t) => t !== "<none>:<none>");

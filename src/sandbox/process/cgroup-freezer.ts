@@ -115,21 +115,23 @@ export function createCgroupFreezer(kind: CgroupKind, dir: string): Freezer {
         { timeoutMs: FREEZER_DEADLINE_MS, intervalMs: 10, signal, what: `every process of ${dir} to die` },
       );
     },
-    async release() {
-      // rmdir fails with EBUSY until the kernel has let go of the last exited member.
-      await pollUntil(
-        async () => {
-          try {
-            await rmdir(dir);
-            return true;
-          } catch (err) {
-            if (isRemoved(err)) return true;
-            if ((err as NodeJS.ErrnoException).code === "EBUSY") return undefined;
-            throw err;
-          }
-        },
-        { timeoutMs: FREEZER_DEADLINE_MS, what: `cgroup ${dir} to be removable` },
-      );
-    },
+    release: () => removeCgroup(dir),
   };
+}
+
+/** Remove an emptied cgroup; rmdir fails with EBUSY until the kernel has let go of the last exited member. */
+export async function removeCgroup(dir: string): Promise<void> {
+  await pollUntil(
+    async () => {
+      try {
+        await rmdir(dir);
+        return true;
+      } catch (err) {
+        if (isRemoved(err)) return true;
+        if ((err as NodeJS.ErrnoException).code === "EBUSY") return undefined;
+        throw err;
+      }
+    },
+    { timeoutMs: FREEZER_DEADLINE_MS, what: `cgroup ${dir} to be removable` },
+  );
 }

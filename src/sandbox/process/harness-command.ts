@@ -1,46 +1,66 @@
 import { realpathSync } from "node:fs";
 import { dirname } from "node:path";
 import { harnessArgv, SWARMD_ROOT } from "../../harness/launch.ts";
-import { bubblewrapCommand } from "./bubblewrap.ts";
+import { bubblewrapCommand, insidePaths } from "./bubblewrap.ts";
 import type { SandboxLayout } from "./sandbox-layout.ts";
 import type { SandboxRecord } from "./sandbox-record.ts";
 import { SANDBOX_TAG_VAR } from "./sandbox-tag.ts";
+import { DEFAULT_SANDBOX_LIMITS } from "../runtime.ts";
 
 const SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
 
-/** How to start one sandbox's harness: argv, the complete environment, and the host cwd. */
+/** How to start one sandbox's harness. */
 export interface HarnessCommand {
   argv: string[];
-  env: Record<string, string>;
+  /** The environment of the host-side launch processes: fixed, nothing of a spec's or the daemon's. */
+  hostEnv: Record<string, string>;
+  /** NUL-separated arguments for bwrap's `--args` descriptor (`ARGS_FD`); absent when unisolated. */
+  fdArgs?: string[];
   cwd: string;
+  /** bwrap waits on `NET_BLOCK_FD` until the sandbox's network is attached (`network: true`). */
+  awaitsNetwork?: boolean;
 }
 
 export interface HarnessCommandOptions {
   record: SandboxRecord;
   layout: SandboxLayout;
-  dataDir: string;
   /** The bwrap binary; required when the record asks for bubblewrap. */
   bwrap: string | undefined;
 }
 
 /**
  * The harness command for a sandbox. Inside bubblewrap the harness gets `--control /control
- * --work /work`; unisolated it gets the host folders. The environment is built from nothing:
- * a minimal PATH and HOME, the spec's env, and the sandbox tag, never the daemon's own variables.
+ * --work /work` and an environment built from nothing inside the sandbox (a minimal PATH and
+ * HOME, the spec's env, the sandbox tag); the host-side processes that start it (a shell that
+ * joins the cgroups, prlimit, bwrap) get a fixed environment, so no spec variable such as
+ * `LD_PRELOAD` ever reaches a host-side process. Unisolated, the harness gets the host folders and
+ * its environment through `env -i`, the last host-side step.
  */
 export function harnessCommand(options: HarnessCommandOptions): HarnessCommand {
   const { record, layout } = options;
+  const limits = record.limits ?? DEFAULT_SANDBOX_LIMITS;
   const hostNode = realpathSync(process.execPath);
-  const baseEnv = (nodePath: string, home: string): Record<string, string> => {
+  const pathWith = (nodePath: string) => {
     const nodeDir = dirname(nodePath);
-    const path = SYSTEM_PATH.split(":").includes(nodeDir) ? SYSTEM_PATH : `${SYSTEM_PATH}:${nodeDir}`;
-    return { PATH: path, HOME: home, LANG: "C.UTF-8", ...record.env, [SANDBOX_TAG_VAR]: record.sandboxId };
+    return SYSTEM_PATH.split(":").includes(nodeDir) ? SYSTEM_PATH : `${SYSTEM_PATH}:${nodeDir}`;
   };
+  const sandboxEnv = (nodePath: string, home: string): Record<string, string> => ({
+    PATH: pathWith(nodePath),
+    HOME: home,
+    LANG: "C.UTF-8",
+    ...record.env,
+    [SANDBOX_TAG_VAR]: record.sandboxId,
+  });
+  const hostEnv = { PATH: SYSTEM_PATH, LANG: "C.UTF-8", [SANDBOX_TAG_VAR]: record.sandboxId };
+  // No single file may outgrow the sandbox's disk quota (the size watch catches many small ones).
+  const diskBytes = limits.diskMiB * 1024 * 1024;
+  const fileLimit = ["prlimit", `--fsize=${diskBytes}:${diskBytes}`, "--"];
 
   if (record.isolation === "none") {
+    const env = { ...sandboxEnv(hostNode, layout.home), TMPDIR: layout.home };
     return {
-      argv: harnessArgv({ controlDir: layout.control, workDir: layout.work, nodePath: hostNode }),
-      env: { ...baseEnv(hostNode, layout.home), TMPDIR: layout.home },
+      argv: [...fileLimit, "/usr/bin/env", "-i", ...Object.entries(env).map(([k, v]) => `${k}=${v}`), ...harnessArgv({ controlDir: layout.control, workDir: layout.work, nodePath: hostNode })],
+      hostEnv,
       cwd: layout.work,
     };
   }
@@ -53,11 +73,16 @@ export function harnessCommand(options: HarnessCommandOptions): HarnessCommand {
     network: record.network,
     swarmdRoot: SWARMD_ROOT,
     nodePath: hostNode,
-    dataDir: options.dataDir,
+    tmpBytes: limits.tmpMiB * 1024 * 1024,
+    env: sandboxEnv(insidePaths(SWARMD_ROOT, hostNode).nodePath, "/tmp"),
+    users: record.users,
   });
+  const agentUser = record.users && { uid: record.users.agent, gid: record.users.agent };
   return {
-    argv: [...bwrap.prefix, ...harnessArgv({ controlDir: "/control", workDir: "/work", swarmdRoot: bwrap.swarmdRoot, nodePath: bwrap.nodePath })],
-    env: baseEnv(bwrap.nodePath, "/tmp"),
+    argv: [...fileLimit, ...bwrap.prefix, ...harnessArgv({ controlDir: "/control", workDir: "/work", swarmdRoot: bwrap.swarmdRoot, nodePath: bwrap.nodePath, agentUser })],
+    hostEnv,
+    fdArgs: bwrap.fdArgs,
     cwd: layout.work,
+    awaitsNetwork: record.network,
   };
 }

@@ -1,21 +1,34 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess, type StdioOptions } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
+import type { Writable } from "node:stream";
+import { ARGS_FD } from "./bubblewrap.ts";
 import type { HarnessCommand } from "./harness-command.ts";
 
 /**
  * Start the harness detached: its own session (so no signal aimed at the service's process group
- * reaches it), output to `outputFile`, and unreferenced, so it outlives the service.
+ * reaches it), output to `outputFile`, and unreferenced, so it outlives the service. The launch
+ * processes get the command's fixed host environment; `fdArgs` go to bwrap through a pipe on
+ * `ARGS_FD`, never on a command line.
  */
 export async function spawnDetached(command: HarnessCommand, prefix: string[], outputFile: string): Promise<ChildProcess> {
   const [file, ...args] = [...prefix, ...command.argv];
   if (file === undefined) throw new Error("empty harness command");
   const output = openSync(outputFile, "w", 0o600);
   try {
-    const child = spawn(file, args, { detached: true, stdio: ["ignore", output, output], env: command.env, cwd: command.cwd });
+    const stdio: Extract<StdioOptions, unknown[]> = command.fdArgs ? ["ignore", output, output, "pipe"] : ["ignore", output, output];
+    // NET_INFO_FD, NET_BLOCK_FD and NET_HOLD_FD (4, 5, 6) follow ARGS_FD; sandbox-network.ts uses them.
+    if (command.awaitsNetwork && command.fdArgs) stdio.push("pipe", "pipe", "pipe");
+    const child = spawn(file, args, { detached: true, stdio, env: command.hostEnv, cwd: command.cwd });
     await new Promise<void>((resolve, reject) => {
       child.once("spawn", resolve);
       child.once("error", reject);
     });
+    const pipe = child.stdio[ARGS_FD] as Writable | null | undefined;
+    if (command.fdArgs && pipe) {
+      // A launch that dies before reading leaves the pipe broken: its exit is reported by the caller.
+      pipe.on("error", () => undefined);
+      pipe.end(command.fdArgs.map((arg) => `${arg}\0`).join(""));
+    }
     child.unref();
     return child;
   } finally {

@@ -4,7 +4,11 @@ import { waitForHarness } from "../wait-for-harness.ts";
 import { harnessCommand } from "./harness-command.ts";
 import { exitOf, spawnDetached } from "./harness-launcher.ts";
 import { freezerOf, ownedRecord, statusOf, UNABORTABLE, type RuntimeContext } from "./runtime-context.ts";
-import { writeRecord } from "./sandbox-record.ts";
+import { writeRecord, type SandboxRecord } from "./sandbox-record.ts";
+import { connectSandboxNetwork } from "./sandbox-network.ts";
+import { stopUserNet } from "../network/user-net.ts";
+import { applyLimits, joinPrefix } from "./cgroup-limits.ts";
+import { DEFAULT_SANDBOX_LIMITS } from "../runtime.ts";
 
 /**
  * Start a sandbox's harness (see `SandboxRuntime.startHarness`). The record names the harness's
@@ -25,7 +29,7 @@ export function startHarness(ctx: RuntimeContext, sandboxId: string, signal: Abo
 
     const command = (() => {
       try {
-        return harnessCommand({ record, layout, dataDir: ctx.dataDir, bwrap: ctx.bwrap });
+        return harnessCommand({ record, layout, bwrap: ctx.bwrap });
       } catch (err) {
         throw fail(err);
       }
@@ -36,19 +40,29 @@ export function startHarness(ctx: RuntimeContext, sandboxId: string, signal: Abo
     if (record.isolation === "none") await mkdir(layout.home, { recursive: true });
     signal.throwIfAborted();
 
-    const child = await spawnDetached(command, await freezer.launchPrefix(), layout.output).catch((err: unknown) => {
+    const procsFiles = await applyLimits(record.limitCgroups ?? [], record.limits ?? DEFAULT_SANDBOX_LIMITS).catch((err: unknown) => {
+      throw fail(new Error(`cannot set its resource limits: ${errorMessage(err)}`));
+    });
+    const prefix = [...joinPrefix(procsFiles), ...(await freezer.launchPrefix())];
+    const child = await spawnDetached(command, prefix, layout.output).catch((err: unknown) => {
       throw fail(err);
     });
     if (child.pid === undefined) throw fail(new Error("the harness process has no pid"));
-    const started = { ...record, harness: { pid: child.pid, startedAt: new Date().toISOString() } };
+    let started: SandboxRecord = { ...record, harness: { pid: child.pid, startedAt: new Date().toISOString() } };
     await writeRecord(layout, started);
     try {
+      if (command.awaitsNetwork) {
+        started = { ...started, userNet: await connectSandboxNetwork(child, sandboxId, layout, signal) };
+        await writeRecord(layout, started);
+      }
       await waitForHarness(layout.socket, { exited: () => exitOf(child), timeoutMs: ctx.harnessStartTimeoutMs, signal, outputFile: layout.output });
     } catch (err) {
       await freezerOf(started).killAll(UNABORTABLE);
+      if (record.network) await stopUserNet(sandboxId, started.userNet);
       await writeRecord(layout, record);
       if (signal.aborted) throw signal.reason;
       throw fail(err);
     }
   });
 }
+

@@ -8,12 +8,16 @@ import type { SandboxInfo, SandboxRuntime } from "../runtime.ts";
 import { connectSocket } from "../socket-connect.ts";
 import { findBubblewrap } from "./bubblewrap.ts";
 import { detectCgroupHierarchy } from "./cgroup-freezer.ts";
+import { detectLimitControllers, LIMIT_CONTROLLERS, releaseLimits } from "./cgroup-limits.ts";
 import { startHarness } from "./harness-start.ts";
+import { stopUserNet } from "../network/user-net.ts";
 import { writeInputFiles } from "./input-files.ts";
 import { findRecord, freezerOf, infoOf, layoutOf, liveRecord, ownedRecord, UNABORTABLE, type RuntimeContext } from "./runtime-context.ts";
 import { createSandbox, forkSandbox } from "./sandbox-create.ts";
 import { sandboxesDir } from "./sandbox-layout.ts";
-import { isMissing, type FreezerKind } from "./sandbox-record.ts";
+import { isMissing, writeRecord, type FreezerKind } from "./sandbox-record.ts";
+import { startDiskWatch, type DiskWatch } from "../disk-watch.ts";
+import { DEFAULT_SANDBOX_LIMITS } from "../runtime.ts";
 
 /** Where the runtime reports what it decided (pino and console both fit). */
 export interface RuntimeLogger {
@@ -25,10 +29,17 @@ export interface ProcessRuntimeOptions {
   /** The service's data folder; sandboxes live in `<dataDir>/sandboxes/<sandboxId>/`. */
   dataDir: string;
   logger?: RuntimeLogger;
-  /** `auto` (default): bubblewrap when it works on this machine, else none (with a warning). */
-  isolation?: "auto" | "bubblewrap" | "none";
+  /**
+   * `bubblewrap` (default): fail with `RUNTIME_UNAVAILABLE` when bwrap is missing or cannot make
+   * namespaces here. `none`: sandboxes run unisolated (with one warning); only an operator may ask.
+   */
+  isolation?: "bubblewrap" | "none";
+  /** The one bwrap binary to try; default: the first found in /usr/bin, /usr/local/bin, then PATH. */
+  bwrap?: string;
   /** `auto` (default): a writable cgroup freezer (v2, then v1), else SIGSTOP/SIGCONT. */
   freezer?: "auto" | FreezerKind;
+  /** Pause between two rounds of the disk quota watch. Default 2 s. */
+  diskWatchIntervalMs?: number;
   /** How long `startHarness` waits for the harness socket. Default 30 s. */
   harnessStartTimeoutMs?: number;
 }
@@ -38,6 +49,8 @@ export interface ProcessRuntime extends SandboxRuntime {
   readonly kind: "process";
   readonly isolation: "bubblewrap" | "none";
   readonly freezer: FreezerKind;
+  /** The disk quota watch of this runtime's sandboxes. */
+  readonly diskWatch: DiskWatch;
 }
 
 const stderrLogger: RuntimeLogger = {
@@ -50,37 +63,61 @@ const stderrLogger: RuntimeLogger = {
  * service restart; a new runtime on the same data folder finds it through the ownership record),
  * isolated with bubblewrap and frozen with the cgroup freezer when the machine has them.
  * Freezing or thawing a sandbox whose harness was never started does nothing: it has no processes.
- * Throws `RUNTIME_UNAVAILABLE` when an isolation or freezer that was asked for by name is missing.
+ * Throws `RUNTIME_UNAVAILABLE` when bubblewrap (unless isolation is `none`) or a freezer asked for
+ * by name is missing: it never falls back to running sandboxes unisolated.
  */
 export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRuntime {
   const logger = options.logger ?? stderrLogger;
   mkdirSync(sandboxesDir(resolve(options.dataDir)), { recursive: true });
   const dataDir = realpathSync(resolve(options.dataDir));
 
-  const bwrap = findBubblewrap();
-  if (options.isolation === "bubblewrap" && bwrap === undefined) throw new SwarmError("RUNTIME_UNAVAILABLE", "bubblewrap was asked for, but bwrap is missing or cannot create namespaces here");
-  const isolation = options.isolation !== "none" && bwrap !== undefined ? "bubblewrap" : "none";
+  const bwrap = findBubblewrap(options.bwrap);
+  const isolation = options.isolation ?? "bubblewrap";
+  if (isolation === "bubblewrap" && bwrap === undefined) {
+    throw new SwarmError("RUNTIME_UNAVAILABLE", `bubblewrap isolation is unavailable: ${options.bwrap ?? "bwrap"} is missing or cannot create namespaces here`);
+  }
   const wanted = options.freezer ?? "auto";
   const hierarchy = wanted === "signal" ? undefined : detectCgroupHierarchy(wanted === "auto" ? undefined : wanted);
   if (wanted !== "auto" && wanted !== "signal" && hierarchy === undefined) throw new SwarmError("RUNTIME_UNAVAILABLE", `no writable ${wanted} freezer on this machine`);
+  const limitHomes = detectLimitControllers();
+  const missing = LIMIT_CONTROLLERS.filter((c) => !limitHomes.some((h) => h.controller === c));
+  if (isolation === "bubblewrap" && missing.length > 0) {
+    throw new SwarmError("RUNTIME_UNAVAILABLE", `sandbox resource limits are unavailable: no writable cgroup ${missing.join(", ")} controller here (run swarmd as root on a machine with cgroups, or set SWARM_ISOLATION=none to run unisolated and unbounded)`);
+  }
   const ctx: RuntimeContext = {
     dataDir,
     bwrap,
     isolation,
+    separateUsers: isolation === "bubblewrap" && process.getuid?.() === 0,
     freezer: hierarchy?.kind ?? "signal",
     hierarchy,
+    limitHomes,
     harnessStartTimeoutMs: options.harnessStartTimeoutMs ?? 30_000,
     lock: createKeyedLock(),
   };
-  logger.info(`process runtime on ${dataDir}: isolation ${isolation}${bwrap ? ` (${bwrap})` : ""}, freezer ${ctx.freezer}${hierarchy ? ` (${hierarchy.base})` : ""}`);
-  if (isolation === "none") {
-    const why = options.isolation === "none" ? "isolation is turned off" : "bubblewrap (bwrap) is missing or cannot create namespaces here";
-    logger.warn(`${why}: sandboxes run UNISOLATED, with the host's network, processes and files, and see host paths instead of /work and /inputs`);
-  }
+  logger.info(`process runtime on ${dataDir}: isolation ${isolation}${bwrap ? ` (${bwrap})` : ""}, freezer ${ctx.freezer}${hierarchy ? ` (${hierarchy.base})` : ""}, limits ${limitHomes.map((h) => `${h.controller} v${h.version}`).join(", ") || "none"}`);
+  if (isolation === "none") logger.warn("isolation is turned off: sandboxes run UNISOLATED, with the host's network, processes and files, and see host paths instead of /work and /inputs");
   if (ctx.freezer === "signal" && wanted === "auto") logger.warn("no writable cgroup freezer: sandboxes are paused with SIGSTOP/SIGCONT");
+
+  const diskWatch = startDiskWatch({
+    intervalMs: options.diskWatchIntervalMs,
+    log: (message) => logger.warn(message),
+    list: async () => {
+      const found = await Promise.all((await readdir(sandboxesDir(dataDir))).map((name) => findRecord(ctx, name)));
+      return found.flatMap((f) => (f?.record.harness && !f.record.stoppedFor ? [{ sandboxId: f.record.sandboxId, dirs: [f.layout.root], limitBytes: (f.record.limits ?? DEFAULT_SANDBOX_LIMITS).diskMiB * 1024 * 1024 }] : []));
+    },
+    stop: (sandboxId, reason) =>
+      ctx.lock(sandboxId, async () => {
+        const found = await findRecord(ctx, sandboxId);
+        if (!found) return;
+        await writeRecord(found.layout, { ...found.record, stoppedFor: reason });
+        await freezerOf(found.record).killAll(UNABORTABLE);
+      }),
+  });
 
   return {
     kind: "process",
+    diskWatch,
     isolation,
     freezer: ctx.freezer,
 
@@ -145,6 +182,9 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
             const freezer = freezerOf(found.record);
             await freezer.killAll(signal);
             await freezer.release();
+            await releaseLimits(found.record.limitCgroups ?? []);
+            // Its slirp4netns ends with the sandbox's last process (--exit-fd); this makes sure.
+            if (found.record.network) await stopUserNet(sandboxId, found.record.userNet);
           }
         } catch (err) {
           if (signal.aborted) throw signal.reason;

@@ -1,6 +1,7 @@
 import { SwarmError } from "../../errors.ts";
 import type { SandboxInfo } from "../runtime.ts";
 import { createCgroupFreezer, type CgroupHierarchy } from "./cgroup-freezer.ts";
+import { limitEvents, type ControllerHome } from "./cgroup-limits.ts";
 import type { Freezer } from "./freezer.ts";
 import type { KeyedLock } from "../keyed-lock.ts";
 import { isValidSandboxId, sandboxLayout, type SandboxLayout } from "./sandbox-layout.ts";
@@ -15,9 +16,13 @@ export interface RuntimeContext {
   bwrap: string | undefined;
   /** Isolation for new sandboxes. */
   isolation: "bubblewrap" | "none";
+  /** Whether new sandboxes get users of their own (bubblewrap started by root: see sandbox-users.ts). */
+  separateUsers: boolean;
   /** Freezer for new sandboxes, and the hierarchy their cgroups go under. */
   freezer: FreezerKind;
   hierarchy: CgroupHierarchy | undefined;
+  /** Where the pids, memory and CPU limits of new sandboxes are enforced (none when unisolated). */
+  limitHomes: ControllerHome[];
   harnessStartTimeoutMs: number;
   /** One operation at a time per sandbox id. */
   lock: KeyedLock;
@@ -60,7 +65,19 @@ export async function statusOf(record: SandboxRecord): Promise<SandboxInfo["stat
 }
 
 export async function infoOf(record: SandboxRecord): Promise<SandboxInfo> {
-  return { sandboxId: record.sandboxId, runId: record.runId, agentId: record.agentId, status: await statusOf(record) };
+  const status = await statusOf(record);
+  const reason = status === "gone" ? goneReason(record) : undefined;
+  return { sandboxId: record.sandboxId, runId: record.runId, agentId: record.agentId, status, ...(reason ? { reason } : {}) };
+}
+
+/** What a limit did to a sandbox whose processes are gone, from the record and the kernel's counters. */
+function goneReason(record: SandboxRecord): string | undefined {
+  if (record.stoppedFor) return record.stoppedFor;
+  const limits = record.limits;
+  const { oomKills, forksRefused } = limitEvents(record.limitCgroups ?? []);
+  if (oomKills > 0) return `its sandbox ran out of memory (limit ${limits?.memoryMiB ?? "?"} MiB) and the kernel killed its harness`;
+  if (forksRefused > 0) return `its sandbox hit its process limit (${limits?.pids ?? "?"} processes)`;
+  return undefined;
 }
 
 /** The record of a sandbox whose processes are not gone: else `SANDBOX_NOT_FOUND` / `SANDBOX_GONE`. */

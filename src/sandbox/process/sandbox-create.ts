@@ -1,12 +1,15 @@
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { errorMessage, isSwarmError, SwarmError } from "../../errors.ts";
-import type { ProvisionRequest, SandboxInfo } from "../runtime.ts";
-import { copyTree } from "./copy-tree.ts";
+import { DEFAULT_SANDBOX_LIMITS, type ProvisionRequest, type SandboxInfo } from "../runtime.ts";
+import { limitCgroupsFor } from "./cgroup-limits.ts";
+import { copyTree } from "../copy-tree.ts";
+import { userNetUnavailable } from "../network/user-net.ts";
 import { freezerOf, liveRecord, UNABORTABLE, type RuntimeContext } from "./runtime-context.ts";
 import { MAX_SOCKET_PATH_BYTES } from "../socket-connect.ts";
 import { isValidSandboxId, sandboxLayout, type SandboxLayout } from "./sandbox-layout.ts";
 import { writeRecord, type SandboxRecord } from "./sandbox-record.ts";
+import { giveFolders, usersForRun } from "./sandbox-users.ts";
 
 /**
  * Make a sandbox folder (`work/`, `inputs/`, `control/spec.json`), let `fill` put files into it,
@@ -17,6 +20,8 @@ export function createSandbox(ctx: RuntimeContext, req: ProvisionRequest, signal
   return ctx.lock(req.sandboxId, async () => {
     signal.throwIfAborted();
     if (!isValidSandboxId(req.sandboxId)) throw new SwarmError("SANDBOX_PROVISION_FAILED", `sandbox id ${JSON.stringify(req.sandboxId)} is not a plain name`);
+    const noUserNet = req.network === true && ctx.isolation === "bubblewrap" ? userNetUnavailable() : undefined;
+    if (noUserNet !== undefined) throw new SwarmError("SANDBOX_PROVISION_FAILED", `sandbox ${req.sandboxId}: ${noUserNet}`);
     const layout = sandboxLayout(ctx.dataDir, req.sandboxId);
     if (Buffer.byteLength(layout.socket) > MAX_SOCKET_PATH_BYTES) {
       throw new SwarmError("SANDBOX_PROVISION_FAILED", `the harness socket path ${layout.socket} is longer than ${MAX_SOCKET_PATH_BYTES} bytes; use a shorter data folder`);
@@ -30,6 +35,8 @@ export function createSandbox(ctx: RuntimeContext, req: ProvisionRequest, signal
     try {
       await Promise.all([mkdir(layout.work), mkdir(layout.inputs), mkdir(layout.control, { mode: 0o700 })]);
       await writeFile(layout.spec, JSON.stringify(req.spec), { mode: 0o600 });
+      const users = ctx.separateUsers ? usersForRun(req.runId) : undefined;
+      if (users) await giveFolders(layout, users);
       signal.throwIfAborted();
       await fill?.(layout);
       signal.throwIfAborted();
@@ -44,6 +51,9 @@ export function createSandbox(ctx: RuntimeContext, req: ProvisionRequest, signal
         isolation: ctx.isolation,
         freezer: ctx.freezer,
         ...(ctx.hierarchy ? { cgroupDir: join(ctx.hierarchy.base, req.sandboxId) } : {}),
+        limits: req.limits ?? DEFAULT_SANDBOX_LIMITS,
+        limitCgroups: limitCgroupsFor(ctx.limitHomes, req.sandboxId),
+        ...(users ? { users } : {}),
       };
       await writeRecord(layout, record);
       signal.throwIfAborted();

@@ -1,7 +1,12 @@
 import { randomUUID } from "node:crypto";
-import { readFile, rename, writeFile } from "node:fs/promises";
+import { rename, writeFile } from "node:fs/promises";
 import { z } from "zod";
+import { isRefusedControlFile, readControlFile } from "../safe-read.ts";
+import { UserNetProcessSchema } from "../network/user-net.ts";
 import type { SandboxLayout } from "./sandbox-layout.ts";
+
+/** Far above any record written here (the spec's env is the only part of any size). */
+const MAX_RECORD_BYTES = 4 * 1024 * 1024;
 
 const FreezerKindSchema = z.enum(["cgroup-v2", "cgroup-v1", "signal"]);
 
@@ -22,8 +27,18 @@ const SandboxRecordSchema = z.object({
   freezer: FreezerKindSchema,
   /** The sandbox's own cgroup (cgroup freezers only). */
   cgroupDir: z.string().optional(),
+  /** Resource limits (absent in records made before limits existed: the defaults apply). */
+  limits: z.object({ pids: z.number(), memoryMiB: z.number(), cpus: z.number(), diskMiB: z.number(), tmpMiB: z.number() }).optional(),
+  /** The cgroups that bound its pids, memory and CPU (one per hierarchy), made when the harness starts. */
+  limitCgroups: z.array(z.object({ controller: z.enum(["pids", "memory", "cpu"]), version: z.union([z.literal(1), z.literal(2)]), dir: z.string() })).optional(),
+  /** The sandbox's agent and harness users (sandbox-users.ts); absent: both run as the daemon's user. */
+  users: z.object({ agent: z.number().int().positive(), harness: z.number().int().positive() }).optional(),
+  /** Set when the runtime stopped the sandbox for breaking a limit (the disk watch): what its agent's end says. */
+  stoppedFor: z.string().optional(),
   /** Absent until the harness was started: such a sandbox has no processes yet and is not `gone`. */
   harness: z.object({ pid: z.number().int().positive(), startedAt: z.string() }).optional(),
+  /** The slirp4netns of a networked sandbox, once its harness started (stopped on close). */
+  userNet: UserNetProcessSchema.optional(),
 });
 
 /**
@@ -36,9 +51,10 @@ export type SandboxRecord = z.infer<typeof SandboxRecordSchema>;
 export async function readRecord(layout: SandboxLayout): Promise<SandboxRecord | undefined> {
   let text: string;
   try {
-    text = await readFile(layout.record, "utf8");
+    text = (await readControlFile(layout.record, MAX_RECORD_BYTES)).toString("utf8");
   } catch (err) {
-    if (isMissing(err)) return undefined;
+    // A symlink, FIFO or oversized file is not a record this service wrote.
+    if (isMissing(err) || isRefusedControlFile(err)) return undefined;
     throw err;
   }
   const parsed = SandboxRecordSchema.safeParse(JSON.parse(text));

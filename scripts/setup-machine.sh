@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what sandboxes need from the machine when it is missing: bubblewrap (isolation),
+# slirp4netns (a networked sandbox's own user-mode network) and iproute2 (the routes that keep the
+# host's addresses out of its namespace). prlimit, setpriv and nsenter come with util-linux. As root on Debian: one `apt-get update`, one `apt-get install`
+# of the missing packages, and nothing at all when every command is there. Not root: prints what to
+# install and carries on; the daemon then refuses to start without bubblewrap (SWARM_ISOLATION).
+set -euo pipefail
+
+# command → the Debian package that provides it
+declare -A PACKAGE_OF=(
+  [bwrap]=bubblewrap
+  [slirp4netns]=slirp4netns
+  [ip]=iproute2
+)
+
+missing=()
+for command in bwrap slirp4netns ip; do
+  # ip lives in /usr/sbin, which a user's PATH may not hold.
+  if ! PATH="$PATH:/usr/sbin:/sbin" command -v "$command" >/dev/null 2>&1; then
+    missing+=("${PACKAGE_OF[$command]}")
+  fi
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+if [[ "$(id -u)" -ne 0 ]]; then
+  echo "setup-machine: missing ${missing[*]}: install them as root (apt-get install ${missing[*]}); without bubblewrap the daemon refuses to start unless SWARM_ISOLATION=none" >&2
+  exit 0
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "setup-machine: missing ${missing[*]}, and this is not Debian (no apt-get): install them with the system's package manager" >&2
+  exit 0
+fi
+echo "setup-machine: installing ${missing[*]}" >&2
+apt-get update
+DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
