@@ -25,10 +25,10 @@ export interface DiskWatch {
 
 /**
  * The disk quota of sandboxes on a file system without project quotas (ext4 here): a watch that
- * measures each sandbox's folders with `du` (blocks really used, so `fallocate` counts) every
- * round and stops a sandbox over its quota. Between two rounds a sandbox may overshoot by what it
- * writes in that time; RLIMIT_FSIZE bounds each single file to the quota. Rounds never overlap,
- * and the timer never keeps the process alive.
+ * measures each sandbox's folders with `du` (blocks really used, so `fallocate` counts, and files,
+ * so a flood of empty ones counts too) every round and stops a sandbox over its quota. Between
+ * two rounds a sandbox may overshoot by what it writes in that time; RLIMIT_FSIZE bounds each
+ * single file to the quota. Rounds never overlap, and the timer never keeps the process alive.
  */
 export function startDiskWatch(options: DiskWatchOptions): DiskWatch {
   const intervalMs = options.intervalMs ?? 2_000;
@@ -39,9 +39,12 @@ export function startDiskWatch(options: DiskWatchOptions): DiskWatch {
   const round = async () => {
     for (const sandbox of await options.list().catch(() => [])) {
       if (closed) return;
-      const used = await usedBytes(sandbox.dirs).catch(() => undefined);
-      if (used === undefined || used <= sandbox.limitBytes) continue;
-      const reason = `its sandbox went over its disk limit: ${mib(used)} MiB used of ${mib(sandbox.limitBytes)} MiB`;
+      const [used, files] = await Promise.all([usedBytes(sandbox.dirs).catch(() => undefined), usedInodes(sandbox.dirs).catch(() => undefined)]);
+      const fileLimit = inodeLimit(sandbox.limitBytes);
+      let reason: string;
+      if (used !== undefined && used > sandbox.limitBytes) reason = `its sandbox went over its disk limit: ${mib(used)} MiB used of ${mib(sandbox.limitBytes)} MiB`;
+      else if (files !== undefined && files > fileLimit) reason = `its sandbox went over its file limit: ${files} files and folders of ${fileLimit}`;
+      else continue;
       options.log(`sandbox ${sandbox.sandboxId}: ${reason}; stopping it`);
       await options.stop(sandbox.sandboxId, reason).catch((err: unknown) => options.log(`could not stop sandbox ${sandbox.sandboxId}: ${String(err)}`));
     }
@@ -70,10 +73,22 @@ export function startDiskWatch(options: DiskWatchOptions): DiskWatch {
 
 const mib = (bytes: number) => Math.round(bytes / (1024 * 1024));
 
+/**
+ * The files and folders a sandbox may hold: 64 per MiB of its quota, at least 16,384. Empty files
+ * take no blocks, but each takes an inode of the host's file system, which the ledger needs too.
+ */
+export function inodeLimit(limitBytes: number): number {
+  return Math.max(16_384, Math.floor((limitBytes / (1024 * 1024)) * 64));
+}
+
 /** Blocks used under `dirs`, in bytes, as `du` counts them (one file system, links once). */
-function usedBytes(dirs: string[]): Promise<number> {
+const usedBytes = (dirs: string[]) => duTotal(["-B1", "--", ...dirs]);
+/** Files and folders under `dirs` (inodes, links once). */
+const usedInodes = (dirs: string[]) => duTotal(["--inodes", "--", ...dirs]);
+
+function duTotal(args: string[]): Promise<number> {
   return new Promise((resolve, reject) => {
-    execFile("du", ["-s", "-x", "-c", "-B1", "--", ...dirs], { timeout: 60_000, maxBuffer: 1024 * 1024 }, (err, stdout) => {
+    execFile("du", ["-s", "-x", "-c", ...args], { timeout: 60_000, maxBuffer: 1024 * 1024 }, (err, stdout) => {
       // du exits 1 when a file vanished mid-walk; its total still counts what it saw.
       const total = /^(\d+)\s+total$/m.exec(stdout);
       if (total?.[1]) resolve(Number(total[1]));

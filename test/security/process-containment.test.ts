@@ -38,6 +38,17 @@ async function runInSandbox(rt: ProcessRuntime, command: string, extra: { env?: 
   return { sandboxId, client };
 }
 
+/** Wait (30 s at most) for the runtime to stop the sandbox; resolves with the reason it gives. */
+async function stoppedFor(rt: ProcessRuntime, sandboxId: string): Promise<string> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const info = await rt.inspect(sandboxId, signal());
+    if (info?.status === "gone") return info.reason ?? "(no reason)";
+    assert.ok(Date.now() < deadline, `still ${info?.status} after 30 s`);
+    await sleep(100);
+  }
+}
+
 const limited = (overrides: Partial<SandboxLimits>): SandboxLimits => ({ ...DEFAULT_SANDBOX_LIMITS, ...overrides });
 
 describe("security: process sandboxes (bubblewrap)", () => {
@@ -115,22 +126,23 @@ describe("security: process sandboxes (bubblewrap)", () => {
     assert.ok(existsSync(join(sandboxLayout(dataDir, sandboxId).work, "big")));
   });
 
+  it("a sandbox that makes more files than its quota allows (empty ones too) is stopped, saying why", async (t) => {
+    const { rt } = runtimeFor(t, { diskWatchIntervalMs: 200 });
+    // 20,000 empty files take no blocks, but inodes of the host's file system: above the 16,384 of a 64 MiB quota.
+    const flood = "mkdir /work/many && cd /work/many && seq 1 20000 | xargs touch; sleep 30";
+    const { sandboxId, client } = await runInSandbox(rt, flood, { limits: limited({ diskMiB: 64 }) });
+    void client.prompt("go").catch(() => undefined);
+    assert.match(await stoppedFor(rt, sandboxId), /over its file limit: \d+ files and folders of 16384/);
+    client.close();
+  });
+
   it("a sandbox that fills more than its disk quota is stopped, saying why", async (t) => {
     const { rt } = runtimeFor(t, { diskWatchIntervalMs: 200 });
     // Many files, each under the per-file limit, together over the quota.
     const filler = "for i in $(seq 1 12); do head -c 4M /dev/zero > /work/fill-$i; done; sleep 30";
     const { sandboxId, client } = await runInSandbox(rt, filler, { limits: limited({ diskMiB: 24 }) });
     void client.prompt("go").catch(() => undefined);
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      const info = await rt.inspect(sandboxId, signal());
-      if (info?.status === "gone") {
-        assert.match(info.reason ?? "", /over its disk limit: \d+ MiB used of 24 MiB/);
-        break;
-      }
-      assert.ok(Date.now() < deadline, `still ${info?.status} after 30 s`);
-      await sleep(100);
-    }
+    assert.match(await stoppedFor(rt, sandboxId), /over its disk limit: \d+ MiB used of 24 MiB/);
     client.close();
   });
 });
