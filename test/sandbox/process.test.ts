@@ -17,7 +17,8 @@ import { createTestHarnessClient, type TestHarnessClient } from "../support/harn
 import { runSandboxContract, type SandboxContractSetup } from "./contract.ts";
 
 const quiet: RuntimeLogger = { info: () => undefined, warn: () => undefined };
-const CGROUP_BASES = ["/sys/fs/cgroup/swarmd", "/sys/fs/cgroup/unified/swarmd", "/sys/fs/cgroup/freezer/swarmd"];
+// Freezer cgroups, and the limit cgroups of the v1 pids, memory and cpu hierarchies.
+const CGROUP_BASES = ["swarmd", "unified/swarmd", "freezer/swarmd", "pids/swarmd", "memory/swarmd", "cpu/swarmd"].map((dir) => `/sys/fs/cgroup/${dir}`);
 const signal = () => AbortSignal.timeout(60_000);
 const bashSpec = (command: string, extra: Record<string, unknown> = {}) => ({ name: "t", script: [{ tool: "bash", args: { command } }, { text: "done" }], ...extra });
 const COUNTER = (file: string) => `(i=0; while true; do i=$((i+1)); echo $i > ${file}.tmp; mv ${file}.tmp ${file}; sleep 0.05; done) > /dev/null 2>&1 &`;
