@@ -21,7 +21,7 @@ export interface BudgetInput {
 }
 
 /**
- * Decide a spawn under `parentId` (DESIGN.md "Budgets"): refused on `spawnDepth` when the parent
+ * Decide a spawn under `parentId` (docs/design.md "Budgets"): refused on `spawnDepth` when the parent
  * has no depth left, on `maxAgents` when the spawn would exceed the cap of the parent or of any
  * ancestor. An accepted child gets what its parent has left (depth − 1, the parent's remaining
  * agents after this spawn), tightened by explicit limits.

@@ -30,7 +30,7 @@ const Env = z.object({
   SWARM_BWRAP: z.string().refine(isAbsolute, { message: "must be an absolute path" }).optional(),
 });
 
-/** The daemon's settings, all from the environment (DESIGN.md "Names"). */
+/** The daemon's settings, all from the environment (docs/design.md "Names"). */
 export interface Config {
   host: string;
   port: number;

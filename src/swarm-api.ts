@@ -39,7 +39,7 @@ export interface CreateRunRequest {
   spec: AgentSpec;
   prompt?: string;
   budget?: BudgetOverride;
-  /** Keep the root live and idle after its turns until stopped (DESIGN.md). */
+  /** Keep the root live and idle after its turns until stopped (docs/design.md). */
   keepAlive?: boolean;
 }
 

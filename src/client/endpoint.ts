@@ -13,7 +13,7 @@ export interface Endpoint {
 export const DEFAULT_SWARM_URL = "http://127.0.0.1:4600";
 
 /**
- * `SWARM_URL` (default `http://127.0.0.1:4600`) and `SWARM_TOKEN` (DESIGN.md "Names"); an explicit
+ * `SWARM_URL` (default `http://127.0.0.1:4600`) and `SWARM_TOKEN` (docs/design.md "Names"); an explicit
  * `url` (the CLI's `--url`) wins. Throws `EndpointError` naming the variable when the address is not
  * an http(s) URL, so a typo is reported as such rather than as an unreachable service.
  */

@@ -10,7 +10,7 @@ export interface WireEvent {
 }
 
 /**
- * Translate one pi session event into swarmd's wire event (DESIGN.md "Event names on the wire"),
+ * Translate one pi session event into swarmd's wire event (docs/design.md "Event names on the wire"),
  * or `undefined` for events nobody outside needs (message_update other than text deltas, ...).
  */
 export function toWireEvent(e: AgentSessionEvent): WireEvent | undefined {

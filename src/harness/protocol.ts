@@ -52,7 +52,7 @@ export interface ResponseMessage {
   error?: string;
 }
 
-/** Harness event names on the wire (see DESIGN.md "Event names on the wire"). */
+/** Harness event names on the wire (see docs/design.md "Event names on the wire"). */
 export type HarnessEventType =
   | "agent_start"
   | "agent_end"

@@ -6,7 +6,7 @@ import { agentIdParam, PromptBody, ResultQuery, ScopeBody, SteerBody, StopBody }
 
 type AgentParams = { Params: { agentId: string } };
 
-/** Spec sections 4.6 to 4.12; control answers follow DESIGN.md "Control responses". */
+/** Spec sections 4.6 to 4.12; control answers follow docs/design.md "Control responses". */
 export function agentRoutes(app: FastifyInstance, swarm: SwarmApi): void {
   app.get<AgentParams>("/agents/:agentId", async (request) => swarm.getAgent(agentIdParam(request.params.agentId)));
 
