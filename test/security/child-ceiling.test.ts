@@ -92,5 +92,9 @@ describe("security: a child never exceeds its parent", () => {
       assert.equal(created.status, 400, name);
       assert.match(created.body.error, new RegExp(`body\\.spec\\.env\\.${name}: changes how programs load or start`));
     }
+    // A NUL would end the value early in the argument list bwrap reads the environment from.
+    const nul = await d.call("POST", "/runs", { spec: { name: "x", script: [], env: { A: "one\u0000--setenv" } } });
+    assert.equal(nul.status, 400);
+    assert.match(nul.body.error, /body\.spec\.env\.A: must not contain a NUL character/);
   });
 });

@@ -1,11 +1,12 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { accessSync, constants, closeSync, openSync, readFileSync, statSync } from "node:fs";
-import { readdir, readFile } from "node:fs/promises";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { z } from "zod";
 import { pollUntil } from "../poll.ts";
+import { hasEnvEntry, isLive, listProcs, readProc, signalPid } from "../process/proc-table.ts";
+import { SYSTEM_PATH } from "../system-path.ts";
 
 /*
  * A networked sandbox's own network: a network namespace of its own (bubblewrap's --unshare-net,
@@ -45,7 +46,6 @@ export const SLIRP_HOST_ALIAS = "10.0.2.2";
  * `stopUserNet` finds it even when the service died before recording its pid.
  */
 const USER_NET_TAG_VAR = "SWARMD_USER_NET";
-const SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 const READY_TIMEOUT_MS = 10_000;
 const STOP_TIMEOUT_MS = 10_000;
 
@@ -232,40 +232,18 @@ export async function stopUserNet(sandboxId: string, recorded?: UserNetProcess):
 
 /** Live slirp4netns processes tagged with the sandbox (zombies are over and not counted). */
 export async function taggedUserNets(sandboxId: string): Promise<number[]> {
-  const tag = `${USER_NET_TAG_VAR}=${sandboxId}`;
-  const pids = (await readdir("/proc")).filter((n) => /^\d+$/.test(n)).map(Number);
-  const found = await Promise.all(
-    pids.map(async (pid) => {
-      const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
-      if (!stat.includes("(slirp4netns)") || /^[ZXx]$/.test(statFields(stat)[0] ?? "")) return undefined;
-      const environ = await readFile(`/proc/${pid}/environ`, "latin1").catch(() => "");
-      return environ.split("\0").includes(tag) ? pid : undefined;
-    }),
-  );
-  return found.filter((p): p is number => p !== undefined);
-}
-
-/** The fields of /proc/<pid>/stat after the command name (which may hold spaces and parentheses). */
-function statFields(stat: string): string[] {
-  return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const live = (await listProcs()).filter(isLive);
+  const tagged = await Promise.all(live.map((e) => hasEnvEntry(e.pid, `${USER_NET_TAG_VAR}=${sandboxId}`)));
+  return live.filter((_, i) => tagged[i]).map((e) => e.pid);
 }
 
 /** Start time of a live (not zombie) process, or `undefined`. */
 async function startTimeOf(pid: number): Promise<string | undefined> {
-  const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => undefined);
-  if (stat === undefined) return undefined;
-  const fields = statFields(stat);
-  if (/^[ZXx]$/.test(fields[0] ?? "")) return undefined;
-  return fields[19];
+  const entry = await readProc(pid);
+  return isLive(entry) ? entry.startTime : undefined;
 }
 
-function killQuietly(pid: number): void {
-  try {
-    process.kill(pid, "SIGKILL");
-  } catch {
-    // already gone
-  }
-}
+const killQuietly = (pid: number) => signalPid(pid, "SIGKILL");
 
 function readLogTail(file: string): string {
   try {

@@ -6,8 +6,8 @@ import type { SandboxLayout } from "./sandbox-layout.ts";
 import type { SandboxRecord } from "./sandbox-record.ts";
 import { SANDBOX_TAG_VAR } from "./sandbox-tag.ts";
 import { DEFAULT_SANDBOX_LIMITS } from "../runtime.ts";
+import { SYSTEM_PATH } from "../system-path.ts";
 
-const SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
 
 /** How to start one sandbox's harness. */
 export interface HarnessCommand {

@@ -65,4 +65,3 @@ export function startHarness(ctx: RuntimeContext, sandboxId: string, signal: Abo
     }
   });
 }
-

@@ -8,6 +8,8 @@ export interface ProcEntry {
   sid: number;
   /** `R`, `S`, `D`, `T` (stopped), `Z` (zombie)... */
   state: string;
+  /** Clock ticks after boot when it started: with the pid, names this process and no later one. */
+  startTime: string;
 }
 
 export async function readProc(pid: number): Promise<ProcEntry | undefined> {
@@ -19,7 +21,7 @@ export async function readProc(pid: number): Promise<ProcEntry | undefined> {
   }
   // The command name is in parentheses and may itself contain spaces or parentheses.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return { pid, state: fields[0] ?? "?", ppid: Number(fields[1]), pgid: Number(fields[2]), sid: Number(fields[3]) };
+  return { pid, state: fields[0] ?? "?", ppid: Number(fields[1]), pgid: Number(fields[2]), sid: Number(fields[3]), startTime: fields[19] ?? "" };
 }
 
 export async function listProcs(): Promise<ProcEntry[]> {

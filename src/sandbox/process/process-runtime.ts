@@ -4,7 +4,7 @@ import { resolve } from "node:path";
 import { errorMessage, isSwarmError, SwarmError } from "../../errors.ts";
 import { assertInputNames } from "../input-names.ts";
 import { createKeyedLock } from "../keyed-lock.ts";
-import type { SandboxInfo, SandboxRuntime } from "../runtime.ts";
+import { DEFAULT_SANDBOX_LIMITS, type SandboxInfo, type SandboxRuntime } from "../runtime.ts";
 import { connectSocket } from "../socket-connect.ts";
 import { findBubblewrap } from "./bubblewrap.ts";
 import { detectCgroupHierarchy } from "./cgroup-freezer.ts";
@@ -17,7 +17,6 @@ import { createSandbox, forkSandbox } from "./sandbox-create.ts";
 import { sandboxesDir } from "./sandbox-layout.ts";
 import { isMissing, writeRecord, type FreezerKind } from "./sandbox-record.ts";
 import { startDiskWatch, type DiskWatch } from "../disk-watch.ts";
-import { DEFAULT_SANDBOX_LIMITS } from "../runtime.ts";
 
 /** Where the runtime reports what it decided (pino and console both fit). */
 export interface RuntimeLogger {
