@@ -60,7 +60,6 @@ export interface ContainerOptionsInput {
   controlDir: string;
   workDir: string;
   inputsDir: string;
-  network: boolean;
   limits: SandboxLimits;
 }
 

@@ -94,7 +94,6 @@ export function sandboxContainers(docker: Docker, folders: SandboxFolders, setti
         controlDir: folders.controlDir(req.sandboxId),
         workDir: folders.workDir(req.sandboxId),
         inputsDir: folders.inputsDir(req.sandboxId),
-        network: req.network === true,
         limits: req.limits ?? DEFAULT_SANDBOX_LIMITS,
       });
       // No abortSignal on calls that create things: an aborted request may still complete in the
