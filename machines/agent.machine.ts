@@ -1,205 +1,19 @@
-import { assign, emit, enqueueActions, fromCallback, fromPromise, sendTo, setup } from "xstate";
+import { assign, sendTo } from "xstate";
 import { errorMessage } from "../src/errors.ts";
-import type {
-  AgentEmitted,
-  CloseInput,
-  AgentEvent,
-  AgentInput,
-  ControlOutcome,
-  Delivery,
-  EndOutcome,
-  Fact,
-  HarnessActorInput,
-  HarnessCommandEvent,
-  PausedBy,
-  ProvisionInput,
-  SandboxActorInput,
-} from "./agent.types.ts";
-
-interface AgentContext {
-  start: AgentInput["start"];
-  agentId: string;
-  runId: string;
-  sandboxId: string;
-  keepAlive: boolean;
-  turnMaxMs: number;
-  /** Prompts waiting for a running harness (initial prompt, prompts while paused, steers to idle agents). */
-  prompts: string[];
-  /** Steer messages accepted while paused, delivered on resume. */
-  steers: string[];
-  /** Turns handed to the harness and not yet settled. */
-  inflight: number;
-  turns: number;
-  liveChildren: number;
-  pausedBy: PausedBy | null;
-  pendingPause: PausedBy | null;
-  /** The control request an effect state answers when it finishes. */
-  request: { requestId: string; by: PausedBy } | null;
-  /** A steer handed to the harness whose answer has not come back: the agent may not finish before it does. */
-  steering: string | null;
-  /** A resume that arrived while the agent was freezing on its own (joining a subtree pause): run once frozen. */
-  resumeAfterPause: string | null;
-  quietAbort: boolean;
-  failure: string | null;
-  end: { outcome: EndOutcome; error?: string };
-}
-
-interface ReplyParams {
-  requestId: string;
-  outcome: ControlOutcome;
-  error?: string;
-  delivery?: Delivery;
-}
-
-const notProvided = async (): Promise<never> => {
-  throw new Error("effect not provided: pass it with machine.provide()");
-};
+import { initialContext } from "./agent.context.ts";
+import { agentSetup } from "./agent.setup.ts";
 
 /**
  * One agent: spawning → provisioning → running ⇄ paused → done | aborted. Pure: every side
  * effect is a named actor provided from `actors/`. Every control event is answered with exactly
  * one `member.reply` to the parent (the run supervisor), also in the ended states, so a cascade
- * never waits on an agent that cannot answer.
+ * never waits on an agent that cannot answer: `test/machines/reply-rule.test.ts` checks this for
+ * every control in every reachable state. States carry tags (`AgentTag`) that say the agent's
+ * status; the service reads them with `hasTag` (`agent-status.ts`).
  */
-export const agentMachine = setup({
-  types: {
-    context: {} as AgentContext,
-    input: {} as AgentInput,
-    events: {} as AgentEvent,
-    emitted: {} as AgentEmitted,
-  },
-  actors: {
-    provision: fromPromise<void, ProvisionInput>(notProvided),
-    harness: fromCallback<HarnessCommandEvent, HarnessActorInput>(() => {
-      throw new Error("harness effect not provided");
-    }),
-    freeze: fromPromise<void, SandboxActorInput>(notProvided),
-    thaw: fromPromise<void, SandboxActorInput>(notProvided),
-    close: fromPromise<void, CloseInput>(notProvided),
-  },
-  delays: {
-    quietLimit: ({ context }) => context.turnMaxMs,
-  },
-  guards: {
-    hasPendingPause: ({ context }) => context.pendingPause !== null,
-    busy: ({ context }) => context.inflight > 0,
-    turnFailed: ({ context }) => context.failure !== null,
-    canFinish: ({ context }) =>
-      context.turns > 0 &&
-      context.inflight === 0 &&
-      context.liveChildren === 0 &&
-      !context.keepAlive &&
-      context.prompts.length === 0 &&
-      context.steering === null,
-    resumeAfterPause: ({ context }) => context.resumeAfterPause !== null,
-  },
-  actions: {
-    fact: emit(({ context }, fact: Fact) => ({ type: "fact" as const, agentId: context.agentId, fact })),
-    // An empty requestId marks work the machine started itself (a deferred pause, a queued steer): nobody waits for it.
-    reply: enqueueActions(({ context, enqueue }, params: ReplyParams) => {
-      if (params.requestId !== "") enqueue.sendParent({ type: "member.reply", agentId: context.agentId, ...params });
-    }),
-    replyToRequest: enqueueActions(({ context, enqueue }, params: { outcome: ControlOutcome; error?: string }) => {
-      if (context.request && context.request.requestId !== "") {
-        enqueue.sendParent({ type: "member.reply", agentId: context.agentId, requestId: context.request.requestId, ...params });
-      }
-      enqueue.assign({ request: null });
-    }),
-    /** Hand every waiting prompt to the harness as a turn, and every queued steer to the running turn (or as a turn). */
-    flush: enqueueActions(({ context, enqueue }) => {
-      let inflight = context.inflight;
-      let turns = context.turns;
-      for (const text of context.prompts) {
-        enqueue.sendTo("harness", { type: "harness.prompt", text });
-        inflight++;
-        turns++;
-      }
-      for (const message of context.steers) {
-        if (inflight > 0) {
-          enqueue.sendTo("harness", { type: "harness.steer", message, requestId: "" });
-          continue;
-        }
-        enqueue.sendTo("harness", { type: "harness.prompt", text: message });
-        inflight++;
-        turns++;
-      }
-      enqueue.assign({ prompts: [], steers: [], inflight, turns });
-    }),
-    /** A turn settled: its result is stated; a quiet-limit abort keeps the text so far (failed when there is none). */
-    settleTurn: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "harness.settled") return;
-      const outcome = event.outcome === "aborted" ? (event.text ? "success" : "failed") : event.outcome;
-      enqueue.emit({ type: "fact", agentId: context.agentId, fact: { kind: "settled", outcome, text: event.text, hseq: event.hseq } });
-      const reason = event.error ?? (context.quietAbort ? "the turn went quiet past the quiet-turn limit" : "the turn failed");
-      enqueue.assign({
-        inflight: Math.max(0, context.inflight - 1),
-        quietAbort: false,
-        failure: outcome === "failed" ? reason : context.failure,
-      });
-    }),
-    steerAnswered: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "harness.steered") return;
-      if (event.requestId === context.steering) enqueue.assign({ steering: null });
-      const reply = { type: "member.reply" as const, agentId: context.agentId, requestId: event.requestId };
-      if (!event.ok && !event.idle) {
-        enqueue.sendParent({ ...reply, outcome: "failed", error: event.error ?? "the harness did not accept the message" });
-        return;
-      }
-      if (!event.ok) {
-        // The turn ended while the steer was on its way: the message starts a turn instead.
-        enqueue.sendTo("harness", { type: "harness.prompt", text: event.message });
-        enqueue.assign({ inflight: context.inflight + 1, turns: context.turns + 1 });
-      }
-      enqueue.emit({ type: "fact", agentId: context.agentId, fact: { kind: "steered", message: event.message } });
-      enqueue.sendParent({ ...reply, outcome: "applied", delivery: event.ok ? "steer" : "turn" });
-    }),
-    /** The freeze finished: the agent is paused by whom its request says. */
-    markPaused: enqueueActions(({ context, enqueue }) => {
-      const by = context.request?.by ?? "operator";
-      enqueue.emit({ type: "fact", agentId: context.agentId, fact: { kind: "state", from: "running", to: "paused", reason: by } });
-      enqueue.assign({ pausedBy: by });
-    }),
-    /** Leaving `live` with a steer unanswered: the harness that would answer it is gone. */
-    dropSteer: enqueueActions(({ context, enqueue }) => {
-      if (context.steering === null) return;
-      enqueue.sendParent({ type: "member.reply", agentId: context.agentId, requestId: context.steering, outcome: "failed", error: "the agent ended before the message reached it" });
-      enqueue.assign({ steering: null });
-    }),
-    /** Steers to an agent that is paused or between paused and running wait for the next `running`. */
-    queueSteer: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "control.steer") return;
-      enqueue.assign({ steers: [...context.steers, event.message] });
-      enqueue.emit({ type: "fact", agentId: context.agentId, fact: { kind: "steered", message: event.message } });
-      enqueue.sendParent({ type: "member.reply", agentId: context.agentId, requestId: event.requestId, outcome: "applied", delivery: "queued" });
-    }),
-    startTurn: enqueueActions(({ context, enqueue }, params: { text: string }) => {
-      enqueue.sendTo("harness", { type: "harness.prompt", text: params.text });
-      enqueue.assign({ inflight: context.inflight + 1, turns: context.turns + 1 });
-    }),
-  },
-}).createMachine({
+export const agentMachine = agentSetup.createMachine({
   id: "agent",
-  context: ({ input }) => ({
-    start: input.start,
-    agentId: input.agentId,
-    runId: input.runId,
-    sandboxId: input.sandboxId,
-    keepAlive: input.keepAlive,
-    turnMaxMs: input.turnMaxMs,
-    prompts: input.prompt === undefined ? [] : [input.prompt],
-    steers: [],
-    inflight: input.inflight ?? 0,
-    turns: input.turns ?? 0,
-    liveChildren: input.liveChildren ?? 0,
-    pausedBy: input.pausedBy ?? null,
-    pendingPause: input.pendingPause ?? null,
-    request: null,
-    steering: null,
-    resumeAfterPause: null,
-    quietAbort: false,
-    failure: null,
-    end: { outcome: "success" },
-  }),
+  context: ({ input }) => initialContext(input),
   initial: "init",
   on: {
     // Controls no state takes (an agent finishing, closing or ended) are answered `noop`: the
@@ -245,6 +59,7 @@ export const agentMachine = setup({
       },
       states: {
         spawning: {
+          tags: ["spawning"],
           on: {
             "deps.settled": {
               target: "provisioning",
@@ -260,6 +75,7 @@ export const agentMachine = setup({
           },
         },
         provisioning: {
+          tags: ["provisioning"],
           invoke: {
             src: "provision",
             input: ({ context }) => ({ agentId: context.agentId, runId: context.runId, sandboxId: context.sandboxId }),
@@ -282,22 +98,32 @@ export const agentMachine = setup({
       },
     },
     live: {
+      tags: ["live"],
       invoke: {
         id: "harness",
         src: "harness",
         input: ({ context }) => ({ agentId: context.agentId, runId: context.runId, sandboxId: context.sandboxId }),
       },
       initial: "enter",
-      exit: "dropSteer",
+      exit: "dropSteers",
       on: {
         "harness.lost": {
           target: "finishing",
-          actions: assign({ end: ({ event }) => ({ outcome: "lost" as const, error: event.error }) }),
+          actions: [
+            { type: "abandonRequests", params: ({ event }) => ({ error: event.error }) },
+            assign({ end: ({ event }) => ({ outcome: "lost" as const, error: event.error }) }),
+          ],
         },
         "harness.settled": { actions: "settleTurn" },
         "harness.steered": { actions: "steerAnswered" },
         prompt: { actions: assign({ prompts: ({ context, event }) => [...context.prompts, event.text] }) },
-        "control.stop": { target: "stopping", actions: assign({ request: ({ event }) => ({ requestId: event.requestId, by: "operator" as const }) }) },
+        "control.stop": {
+          target: "stopping",
+          actions: [
+            { type: "abandonRequests", params: { error: "the agent was stopped before this finished" } },
+            assign({ request: ({ event }) => ({ requestId: event.requestId, by: "operator" as const }) }),
+          ],
+        },
       },
       states: {
         enter: {
@@ -308,6 +134,7 @@ export const agentMachine = setup({
           ],
         },
         running: {
+          tags: ["running"],
           entry: "flush",
           initial: "check",
           states: {
@@ -341,7 +168,7 @@ export const agentMachine = setup({
               {
                 guard: "busy",
                 actions: [
-                  assign({ steering: ({ event }) => event.requestId }),
+                  assign({ steering: ({ context, event }) => [...context.steering, event.requestId] }),
                   sendTo("harness", ({ event }) => ({ type: "harness.steer" as const, message: event.message, requestId: event.requestId })),
                 ],
               },
@@ -357,6 +184,7 @@ export const agentMachine = setup({
           },
         },
         pausing: {
+          tags: ["paused"],
           invoke: {
             src: "freeze",
             input: ({ context }) => ({ agentId: context.agentId, sandboxId: context.sandboxId }),
@@ -386,11 +214,18 @@ export const agentMachine = setup({
             // Only a pause the agent started itself (joining a subtree pause once forked) can be
             // under way when a control arrives: the supervisor sends one control at a time.
             "control.pause": { actions: { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "noop" }) } },
-            "control.resume": { actions: assign({ resumeAfterPause: ({ event }) => event.requestId }) },
+            // A newer resume replaces one already waiting (whose caller gave up on it): that one is a `noop`.
+            "control.resume": {
+              actions: [
+                { type: "reply", params: ({ context }) => ({ requestId: context.resumeAfterPause ?? "", outcome: "noop" }) },
+                assign({ resumeAfterPause: ({ event }) => event.requestId }),
+              ],
+            },
             "control.steer": { actions: "queueSteer" },
           },
         },
         paused: {
+          tags: ["paused"],
           on: {
             "control.pause": { actions: { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "noop" }) } },
             "control.resume": { target: "resuming", actions: assign({ request: ({ event }) => ({ requestId: event.requestId, by: "operator" as const }) }) },
@@ -398,6 +233,7 @@ export const agentMachine = setup({
           },
         },
         resuming: {
+          tags: ["paused"],
           invoke: {
             src: "thaw",
             input: ({ context }) => ({ agentId: context.agentId, sandboxId: context.sandboxId }),
@@ -416,6 +252,7 @@ export const agentMachine = setup({
       },
     },
     stopping: {
+      tags: ["ending"],
       invoke: {
         src: "close",
         input: ({ context }) => ({ agentId: context.agentId, sandboxId: context.sandboxId, ending: { outcome: "aborted" as const } }),
@@ -425,6 +262,7 @@ export const agentMachine = setup({
       exit: [{ type: "fact", params: { kind: "ended", outcome: "aborted" } }, { type: "replyToRequest", params: { outcome: "applied" } }],
     },
     finishing: {
+      tags: ["ending"],
       invoke: {
         src: "close",
         input: ({ context }) => ({ agentId: context.agentId, sandboxId: context.sandboxId, ending: context.end }),
@@ -434,8 +272,8 @@ export const agentMachine = setup({
       exit: { type: "fact", params: ({ context }) => ({ kind: "ended", ...context.end }) },
     },
     // Ended: every control is answered `noop` (by the handlers at the root); the outcome is kept.
-    done: {},
-    aborted: {},
+    done: { tags: ["done"] },
+    aborted: { tags: ["aborted"] },
   },
 });
 

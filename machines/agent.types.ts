@@ -1,4 +1,4 @@
-import type { Delivery, MemberResult, Outcome, PausedBy } from "../src/swarm-api.ts";
+import type { Delivery, LiveState, MemberResult, Outcome, PausedBy } from "../src/swarm-api.ts";
 
 export type { Delivery, PausedBy };
 /** Why a member of a control request ended up as it did. */
@@ -8,17 +8,34 @@ export type EndOutcome = Outcome;
 export type TurnOutcome = "success" | "failed" | "aborted";
 
 /**
- * Where an agent actor starts: fresh (`spawning`/`provisioning`) or restored live after a restart.
- * Ended agents get no actor.
+ * Tags of the machine's states: what every decision about an agent reads (with `hasTag`). Exactly
+ * one of the statuses (`spawning` … `aborted`) is on at any time; `live` covers running and paused.
  */
-export type StartState = "spawning" | "provisioning" | "running" | "paused";
+export type AgentTag = "spawning" | "provisioning" | "live" | "running" | "paused" | "ending" | "done" | "aborted";
 
-export interface AgentInput {
+/** Where a new agent's actor starts: waiting for `waitFor` (`spawning`) or making its sandbox. */
+export type StartState = "spawning" | "provisioning";
+
+/**
+ * A live agent given its actor back after a restart, as the ledger left it. Ended agents get no
+ * actor; agents caught before their sandbox existed start again as new ones.
+ */
+export interface RestoredLive {
+  /** Who paused it, when it was paused. */
+  pausedBy: PausedBy | null;
+  /** Turns run so far. */
+  turns: number;
+  /** Turns the harness accepted and has not yet settled. */
+  inflight: number;
+  /** Children still live. */
+  liveChildren: number;
+}
+
+interface AgentInputBase {
   agentId: string;
   runId: string;
   /** Chosen before provisioning so a crash mid-provision can be reconciled by id. */
   sandboxId: string;
-  start: StartState;
   /** Prompt to run once the sandbox is ready (the spawn's or the run's first turn). */
   prompt?: string;
   keepAlive: boolean;
@@ -26,20 +43,20 @@ export interface AgentInput {
   turnMaxMs: number;
   /** Set when a subtree pause reached the agent before its sandbox was forked. */
   pendingPause?: PausedBy;
-  /** Restore only: pausedBy of a paused agent, live children and turns already run. */
-  pausedBy?: PausedBy;
-  liveChildren?: number;
-  turns?: number;
-  /** Restore only: turns the harness accepted and has not yet settled (as the ledger knows it). */
-  inflight?: number;
 }
+
+/**
+ * A new agent starts at `start`; an agent the ledger shows live after a restart is `restored` and
+ * goes straight back to `running` or `paused`. Both come from one place (`Run.addAgent`).
+ */
+export type AgentInput = AgentInputBase & ({ start: StartState; restored?: undefined } | { start?: undefined; restored: RestoredLive });
 
 /**
  * Facts the machine states; the actors layer turns each into a ledger event (in emit order).
  * `settled` is a turn's result; `ended` the agent's end.
  */
 export type Fact =
-  | { kind: "state"; from: string; to: string; reason: string }
+  | { kind: "state"; from: string; to: LiveState; reason: string }
   | { kind: "provisioned"; sandboxId: string }
   | { kind: "steered"; message: string }
   /** `hseq` of the harness event that settled the turn, recorded so a replay never settles it twice. */

@@ -1,5 +1,6 @@
 import { assign, emit, enqueueActions, sendTo, setup } from "xstate";
 import { agentMachine } from "./agent.machine.ts";
+import type { MemberResult } from "../src/swarm-api.ts";
 import type { AgentInput, ControlOp, Delivery, MemberReply, PausedBy } from "./agent.types.ts";
 
 /** One member of a control request, in the order the cascade must visit them. */
@@ -15,12 +16,13 @@ export interface ControlRequest {
   message?: string;
 }
 
-export interface MemberResult {
-  agentId: string;
-  outcome: MemberReply["outcome"];
-  error?: string;
+/** One member's answer as the supervisor collected it: the API's member result and, for a steer, its delivery. */
+export interface MemberAnswer extends MemberResult {
   delivery?: Delivery;
 }
+
+/** How long the supervisor waits for one member's answer unless told otherwise. */
+export const DEFAULT_MEMBER_TIMEOUT_MS = 60_000;
 
 export type RunEvent =
   /** `restored`: re-added after a restart; its parent's `liveChildren` input already counts it. */
@@ -30,10 +32,12 @@ export type RunEvent =
   | { type: "control"; request: ControlRequest }
   | MemberReply;
 
-export type RunEmitted = { type: "control.done"; requestId: string; results: MemberResult[] };
+export type RunEmitted = { type: "control.done"; requestId: string; results: MemberAnswer[] };
 
 interface RunContext {
   runId: string;
+  /** How long one member may take to answer before it is recorded `failed` and the cascade moves on. */
+  memberTimeoutMs: number;
   /** Agents that have an actor here. Agents restored already ended, or refused by a budget, have none. */
   actors: Record<string, true>;
   parents: Record<string, string | null>;
@@ -42,7 +46,7 @@ interface RunContext {
   /** Spawning agents and the agents they still wait for. */
   waiting: Record<string, string[]>;
   queue: ControlRequest[];
-  current: { request: ControlRequest; index: number; results: MemberResult[] } | null;
+  current: { request: ControlRequest; index: number; results: MemberAnswer[] } | null;
 }
 
 /**
@@ -55,11 +59,14 @@ interface RunContext {
 export const runMachine = setup({
   types: {
     context: {} as RunContext,
-    input: {} as { runId: string },
+    input: {} as { runId: string; memberTimeoutMs?: number },
     events: {} as RunEvent,
     emitted: {} as RunEmitted,
   },
   actors: { agent: agentMachine },
+  delays: {
+    memberTimeout: ({ context }) => context.memberTimeoutMs,
+  },
   guards: {
     cascadeDone: ({ context }) => !context.current || context.current.index >= context.current.request.members.length,
     hasQueued: ({ context }) => context.queue.length > 0,
@@ -104,7 +111,15 @@ export const runMachine = setup({
   },
 }).createMachine({
   id: "run",
-  context: ({ input }) => ({ runId: input.runId, actors: {}, parents: {}, settled: {}, waiting: {}, queue: [], current: null }),
+  context: ({ input }) => ({
+    runId: input.runId,
+    memberTimeoutMs: input.memberTimeoutMs ?? DEFAULT_MEMBER_TIMEOUT_MS,
+    actors: {}, parents: {},
+    settled: {},
+    waiting: {},
+    queue: [],
+    current: null,
+  }),
   on: {
     "agent.add": {
       actions: [
@@ -166,7 +181,22 @@ export const runMachine = setup({
             { target: "waiting", actions: "sendToMember" },
           ],
         },
+        // A member that never answers (an effect that hangs, a lost reply) must not hang the run
+        // and every later control: past the timeout it is recorded `failed` and the cascade goes on.
         waiting: {
+          after: {
+            memberTimeout: {
+              target: "next",
+              actions: assign({
+                current: ({ context }) => {
+                  const current = context.current!;
+                  const agentId = current.request.members[current.index]!.agentId;
+                  const error = `no answer from agent ${agentId} within ${context.memberTimeoutMs} ms`;
+                  return { ...current, index: current.index + 1, results: [...current.results, { agentId, outcome: "failed" as const, error }] };
+                },
+              }),
+            },
+          },
           on: {
             "member.reply": {
               guard: "answersCurrent",
@@ -175,7 +205,7 @@ export const runMachine = setup({
                 current: ({ context, event }) => {
                   const current = context.current!;
                   const { agentId, outcome, error, delivery } = event;
-                  const result: MemberResult = { agentId, outcome, ...(error ? { error } : {}), ...(delivery ? { delivery } : {}) };
+                  const result: MemberAnswer = { agentId, outcome, ...(error ? { error } : {}), ...(delivery ? { delivery } : {}) };
                   return { ...current, index: current.index + 1, results: [...current.results, result] };
                 },
               }),

@@ -10,6 +10,7 @@ const Env = z.object({
   SWARM_DATA_DIR: z.string().min(1).default("./data"),
   SWARM_RUNTIME: z.enum(["process", "docker"]).default("process"),
   SWARM_TURN_MAX_MS: z.coerce.number().int().min(1).default(1_800_000),
+  SWARM_MEMBER_TIMEOUT_MS: z.coerce.number().int().min(1).default(60_000),
   SWARM_TOKEN: z.string().min(1).optional(),
   SWARM_BODY_LIMIT: z.coerce.number().int().min(1024).default(1024 * 1024),
   SWARM_INSPECT: z.enum(["0", "1"]).default("0"),
@@ -37,6 +38,8 @@ export interface Config {
   dataDir: string;
   runtime: "process" | "docker";
   turnMaxMs: number;
+  /** How long a control waits for one member's answer before recording it `failed` (SWARM_MEMBER_TIMEOUT_MS). */
+  memberTimeoutMs: number;
   token?: string;
   bodyLimitBytes: number;
   inspect: boolean;
@@ -72,6 +75,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: resolve(e.SWARM_DATA_DIR),
     runtime: e.SWARM_RUNTIME,
     turnMaxMs: e.SWARM_TURN_MAX_MS,
+    memberTimeoutMs: e.SWARM_MEMBER_TIMEOUT_MS,
     token: e.SWARM_TOKEN,
     bodyLimitBytes: e.SWARM_BODY_LIMIT,
     inspect: e.SWARM_INSPECT === "1",

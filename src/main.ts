@@ -6,7 +6,6 @@
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { restoreRuns } from "../actors/recovery.ts";
 import { createSwarmService } from "../actors/swarm-service.ts";
 import { loadConfig } from "./config.ts";
 import { errorMessage } from "./errors.ts";
@@ -23,7 +22,7 @@ async function main(): Promise<void> {
   const inspect = config.inspect ? await startInspector(config.inspectPort) : undefined;
   const service = createSwarmService({
     inspect,
-    config: { dataDir: config.dataDir, turnMaxMs: config.turnMaxMs, limits: config.limits },
+    config: { dataDir: config.dataDir, turnMaxMs: config.turnMaxMs, memberTimeoutMs: config.memberTimeoutMs, limits: config.limits },
     runtime,
     ledger,
     results: createResultStore(config.dataDir),
@@ -41,7 +40,7 @@ async function main(): Promise<void> {
   });
   if (inspect) app.log.info(`SWARM_INSPECT=1: open http://127.0.0.1:${config.inspectPort} to watch the machines`);
   // What start-up recovery does (reconnects, lost agents, orphans closed) is worth an operator's eye.
-  const restored = await restoreRuns(service.core, (message) => app.log.warn(message));
+  const restored = await service.restore();
   await app.listen({ host: config.host, port: config.port });
   app.log.info(`swarmd listening on http://${config.host}:${config.port} (runtime ${runtime.kind}, data ${config.dataDir}, ${restored} runs restored)`);
 

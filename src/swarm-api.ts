@@ -66,6 +66,12 @@ export interface SpawnResponse {
 
 export type LiveState = "spawning" | "provisioning" | "running" | "paused";
 export type AgentState = LiveState | "done" | "aborted";
+/** An agent's state as the service decides on it: the API's states, and `ending` while its sandbox closes. */
+export type AgentStatus = AgentState | "ending";
+
+/** Live: neither ended nor on its way out. The one definition, for the service, the CLI and the bridge. */
+export const isLive = (status: AgentStatus): boolean => status !== "done" && status !== "aborted" && status !== "ending";
+
 export type Outcome = "success" | "failed" | "aborted" | "budget-exceeded" | "lost";
 
 /** Spec section 2.2. */

@@ -3,7 +3,7 @@ import { collectEvents } from "../client/collect-events.ts";
 import type { SpecStore } from "../client/spec-store.ts";
 import type { SwarmClient } from "../client/swarm-client.ts";
 import type { AgentSpec } from "../spec/agent-spec.ts";
-import { isLive } from "../views/run-view.ts";
+import { isLive } from "../swarm-api.ts";
 import { reportProgress } from "./progress.ts";
 import { CreateRunInput, RunIdInput, SpawnAgentInput, WatchEventsInput } from "./tool-inputs.ts";
 import { guarded, toolOk, ToolInputError } from "./tool-result.ts";

@@ -1,6 +1,7 @@
 import type { RunTracker } from "../client/run-tracker.ts";
 import type { SwarmEvent } from "../client/event-stream.ts";
-import { isLive, type AgentRecord } from "../views/run-view.ts";
+import { isLive } from "../swarm-api.ts";
+import type { AgentRecord } from "../views/run-view.ts";
 
 const MARK: Record<string, string> = {
   spawning: "…",

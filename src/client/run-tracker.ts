@@ -1,5 +1,5 @@
-import type { RunSnapshot } from "../swarm-api.ts";
-import { applyEvent, isLive, type AgentRecord, type RunView } from "../views/run-view.ts";
+import { isLive, type RunSnapshot } from "../swarm-api.ts";
+import { foldEvent, type AgentRecord, type RunView } from "../views/run-view.ts";
 import type { SwarmEvent } from "./event-stream.ts";
 
 /**
@@ -30,7 +30,7 @@ export function trackRun(snapshot: RunSnapshot): RunTracker {
     view,
     apply(event) {
       if (event.seq === null || event.seq <= view.asOf) return false;
-      applyEvent(view, { seq: event.seq, type: event.type, agentId: event.agentId, at: event.at ?? Date.now(), data: event.data });
+      foldEvent(view, { seq: event.seq, type: event.type, agentId: event.agentId, at: event.at ?? Date.now(), data: event.data });
       return true;
     },
     isOver: () => view.agents.size > 0 && [...view.agents.values()].every((a) => !isLive(a.state)),

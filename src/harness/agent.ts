@@ -8,6 +8,7 @@ import {
   type AgentSession,
   type ResourceLoader,
   type SessionStats,
+  type ToolDefinition,
 } from "@mariozechner/pi-coding-agent";
 import { TOOL_NAMES, type AgentSpec } from "../spec/agent-spec.ts";
 import { toWireEvent } from "./event-map.ts";
@@ -15,7 +16,8 @@ import type { HostCalls } from "./host-calls.ts";
 import { agentUserTools, type AgentUser } from "./agent-user.ts";
 import { createHostTools } from "./host-tools.ts";
 import { resolveModel } from "./model.ts";
-import type { HarnessEventType, TurnSettledData } from "./protocol.ts";
+import { releaseScriptedModel } from "./scripted-model.ts";
+import { HarnessError, type HarnessEventType, type TurnSettledData } from "./protocol.ts";
 
 const DEFAULT_SYSTEM_PROMPT =
   "You are a coding agent working in /work, a sandbox of your own. Results of agents you were told to wait for are in /inputs. " +
@@ -30,6 +32,8 @@ export interface HarnessAgentOptions {
   emit: (event: HarnessEventType, data: Record<string, unknown>) => void;
   /** The user the agent's tools run as, when the harness runs as another (an isolated sandbox). */
   agentUser?: AgentUser;
+  /** Tools that replace pi's own of the same name (the memory runtime's bash, read, write and edit on its in-memory files). */
+  tools?: ToolDefinition[];
 }
 
 /** One agent: a pi coding-agent session driven turn by turn. */
@@ -59,7 +63,11 @@ export async function createHarnessAgent(options: HarnessAgentOptions): Promise<
     modelRegistry,
     resourceLoader: minimalResources(spec.systemPrompt ?? DEFAULT_SYSTEM_PROMPT),
     tools: [...(spec.tools ?? TOOL_NAMES)],
-    customTools: [...createHostTools(options.host), ...(options.agentUser ? agentUserTools(workDir, options.agentUser, spec.tools ?? TOOL_NAMES) : [])],
+    customTools: [
+      ...createHostTools(options.host),
+      ...(options.agentUser ? agentUserTools(workDir, options.agentUser, spec.tools ?? TOOL_NAMES) : []),
+      ...(options.tools ?? []),
+    ],
     sessionManager: SessionManager.inMemory(workDir),
     settingsManager: SettingsManager.inMemory({ compaction: { enabled: true }, retry: { enabled: true, maxRetries: 3 } }),
   });
@@ -99,7 +107,7 @@ export async function createHarnessAgent(options: HarnessAgentOptions): Promise<
       return { queued: false };
     },
     async steer(text) {
-      if (!busy) throw new Error("no turn is running");
+      if (!busy) throw new HarnessError("NO_TURN_RUNNING", "no turn is running");
       await session.steer(text);
     },
     async abort() {
@@ -111,6 +119,7 @@ export async function createHarnessAgent(options: HarnessAgentOptions): Promise<
     dispose() {
       unsubscribe();
       session.dispose();
+      releaseScriptedModel(model);
     },
   };
 }

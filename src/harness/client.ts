@@ -2,9 +2,19 @@ import { randomUUID } from "node:crypto";
 import type { Socket } from "node:net";
 import { SwarmError } from "../errors.ts";
 import { jsonLine, readJsonLines } from "./jsonl.ts";
-import type { HarnessCommand, HarnessEventMessage, HostCallMessage, ResponseMessage } from "./protocol.ts";
+import type { HarnessCommand, HarnessErrorCode, HarnessEventMessage, HostCallMessage, ResponseMessage } from "./protocol.ts";
 import { createLimitedLog, createTokenBucket } from "./rate-gate.ts";
 import { MAX_HARNESS_LINE_BYTES, MAX_HSEQ_STEP, parseHarnessLine } from "./wire-schemas.ts";
+
+/** The harness answered a command with a failure; `harnessCode` says which, when the daemon acts on it. */
+export class HarnessRejected extends SwarmError {
+  constructor(
+    message: string,
+    readonly harnessCode: HarnessErrorCode | undefined,
+  ) {
+    super("HARNESS_REJECTED", message);
+  }
+}
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 export type CommandInput = DistributiveOmit<HarnessCommand, "id">;
@@ -126,7 +136,7 @@ export function attachHarnessClient(socket: Socket, after: number, handlers: Har
     pending.delete(response.id);
     clearTimeout(entry.timer);
     if (response.success) entry.resolve(response.data);
-    else entry.reject(new SwarmError("HARNESS_REJECTED", response.error ?? `the harness refused ${response.command}`));
+    else entry.reject(new HarnessRejected(response.error ?? `the harness refused ${response.command}`, response.code));
   };
 
   socket.write(jsonLine({ type: "hello", after }));

@@ -50,6 +50,23 @@ export interface ResponseMessage {
   success: boolean;
   data?: unknown;
   error?: string;
+  /** What went wrong, for failures the daemon acts on (the `error` text is for people). */
+  code?: HarnessErrorCode;
+}
+
+/** Codes of harness failures the daemon decides on. */
+export const HARNESS_ERROR_CODES = ["NO_TURN_RUNNING"] as const;
+export type HarnessErrorCode = (typeof HARNESS_ERROR_CODES)[number];
+
+/** A command failure with a code: `steer` with no running turn is `NO_TURN_RUNNING`. */
+export class HarnessError extends Error {
+  constructor(
+    readonly code: HarnessErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = "HarnessError";
+  }
 }
 
 /** Harness event names on the wire (see docs/design.md "Event names on the wire"). */
@@ -106,7 +123,7 @@ export interface TurnSettledData {
 }
 
 /** Events the ledger persists (spec section 6.2). Everything else is ephemeral. */
-export const PERSISTED_HARNESS_EVENTS: ReadonlySet<string> = new Set([
+export const PERSISTED_HARNESS_EVENT_NAMES = [
   "agent_start",
   "agent_end",
   "turn_start",
@@ -120,4 +137,7 @@ export const PERSISTED_HARNESS_EVENTS: ReadonlySet<string> = new Set([
   "auto_retry_start",
   "auto_retry_end",
   "extension_error",
-]);
+] as const;
+export type PersistedHarnessEventName = (typeof PERSISTED_HARNESS_EVENT_NAMES)[number];
+export const PERSISTED_HARNESS_EVENTS: ReadonlySet<string> = new Set(PERSISTED_HARNESS_EVENT_NAMES);
+export const isPersistedHarnessEvent = (name: string): name is PersistedHarnessEventName => PERSISTED_HARNESS_EVENTS.has(name);

@@ -5,6 +5,7 @@ import {
   getApiProvider,
   registerApiProvider,
   registerFauxProvider,
+  unregisterApiProviders,
   type AssistantMessage,
   type Context,
   type Model,
@@ -14,6 +15,7 @@ import type { ScriptStep } from "../spec/agent-spec.ts";
 
 const SCRIPT_API = "swarmd-script";
 const ECHO_STEP: ScriptStep = { text: "{{lastUserMessage}}" };
+let created = 0;
 
 /**
  * A model that answers from an agent spec's `script`, one step per model call across the agent's
@@ -23,6 +25,8 @@ const ECHO_STEP: ScriptStep = { text: "{{lastUserMessage}}" };
  */
 export function createScriptedModel(script: readonly ScriptStep[]): Model<string> {
   let cursor = 0;
+  // An API of its own: agents sharing one process (the memory runtime's) each answer from their own script.
+  const api = `${SCRIPT_API}-${++created}`;
   const run = (model: Model<string>, context: Context, options?: SimpleStreamOptions) => {
     const step = script[cursor++] ?? ECHO_STEP;
     const message = toAssistantMessage(step, context);
@@ -40,11 +44,11 @@ export function createScriptedModel(script: readonly ScriptStep[]): Model<string
     void stream.result().finally(() => faux.unregister());
     return stream;
   };
-  registerApiProvider({ api: SCRIPT_API, stream: run, streamSimple: run }, SCRIPT_API);
+  registerApiProvider({ api, stream: run, streamSimple: run }, api);
   return {
     id: "scripted",
     name: "Scripted model",
-    api: SCRIPT_API,
+    api,
     provider: "swarmd-script",
     baseUrl: "http://127.0.0.1:0",
     reasoning: false,
@@ -53,6 +57,11 @@ export function createScriptedModel(script: readonly ScriptStep[]): Model<string
     contextWindow: 200_000,
     maxTokens: 16_384,
   };
+}
+
+/** Forget a scripted model's provider, for a process that outlives its agents; other models are left alone. */
+export function releaseScriptedModel(model: Model<string>): void {
+  if (model.api.startsWith(`${SCRIPT_API}-`)) unregisterApiProviders(model.api);
 }
 
 function toAssistantMessage(step: ScriptStep, context: Context): AssistantMessage {

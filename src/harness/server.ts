@@ -5,7 +5,7 @@ import { parseClientLine } from "./commands.ts";
 import type { EventLog } from "./event-log.ts";
 import type { HostCalls } from "./host-calls.ts";
 import { jsonLine, readJsonLines } from "./jsonl.ts";
-import { MAX_LINE_BYTES, type HarnessCommand, type ResponseMessage } from "./protocol.ts";
+import { HarnessError, MAX_LINE_BYTES, type HarnessCommand, type ResponseMessage } from "./protocol.ts";
 
 export interface HarnessServerOptions {
   socketPath: string;
@@ -78,7 +78,14 @@ export function startHarnessServer(options: HarnessServerOptions): Promise<Harne
           respond(socket, { id: message.id, command: message.type, success: true, ...(data === undefined ? {} : { data }) });
           if (message.type === "shutdown") options.onShutdown();
         },
-        (err: unknown) => respond(socket, { id: message.id, command: message.type, success: false, error: err instanceof Error ? err.message : String(err) }),
+        (err: unknown) =>
+          respond(socket, {
+            id: message.id,
+            command: message.type,
+            success: false,
+            error: err instanceof Error ? err.message : String(err),
+            ...(err instanceof HarnessError ? { code: err.code } : {}),
+          }),
       );
     });
   };

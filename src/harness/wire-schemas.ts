@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { MAX_LINE_BYTES, type HarnessEventMessage, type HarnessEventType, type HarnessMessage } from "./protocol.ts";
+import { HARNESS_ERROR_CODES, MAX_LINE_BYTES, type HarnessEventMessage, type HarnessEventType, type HarnessMessage } from "./protocol.ts";
 
 /**
  * What the service accepts from a harness. A harness runs beside code chosen by a model, and the
@@ -69,6 +69,7 @@ const ResponseMessageSchema = z.object({
   success: z.boolean(),
   data: z.unknown().optional(),
   error: errorText.optional(),
+  code: z.enum(HARNESS_ERROR_CODES).optional(),
 });
 
 const HostCallMessageSchema = z.object({

@@ -7,7 +7,7 @@ const SEQ_WIDTH = 12;
 /** The largest seq the padding can hold; a run never gets near it. */
 export const MAX_SEQ = 10 ** SEQ_WIDTH - 1;
 
-/** Key of the run marker in the meta sublevel, written with a run's first event. */
+/** Key of the run marker in the meta sublevel, written with a run's first event (the list of runs). */
 export const RUN_META_PREFIX = "run!";
 
 /**
@@ -29,3 +29,27 @@ export function seqOfKey(key: string): number {
 export function runMetaKey(runId: string): string {
   return `${RUN_META_PREFIX}${runId}`;
 }
+
+/*
+ * Keys of the index sublevel: facts the service writes in the same atomic batch as the events they
+ * go with, read back at start-up (recovery) or to answer a repeated request.
+ */
+
+/** What the service keeps of an agent beyond its events (spec, grants, budget, sandbox id). */
+export const agentKey = (agentId: string) => `agent!${agentId}`;
+
+/** The answer to an earlier spawn with this idempotency key (a retried request gets it again). */
+export const idempotencyKey = (runId: string, key: string) => `idem!${runId}!${key}`;
+
+/** How an agent ends, written before its sandbox is closed: a crash mid-close is not a lost agent. */
+export const endingKey = (agentId: string) => `ending!${agentId}`;
+
+/** The newest harness event recorded for an agent: a reconnect resumes after it. */
+export const hseqKey = (agentId: string) => `hseq!${agentId}`;
+
+/**
+ * How many prompts an agent's harness acknowledged over its life. With the agent's `handle_settled`
+ * events it tells recovery how many turns the harness still owes; the service writes it, so nothing
+ * in the sandbox can change it.
+ */
+export const promptsKey = (agentId: string) => `prompts!${agentId}`;

@@ -1,7 +1,7 @@
 import type { Socket } from "node:net";
 
-/** The runtimes swarmd ships. `process` is the embedded default. */
-export type RuntimeKind = "process" | "docker";
+/** The runtimes swarmd ships. `process` is the embedded default; `memory` keeps sandboxes in-process (tests, simulations). */
+export type RuntimeKind = "process" | "docker" | "memory";
 
 /** What a runtime knows about one sandbox it owns. */
 export interface SandboxInfo {

@@ -1,13 +1,5 @@
-import type { AgentState, AgentView, Outcome, RunSnapshot } from "../swarm-api.ts";
-
-/** A persisted ledger event (the fields the fold reads). */
-export interface FoldEvent {
-  seq: number;
-  type: string;
-  agentId: string | null;
-  at: number;
-  data: Record<string, unknown>;
-}
+import { decodeRunEvent, type RunEvent } from "../ledger/run-events.ts";
+import type { AgentView, Outcome, RunSnapshot } from "../swarm-api.ts";
 
 export interface AgentRecord extends AgentView {
   waitFor: string[];
@@ -29,33 +21,45 @@ export function createRunView(runId: string): RunView {
   return { runId, rootAgentId: "", asOf: 0, agents: new Map() };
 }
 
+/** A persisted event as stored (ledger) or streamed (SSE), before it is decoded. */
+export interface StoredEvent {
+  seq: number;
+  at: number;
+  type: string;
+  agentId: string | null;
+  data: unknown;
+}
+
 /**
- * Apply one persisted event (in seq order). Pure over the view: the same events always give the
- * same view, which is what makes `GET /runs/:id` + the events after its `asOf` equal the live state.
+ * Fold one persisted event (in seq order) into the view. Pure over the view: the same events always
+ * give the same view, which is what makes `GET /runs/:id` + the events after its `asOf` equal the
+ * live state. An event that does not decode only moves `asOf`.
  */
-export function applyEvent(view: RunView, event: FoldEvent): void {
-  view.asOf = event.seq;
+export function foldEvent(view: RunView, stored: StoredEvent): void {
+  view.asOf = stored.seq;
+  const event = decodeRunEvent(stored);
+  if (event) applyEvent(view, event);
+}
+
+function applyEvent(view: RunView, event: RunEvent): void {
   const agent = event.agentId ? view.agents.get(event.agentId) : undefined;
-  const d = event.data;
   switch (event.type) {
     case "agent_spawned": {
-      if (!event.agentId) return;
-      const waitFor = Array.isArray(d.waitFor) ? (d.waitFor as string[]) : [];
-      const parentAgentId = typeof d.parentAgentId === "string" ? d.parentAgentId : null;
+      const { parentAgentId, waitFor } = event.data;
       view.agents.set(event.agentId, {
         agentId: event.agentId,
         runId: view.runId,
         parentAgentId,
-        depth: Number(d.depth ?? 0),
-        spawnIndex: Number(d.spawnIndex ?? 0),
+        depth: event.data.depth,
+        spawnIndex: event.data.spawnIndex,
         state: waitFor.length > 0 ? "spawning" : "provisioning",
-        specName: String(d.specName ?? ""),
+        specName: event.data.specName,
         sandboxId: null,
         createdAt: event.at,
         endedAt: null,
         outcome: null,
         waitFor,
-        prompt: typeof d.prompt === "string" ? d.prompt : null,
+        prompt: event.data.prompt,
         settled: null,
         children: [],
       });
@@ -64,34 +68,25 @@ export function applyEvent(view: RunView, event: FoldEvent): void {
       return;
     }
     case "agent_provisioned":
-      if (agent) agent.sandboxId = String(d.sandboxId);
+      if (agent) agent.sandboxId = event.data.sandboxId;
       return;
     case "agent_state_changed":
       if (!agent) return;
-      agent.state = d.to as AgentState;
-      if (agent.state === "paused") agent.pausedBy = d.reason === "cascade" ? "cascade" : "operator";
+      agent.state = event.data.to;
+      if (agent.state === "paused") agent.pausedBy = event.data.reason === "cascade" ? "cascade" : "operator";
       else delete agent.pausedBy;
       return;
     case "handle_settled":
-      if (agent) agent.settled = { outcome: d.outcome as Outcome, resultRef: (d.resultRef as string | null) ?? null };
+      if (agent) agent.settled = { outcome: event.data.outcome, resultRef: event.data.resultRef };
       return;
     case "agent_ended":
       if (!agent) return;
-      agent.outcome = d.outcome as Outcome;
+      agent.outcome = event.data.outcome;
       agent.state = agent.outcome === "aborted" ? "aborted" : "done";
-      agent.endedAt = Number(d.endedAt ?? event.at);
+      agent.endedAt = event.data.endedAt;
       delete agent.pausedBy;
       return;
   }
-}
-
-/** agentId → parentAgentId of every agent of the run (what the tree orders and budgets walk). */
-export function parentMap(view: RunView): Record<string, string | null> {
-  return Object.fromEntries([...view.agents.values()].map((a) => [a.agentId, a.parentAgentId]));
-}
-
-export function isLive(state: AgentState): boolean {
-  return state !== "done" && state !== "aborted";
 }
 
 /** The agent view of spec section 2.2 (no internal fields). */

@@ -5,13 +5,14 @@ import { loadConfig } from "../../src/config.ts";
 import { isSwarmError } from "../../src/errors.ts";
 
 describe("configuration from the environment", () => {
-  it("defaults to loopback:4600, process sandboxes under ./data and a 30-minute quiet-turn limit", () => {
+  it("defaults to loopback:4600, process sandboxes under ./data, a 30-minute quiet-turn limit and a 60 s member timeout", () => {
     const config = loadConfig({});
     assert.equal(config.host, "127.0.0.1");
     assert.equal(config.port, 4600);
     assert.equal(config.runtime, "process");
     assert.equal(config.dataDir, resolve("./data"));
     assert.equal(config.turnMaxMs, 30 * 60 * 1000);
+    assert.equal(config.memberTimeoutMs, 60_000);
     assert.equal(config.token, undefined);
     assert.equal(config.inspect, false);
     assert.deepEqual(config.allowedHosts, []);
@@ -26,6 +27,7 @@ describe("configuration from the environment", () => {
       SWARM_DATA_DIR: "/tmp/swarmd-config-test",
       SWARM_RUNTIME: "docker",
       SWARM_TURN_MAX_MS: "5000",
+      SWARM_MEMBER_TIMEOUT_MS: "7000",
       SWARM_TOKEN: "s3cret",
       SWARM_BODY_LIMIT: "2048",
       SWARM_INSPECT: "1",
@@ -47,6 +49,7 @@ describe("configuration from the environment", () => {
       dataDir: "/tmp/swarmd-config-test",
       runtime: "docker",
       turnMaxMs: 5000,
+      memberTimeoutMs: 7000,
       token: "s3cret",
       bodyLimitBytes: 2048,
       inspect: true,

@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { describe, it } from "node:test";
+import { HarnessRejected } from "../../src/harness/client.ts";
 import { CONTROL_FILES, type HarnessEventMessage } from "../../src/harness/protocol.ts";
 import { settledText, startHarness, until } from "../support/harness-fixture.ts";
 
@@ -61,6 +62,17 @@ describe("harness", () => {
     const secondCall = c.events.find((e) => e.event === "text");
     assert.ok(steerMessage && toolEnd && secondCall);
     assert.ok(toolEnd.hseq < steerMessage.hseq && steerMessage.hseq < secondCall.hseq);
+  });
+
+  it("refuses a steer when no turn runs with the code NO_TURN_RUNNING, which the daemon acts on", async (t) => {
+    const h = await startHarness({ name: "t", script: [{ text: "done" }] });
+    t.after(() => h.stop());
+    const c = await h.connect();
+    await assert.rejects(c.client.request({ type: "steer", message: "too early" }), (err: unknown) => {
+      assert.ok(err instanceof HarnessRejected, String(err));
+      assert.equal(err.harnessCode, "NO_TURN_RUNNING");
+      return true;
+    });
   });
 
   it("abort ends a running turn promptly and kills the tool's process", async (t) => {

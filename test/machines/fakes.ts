@@ -1,7 +1,7 @@
 import { createActor, fromCallback, fromPromise, SimulatedClock, type AnyEventObject } from "xstate";
 import { agentMachine } from "../../machines/agent.machine.ts";
-import type { AgentInput, Fact, HarnessActorInput, HarnessCommandEvent, HarnessReportEvent } from "../../machines/agent.types.ts";
-import { runMachine, type MemberResult } from "../../machines/run.machine.ts";
+import type { AgentInput, Fact, RestoredLive, StartState, HarnessActorInput, HarnessCommandEvent, HarnessReportEvent } from "../../machines/agent.types.ts";
+import { runMachine, type MemberAnswer } from "../../machines/run.machine.ts";
 
 /** Effects of an agent machine replaced by in-memory fakes that record what was asked. */
 export function fakeEffects() {
@@ -45,25 +45,25 @@ export function fakeEffects() {
   };
 }
 
-export function startRun(effects: ReturnType<typeof fakeEffects>, clock = new SimulatedClock()) {
-  const run = createActor(runMachine.provide({ actors: { agent: effects.agent } }), { input: { runId: "r_1" }, clock });
+type AgentInputFields = Omit<AgentInput, "start" | "restored"> & { start: StartState; restored: RestoredLive };
+
+export function startRun(effects: ReturnType<typeof fakeEffects>, clock = new SimulatedClock(), memberTimeoutMs?: number) {
+  const run = createActor(runMachine.provide({ actors: { agent: effects.agent } }), { input: { runId: "r_1", memberTimeoutMs }, clock });
   const facts: Array<{ agentId: string; fact: Fact }> = [];
-  const done: Array<{ requestId: string; results: MemberResult[] }> = [];
+  const done: Array<{ requestId: string; results: MemberAnswer[] }> = [];
   run.on("control.done", (e) => done.push(e));
   run.start();
-  const add = (input: Partial<AgentInput> & { agentId: string }, parentAgentId: string | null = null, waitFor: string[] = [], restored = false) => {
+  const add = (input: Partial<AgentInputFields> & { agentId: string }, parentAgentId: string | null = null, waitFor: string[] = [], restored = false) => {
     run.send({
       type: "agent.add",
       parentAgentId,
       waitFor,
       restored,
-      input: { runId: "r_1", sandboxId: `s-${input.agentId}`, start: "provisioning", keepAlive: false, turnMaxMs: 1_000, ...input },
+      input: { runId: "r_1", sandboxId: `s-${input.agentId}`, keepAlive: false, turnMaxMs: 1_000, ...input, ...(input.restored ? {} : { start: input.start ?? "provisioning" }) } as AgentInput,
     });
     const child = run.getSnapshot().children[input.agentId];
     child?.on("fact", (e) => {
       facts.push({ agentId: e.agentId, fact: e.fact });
-      if (e.fact.kind === "ended") run.send({ type: "agent.ended", agentId: e.agentId });
-      if (e.fact.kind === "settled") run.send({ type: "agent.settled", agentId: e.agentId });
     });
   };
   const stateOf = (agentId: string) => JSON.stringify(run.getSnapshot().children[agentId]?.getSnapshot().value);

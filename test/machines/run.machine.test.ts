@@ -125,8 +125,8 @@ describe("run machine", () => {
     const fx = fakeEffects();
     const r = startRun(fx);
     // As recovery restores: parents first, each with the live children the ledger shows.
-    r.add({ agentId: "p", start: "running", turns: 1, liveChildren: 1 }, null, [], true);
-    r.add({ agentId: "c", start: "running", turns: 1, inflight: 1 }, "p", [], true);
+    r.add({ agentId: "p", restored: { pausedBy: null, turns: 1, inflight: 0, liveChildren: 1 } }, null, [], true);
+    r.add({ agentId: "c", restored: { pausedBy: null, turns: 1, inflight: 1, liveChildren: 0 } }, "p", [], true);
     await flush();
     assert.equal(r.stateOf("p"), '{"live":{"running":"idle"}}', "p waits for c");
     fx.harnesses.get("c")!.send({ type: "harness.settled", outcome: "success", text: "x", hseq: 2 });
@@ -134,5 +134,43 @@ describe("run machine", () => {
     await flush();
     assert.equal(r.stateOf("c"), '"done"');
     assert.equal(r.stateOf("p"), '"done"');
+  });
+
+  it("records a member that never answers as failed after the member timeout, and later controls still run", async () => {
+    const fx = fakeEffects();
+    const r = startRun(fx, undefined, 5_000);
+    r.add({ agentId: "a" });
+    r.add({ agentId: "b" });
+    await flush();
+    fx.holdFreeze(new Promise<void>(() => undefined)); // a freeze that hangs forever
+    const members = [{ agentId: "a", by: "operator" as const }];
+    r.run.send({ type: "control", request: { requestId: "hung", op: "pause", members } });
+    r.run.send({ type: "control", request: { requestId: "next", op: "stop", members: [{ agentId: "b", by: "operator" as const }] } });
+    await flush();
+    assert.equal(r.done.length, 0, "nothing answers while the member may still reply");
+    r.clock.increment(4_999);
+    await flush();
+    assert.equal(r.done.length, 0);
+    r.clock.increment(1);
+    await flush();
+    await flush();
+    assert.deepEqual(r.done[0]?.results, [{ agentId: "a", outcome: "failed", error: "no answer from agent a within 5000 ms" }]);
+    assert.equal(r.done[1]?.requestId, "next", "the queued stop is carried out, not stuck behind the hung pause");
+    assert.equal(r.done[1]?.results[0]?.outcome, "applied");
+  });
+
+  it("waits 60 s for a member by default", async () => {
+    const fx = fakeEffects();
+    const r = startRun(fx);
+    r.add({ agentId: "a" });
+    await flush();
+    fx.holdFreeze(new Promise<void>(() => undefined));
+    r.run.send({ type: "control", request: { requestId: "hung", op: "pause", members: [{ agentId: "a", by: "operator" as const }] } });
+    r.clock.increment(59_999);
+    await flush();
+    assert.equal(r.done.length, 0);
+    r.clock.increment(1);
+    await flush();
+    assert.equal(r.done[0]?.results[0]?.outcome, "failed");
   });
 });

@@ -11,7 +11,7 @@ import { isSwarmError } from "../../src/errors.ts";
 import { SWARMD_ROOT } from "../../src/harness/launch.ts";
 import { createCgroupFreezer, detectCgroupHierarchy } from "../../src/sandbox/process/cgroup-freezer.ts";
 import { createProcessRuntime, type ProcessRuntime, type ProcessRuntimeOptions, type RuntimeLogger } from "../../src/sandbox/process/process-runtime.ts";
-import { hasEnvEntry, isLive, isStopped, listProcs, type ProcEntry } from "../../src/sandbox/process/proc-table.ts";
+import { hasEnvEntry, isAliveProc, isStopped, listProcs, type ProcEntry } from "../../src/sandbox/process/proc-table.ts";
 import { sandboxTag } from "../../src/sandbox/process/sandbox-tag.ts";
 import { createTestHarnessClient, type TestHarnessClient } from "../support/harness-client.ts";
 import { runSandboxContract, type SandboxContractSetup } from "./contract.ts";
@@ -24,7 +24,7 @@ const bashSpec = (command: string, extra: Record<string, unknown> = {}) => ({ na
 const COUNTER = (file: string) => `(i=0; while true; do i=$((i+1)); echo $i > ${file}.tmp; mv ${file}.tmp ${file}; sleep 0.05; done) > /dev/null 2>&1 &`;
 
 async function taggedProcesses(sandboxId: string): Promise<ProcEntry[]> {
-  const live = (await listProcs()).filter(isLive);
+  const live = (await listProcs()).filter(isAliveProc);
   const tagged = await Promise.all(live.map((e) => hasEnvEntry(e.pid, sandboxTag(sandboxId))));
   return live.filter((_, i) => tagged[i]);
 }

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { z } from "zod";
 import { pollUntil } from "../poll.ts";
-import { hasEnvEntry, isLive, listProcs, readProc, signalPid } from "../process/proc-table.ts";
+import { hasEnvEntry, isAliveProc, listProcs, readProc, signalPid } from "../process/proc-table.ts";
 import { SYSTEM_PATH } from "../system-path.ts";
 
 /*
@@ -232,7 +232,7 @@ export async function stopUserNet(sandboxId: string, recorded?: UserNetProcess):
 
 /** Live slirp4netns processes tagged with the sandbox (zombies are over and not counted). */
 export async function taggedUserNets(sandboxId: string): Promise<number[]> {
-  const live = (await listProcs()).filter(isLive);
+  const live = (await listProcs()).filter(isAliveProc);
   const tagged = await Promise.all(live.map((e) => hasEnvEntry(e.pid, `${USER_NET_TAG_VAR}=${sandboxId}`)));
   return live.filter((_, i) => tagged[i]).map((e) => e.pid);
 }
@@ -240,7 +240,7 @@ export async function taggedUserNets(sandboxId: string): Promise<number[]> {
 /** Start time of a live (not zombie) process, or `undefined`. */
 async function startTimeOf(pid: number): Promise<string | undefined> {
   const entry = await readProc(pid);
-  return isLive(entry) ? entry.startTime : undefined;
+  return isAliveProc(entry) ? entry.startTime : undefined;
 }
 
 const killQuietly = (pid: number) => signalPid(pid, "SIGKILL");

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import type { Freezer } from "./freezer.ts";
 import { FREEZER_DEADLINE_MS } from "./freezer.ts";
 import { pollUntil } from "../poll.ts";
-import { isLive, readProc, signalPid } from "./proc-table.ts";
+import { isAliveProc, readProc, signalPid } from "./proc-table.ts";
 import { isMissing } from "./sandbox-record.ts";
 
 export type CgroupKind = "cgroup-v2" | "cgroup-v1";
@@ -84,7 +84,7 @@ export function createCgroupFreezer(kind: CgroupKind, dir: string): Freezer {
   const members = async (): Promise<number[]> => {
     const pids = ((await read("cgroup.procs")) ?? "").split("\n").filter(Boolean).map(Number);
     const entries = await Promise.all(pids.map(readProc));
-    return entries.filter(isLive).map((e) => e.pid);
+    return entries.filter(isAliveProc).map((e) => e.pid);
   };
 
   return {

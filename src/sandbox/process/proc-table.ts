@@ -31,7 +31,7 @@ export async function listProcs(): Promise<ProcEntry[]> {
 }
 
 /** A zombie has finished; only its parent's wait is missing. */
-export function isLive(entry: ProcEntry | undefined): entry is ProcEntry {
+export function isAliveProc(entry: ProcEntry | undefined): entry is ProcEntry {
   return entry !== undefined && entry.state !== "Z" && entry.state !== "X" && entry.state !== "x";
 }
 

@@ -1,16 +1,15 @@
-import { agentState } from "./agent-state.ts";
-import type { RunHandle } from "./service-core.ts";
+import type { Run } from "./run.ts";
 
 /**
  * The one message a subtree steer delivers to the named parent (spec §4.8): the operator's text,
  * a table of the parent's children (agentId, specName, state, the prompt each was given), and an
  * instruction to re-plan. The children receive nothing directly.
  */
-export function subtreeSteerMessage(run: RunHandle, parentId: string, text: string): string {
+export function subtreeSteerMessage(run: Run, parentId: string, text: string): string {
   const children = run.view.agents.get(parentId)?.children ?? [];
   const rows = children.map((id) => {
     const child = run.view.agents.get(id);
-    const state = child && (child.state === "done" || child.state === "aborted") ? `${child.state} (${child.outcome ?? "?"})` : agentState(run, id);
+    const state = child && (child.state === "done" || child.state === "aborted") ? `${child.state} (${child.outcome ?? "?"})` : (run.status(id) ?? "unknown");
     return `| ${id} | ${cell(child?.specName ?? "")} | ${state} | ${cell(child?.prompt ?? "(no prompt)")} |`;
   });
   const table =

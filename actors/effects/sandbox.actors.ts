@@ -1,6 +1,6 @@
 import { fromPromise } from "xstate";
-import type { CloseInput, ProvisionInput, SandboxActorInput } from "../machines/agent.types.ts";
-import type { ProvisionRequest, SandboxRuntime } from "../src/sandbox/runtime.ts";
+import type { CloseInput, ProvisionInput, SandboxActorInput } from "../../machines/agent.types.ts";
+import type { ProvisionRequest, SandboxRuntime } from "../../src/sandbox/runtime.ts";
 
 /** How to make one agent's sandbox: fresh or forked from its parent, and the inputs it starts with. */
 export interface ProvisionPlan {

@@ -1,11 +1,11 @@
 import { fromCallback, type AnyEventObject } from "xstate";
-import type { HarnessActorInput, HarnessCommandEvent, HarnessReportEvent } from "../machines/agent.types.ts";
-import { errorMessage, isSwarmError } from "../src/errors.ts";
-import { attachHarnessClient, type HarnessClient } from "../src/harness/client.ts";
-import { PERSISTED_HARNESS_EVENTS, type HarnessEventMessage, type HostCallMessage, type TurnSettledData } from "../src/harness/protocol.ts";
-import { createLimitedLog } from "../src/harness/rate-gate.ts";
-import { capEventData } from "../src/harness/wire-schemas.ts";
-import type { SandboxRuntime } from "../src/sandbox/runtime.ts";
+import type { HarnessActorInput, HarnessCommandEvent, HarnessReportEvent } from "../../machines/agent.types.ts";
+import { errorMessage } from "../../src/errors.ts";
+import { attachHarnessClient, HarnessRejected, type HarnessClient } from "../../src/harness/client.ts";
+import { isPersistedHarnessEvent, type HarnessEventMessage, type HostCallMessage, type TurnSettledData } from "../../src/harness/protocol.ts";
+import { createLimitedLog } from "../../src/harness/rate-gate.ts";
+import { capEventData } from "../../src/harness/wire-schemas.ts";
+import type { SandboxRuntime } from "../../src/sandbox/runtime.ts";
 
 /** What the harness actor needs from the rest of the service. */
 export interface HarnessActorDeps {
@@ -17,11 +17,11 @@ export interface HarnessActorDeps {
   /** Prompts this agent's harness acknowledged over the agent's life, as the ledger recorded them. */
   recordedPrompts(agentId: string): Promise<number>;
   /** Record that the harness has acknowledged `count` prompts in all (recovery's count of turns owed). */
-  recordPrompts(runId: string, agentId: string, count: number): Promise<void>;
+  recordPrompts(agentId: string, count: number): Promise<unknown>;
   /** Persist one harness event of the §6.2 list, recording its hseq in the same batch. */
-  persist(runId: string, agentId: string, event: HarnessEventMessage): Promise<void>;
+  persist(agentId: string, event: HarnessEventMessage): Promise<unknown>;
   /** Hand an ephemeral event to live listeners. */
-  publish(runId: string, agentId: string, event: HarnessEventMessage): void;
+  publish(agentId: string, event: HarnessEventMessage): void;
   /** Answer a `spawn_agent` / `await_result` call made by the agent. */
   hostCall(agentId: string, call: HostCallMessage): Promise<unknown>;
   log(message: string): void;
@@ -40,7 +40,7 @@ export const MAX_PENDING_HOST_CALLS = 8;
  */
 export function createHarnessActor(deps: HarnessActorDeps) {
   return fromCallback<HarnessCommandEvent, HarnessActorInput>(({ input, sendBack, receive }) => {
-    const { agentId, runId, sandboxId } = input;
+    const { agentId, sandboxId } = input;
     const log = (message: string) => {
       try {
         deps.log(`agent ${agentId}: ${message}`);
@@ -123,10 +123,10 @@ export function createHarnessActor(deps: HarnessActorDeps) {
       if (event.event === "prompt_accepted") return; // the ledger keeps the count (recordPrompts)
       const capped = { ...event, data: capEventData(event) };
       try {
-        if (PERSISTED_HARNESS_EVENTS.has(event.event)) {
-          deps.persist(runId, agentId, capped).catch((err: unknown) => log(`could not persist ${event.event}: ${errorMessage(err)}`));
+        if (isPersistedHarnessEvent(event.event)) {
+          deps.persist(agentId, capped).catch((err: unknown) => log(`could not persist ${event.event}: ${errorMessage(err)}`));
         } else {
-          deps.publish(runId, agentId, capped);
+          deps.publish(agentId, capped);
         }
       } catch (err) {
         log(`could not record ${event.event}: ${errorMessage(err)}`);
@@ -166,7 +166,7 @@ export function createHarnessActor(deps: HarnessActorDeps) {
           // Acknowledged: the harness owes a turn for it. Recovery reads this count from the
           // ledger, never from the control folder the agent can write.
           prompts = Math.max(0, prompts) + 1;
-          await deps.recordPrompts(runId, agentId, prompts);
+          await deps.recordPrompts(agentId, prompts);
           return;
         case "harness.abort":
           await c.request({ type: "abort" });
@@ -176,7 +176,7 @@ export function createHarnessActor(deps: HarnessActorDeps) {
             await c.request({ type: "steer", message: command.message });
             report({ type: "harness.steered", requestId: command.requestId, message: command.message, ok: true });
           } catch (err) {
-            const idle = isSwarmError(err, "HARNESS_REJECTED") && /no turn is running/.test(err.message);
+            const idle = err instanceof HarnessRejected && err.harnessCode === "NO_TURN_RUNNING";
             report({ type: "harness.steered", requestId: command.requestId, message: command.message, ok: false, idle, error: errorMessage(err) });
           }
           return;

@@ -1,0 +1,70 @@
+import type { Fact } from "../../machines/agent.types.ts";
+import type { HarnessEventMessage } from "../../src/harness/protocol.ts";
+import { isPersistedHarnessEvent } from "../../src/harness/protocol.ts";
+import { hseqKey } from "../../src/ledger/ledger-keys.ts";
+import type { IndexPut, Ledger } from "../../src/ledger/ledger.ts";
+import type { RunEventInput } from "../../src/ledger/run-events.ts";
+import type { ResultStore } from "../../src/results/result-store.ts";
+
+/**
+ * The run's only way into the ledger: typed events, appended in call order. It remembers the newest
+ * write, so an answer can wait until what it did is recorded (`flushed`).
+ */
+export class RunWriter {
+  #tail: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly ledger: Ledger,
+    readonly runId: string,
+    private readonly results: ResultStore,
+    private readonly log: (message: string) => void,
+  ) {}
+
+  append(events: RunEventInput[], put: IndexPut[] = []): Promise<unknown> {
+    const write = this.ledger.append(this.runId, events, put.length > 0 ? { put } : undefined);
+    this.#tail = write.catch((err: unknown) => this.log(`ledger write failed for ${this.runId}: ${String(err)}`));
+    return write;
+  }
+
+  /** Index facts only, in order with the events. */
+  put(key: string, value: string): Promise<unknown> {
+    return this.append([], [{ key, value }]);
+  }
+
+  /** Resolves once every write so far is committed (or failed and logged). */
+  flushed(): Promise<unknown> {
+    return this.#tail;
+  }
+
+  /**
+   * The ledger events (spec §6.1) that state a machine fact. A settled turn's text is stored first,
+   * so `handle_settled` never announces a result that cannot be read.
+   */
+  fact(agentId: string, fact: Fact): Promise<unknown> {
+    switch (fact.kind) {
+      case "state":
+        return this.append([{ type: "agent_state_changed", agentId, data: { from: fact.from, to: fact.to, reason: fact.reason } }]);
+      case "provisioned":
+        return this.append([{ type: "agent_provisioned", agentId, data: { sandboxId: fact.sandboxId } }]);
+      case "steered":
+        return this.append([{ type: "agent_steered", agentId, data: { message: fact.message } }]);
+      case "settled": {
+        const resultRef = fact.text === null ? null : this.results.write(agentId, fact.text);
+        return this.append([{ type: "handle_settled", agentId, data: { outcome: fact.outcome, resultRef } }], [{ key: hseqKey(agentId), value: String(fact.hseq) }]);
+      }
+      case "ended":
+        return this.ended(agentId, fact.outcome, fact.error ?? null);
+    }
+  }
+
+  ended(agentId: string, outcome: Extract<RunEventInput, { type: "agent_ended" }>["data"]["outcome"], error: string | null): Promise<unknown> {
+    return this.append([{ type: "agent_ended", agentId, data: { outcome, endedAt: Date.now(), error } }]);
+  }
+
+  /** One harness event of the §6.2 list, with its hseq recorded in the same batch; others are not persisted. */
+  harnessEvent(agentId: string, event: HarnessEventMessage): Promise<unknown> {
+    if (!isPersistedHarnessEvent(event.event)) return Promise.resolve();
+    const data = { ...event.data, hseq: event.hseq, harnessAt: event.at };
+    return this.append([{ type: event.event, agentId, data }], [{ key: hseqKey(agentId), value: String(event.hseq) }]);
+  }
+}

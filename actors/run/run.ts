@@ -1,0 +1,255 @@
+import { EventEmitter, once } from "node:events";
+import { createActor, type Actor, type InspectionEvent, type Observer } from "xstate";
+import { agentMachine } from "../../machines/agent.machine.ts";
+import { holdsPendingPause, statusOf } from "../../machines/agent-status.ts";
+import type { AgentInput, Fact, PausedBy, RestoredLive, StartState } from "../../machines/agent.types.ts";
+import { runMachine } from "../../machines/run.machine.ts";
+import { SwarmError } from "../../src/errors.ts";
+import type { HarnessClient } from "../../src/harness/client.ts";
+import { endingKey, hseqKey, promptsKey } from "../../src/ledger/ledger-keys.ts";
+import type { Ledger } from "../../src/ledger/ledger.ts";
+import type { ResultStore } from "../../src/results/result-store.ts";
+import type { SandboxLimits, SandboxRuntime } from "../../src/sandbox/runtime.ts";
+import {
+  isLive,
+  type AgentStatus,
+  type AgentView,
+  type ControlResponse,
+  type CreateRunRequest,
+  type CreateRunResponse,
+  type Delivery,
+  type ResultView,
+  type Scope,
+  type SpawnRequest,
+  type SpawnResponse,
+} from "../../src/swarm-api.ts";
+import { agentView, createRunView, foldEvent, runSnapshot, type RunView } from "../../src/views/run-view.ts";
+import { createHarnessActor } from "../effects/harness.actor.ts";
+import { createSandboxActors } from "../effects/sandbox.actors.ts";
+import { answerAgentCall } from "./agent-calls.ts";
+import { AgentIndex } from "./agent-index.ts";
+import { pause, resume, steer, stop, stopAll } from "./controls.ts";
+import { planProvision } from "./provision-plan.ts";
+import { restoreRun, type Sandboxes } from "./restore.ts";
+import { RunWriter } from "./run-writer.ts";
+import { spawnAgent, startRun } from "./spawn.ts";
+
+export interface ServiceConfig {
+  dataDir: string;
+  /** Quiet-turn limit (SWARM_TURN_MAX_MS). */
+  turnMaxMs: number;
+  /** The most any sandbox gets (SWARM_LIMIT_*): the ceiling of every run's root. */
+  limits: SandboxLimits;
+  /** How long a control waits for one member's answer (SWARM_MEMBER_TIMEOUT_MS); default 60 s. */
+  memberTimeoutMs?: number;
+}
+
+/** What a run needs from the daemon. */
+export interface RunDeps {
+  config: ServiceConfig;
+  runtime: SandboxRuntime;
+  ledger: Ledger;
+  results: ResultStore;
+  /** Inspection hook for the run's actors (SWARM_INSPECT=1). */
+  inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+  log(message: string): void;
+  /** Told of every agent the run takes on, so the service can find the run by agent id. */
+  onAgent(agentId: string): void;
+}
+
+/** How an agent's actor begins: new (`start`), or live again after a restart (`restored`). */
+export type AgentStart = { start: StartState; prompt?: string; pendingPause?: PausedBy } | { restored: RestoredLive };
+
+const SESSION_STATS_TIMEOUT_MS = 2_000;
+
+/**
+ * One run and everything that is its own: the supervisor actor holding its agents' machines, the
+ * view folded from its ledger events, the agent index (metas, tree, budgets), the typed event
+ * writer and its harness connections. The agent machines' side effects are provided here, so each
+ * reaches its own run without a lookup. Spawning, controls and restore are its methods; their
+ * bodies live in their own modules (`spawn.ts`, `controls.ts`, `restore.ts`).
+ */
+export class Run {
+  readonly view: RunView;
+  readonly agents = new AgentIndex();
+  readonly writer: RunWriter;
+  readonly actor: Actor<typeof runMachine>;
+  /** Live harness connections by agent, for `sessionStats`. */
+  readonly #clients = new Map<string, HarnessClient>();
+  /** Emits `<agentId>` once the ledger has the agent's result settled or its end. */
+  readonly #settled = new EventEmitter().setMaxListeners(0);
+  readonly #unsubscribe: () => void;
+
+  constructor(
+    readonly runId: string,
+    readonly deps: RunDeps,
+  ) {
+    this.view = createRunView(runId);
+    this.writer = new RunWriter(deps.ledger, runId, deps.results, deps.log);
+    this.#unsubscribe = deps.ledger.subscribe(runId, (event) => {
+      if (!event.persisted) return;
+      foldEvent(this.view, event);
+      if ((event.type === "handle_settled" || event.type === "agent_ended") && event.agentId) this.#settled.emit(event.agentId);
+    });
+    const agentLogic = agentMachine.provide({ actors: this.#effects() });
+    this.actor = createActor(runMachine.provide({ actors: { agent: agentLogic } }), {
+      input: { runId, memberTimeoutMs: deps.config.memberTimeoutMs },
+      inspect: deps.inspect,
+    });
+    // An actor error must never take the daemon down with it; it is logged with its run.
+    this.actor.subscribe({ error: (err) => deps.log(`run ${runId}: supervisor failed: ${String(err)}`) });
+    this.actor.start();
+  }
+
+  /** The agent machines' effects, bound to this run. */
+  #effects() {
+    const { runtime, ledger, log } = this.deps;
+    const count = async (key: string) => {
+      const n = Number(await ledger.getIndex(key));
+      return Number.isSafeInteger(n) && n > 0 ? n : 0;
+    };
+    return {
+      ...createSandboxActors({
+        runtime,
+        plan: (input, signal) => planProvision(this, input.agentId, signal),
+        recordEnding: async ({ agentId, ending }) => void (await this.writer.put(endingKey(agentId), JSON.stringify(ending))),
+      }),
+      harness: createHarnessActor({
+        runtime,
+        clients: this.#clients,
+        recordedHseq: (agentId) => count(hseqKey(agentId)),
+        recordedPrompts: (agentId) => count(promptsKey(agentId)),
+        recordPrompts: (agentId, n) => this.writer.put(promptsKey(agentId), String(n)),
+        persist: (agentId, event) => this.writer.harnessEvent(agentId, event),
+        publish: (agentId, event) => ledger.publish(this.runId, { type: event.event, agentId, data: event.data }),
+        hostCall: (agentId, call) => answerAgentCall(this, agentId, call),
+        log,
+      }),
+    };
+  }
+
+  /**
+   * Give an agent its actor under the supervisor: a new one, or one the ledger shows live after a
+   * restart. The one way agents enter a run; `restoring` says the parent's count already has it.
+   */
+  addAgent(agentId: string, how: AgentStart, restoring = false): void {
+    const { meta, parentAgentId, waitFor } = this.agents.require(agentId);
+    const base = { agentId, runId: this.runId, sandboxId: meta.sandboxId, keepAlive: meta.keepAlive, turnMaxMs: this.deps.config.turnMaxMs };
+    const input: AgentInput = "restored" in how ? { ...base, restored: how.restored } : { ...base, ...how };
+    if ("restored" in how) this.agents.sandboxReady(agentId, meta.sandboxId);
+    this.deps.onAgent(agentId);
+    this.actor.send({ type: "agent.add", input, parentAgentId, waitFor: "restored" in how ? [] : waitFor, restored: restoring });
+    this.actor.getSnapshot().children[agentId]?.on("fact", ({ fact }) => this.#record(agentId, fact));
+  }
+
+  #record(agentId: string, fact: Fact): void {
+    void this.writer.fact(agentId, fact);
+    if (fact.kind === "provisioned") this.agents.sandboxReady(agentId, fact.sandboxId);
+    if (fact.kind === "ended") this.agents.sandboxGone(agentId);
+  }
+
+  /** The agent's status from its machine's tags; `null` when the run holds no actor for it and the ledger shows no end. */
+  status(agentId: string): AgentStatus | null {
+    const child = this.actor.getSnapshot().children[agentId];
+    if (child) return statusOf(child.getSnapshot());
+    const state = this.view.agents.get(agentId)?.state;
+    return state === "done" || state === "aborted" ? state : null;
+  }
+
+  /** The agent's status, or 409 when it is not live. */
+  requireLive(agentId: string): AgentStatus {
+    const status = this.status(agentId);
+    if (status === null || !isLive(status)) throw new SwarmError("AGENT_NOT_LIVE", `agent ${agentId} is not live`);
+    return status;
+  }
+
+  /** Whether a subtree pause already holds the agent before its sandbox exists. */
+  hasPendingPause(agentId: string): boolean {
+    const child = this.actor.getSnapshot().children[agentId];
+    return child ? holdsPendingPause(child.getSnapshot()) : false;
+  }
+
+  /** Whether the agent belongs to this run (recorded in its ledger). */
+  has(agentId: string): boolean {
+    return this.view.agents.has(agentId);
+  }
+
+  snapshot() {
+    return runSnapshot(this.view);
+  }
+
+  /** The agent view plus `sessionStats` when its harness answers in time and it is running. */
+  async agent(agentId: string): Promise<AgentView & { sessionStats?: Record<string, unknown> }> {
+    const view: AgentView & { sessionStats?: Record<string, unknown> } = agentView(this.view.agents.get(agentId)!);
+    const client = this.#clients.get(agentId);
+    if (client && this.status(agentId) === "running") {
+      const stats = await client.request({ type: "get_session_stats" }, SESSION_STATS_TIMEOUT_MS).catch(() => undefined);
+      if (stats && typeof stats === "object") view.sessionStats = stats as Record<string, unknown>;
+    }
+    return view;
+  }
+
+  prompt(agentId: string, text: string): void {
+    this.requireLive(agentId);
+    this.actor.getSnapshot().children[agentId]?.send({ type: "prompt", text });
+  }
+
+  /** A result: settled once a turn settled or the agent ended; waits up to `waitSeconds` while pending. */
+  async result(agentId: string, waitSeconds: number, signal?: AbortSignal): Promise<ResultView> {
+    const settled = () => {
+      const record = this.view.agents.get(agentId)!;
+      return record.settled !== null || record.outcome !== null;
+    };
+    if (!settled() && waitSeconds > 0) {
+      const timeout = AbortSignal.timeout(waitSeconds * 1000);
+      await once(this.#settled, agentId, { signal: signal ? AbortSignal.any([timeout, signal]) : timeout }).catch(() => undefined);
+    }
+    if (!settled()) return { agentId, state: "pending", outcome: null, resultRef: null, result: null };
+    const record = this.view.agents.get(agentId)!;
+    const resultRef = record.settled?.resultRef ?? null;
+    return { agentId, state: "settled", outcome: record.settled?.outcome ?? record.outcome, resultRef, result: resultRef ? this.deps.results.read(agentId) : null };
+  }
+
+  /** POST /runs: record the run and its root, which starts provisioning. */
+  start(request: CreateRunRequest): Promise<CreateRunResponse> {
+    return startRun(this, request);
+  }
+
+  /** A spawn by the operator (`body`) or by an agent's `spawn_agent` (`params`). */
+  spawn(request: SpawnRequest, root = "body"): Promise<SpawnResponse> {
+    return spawnAgent(this, request, root);
+  }
+
+  pause(agentId: string, scope: Scope): Promise<ControlResponse> {
+    return pause(this, agentId, scope);
+  }
+
+  resume(agentId: string, scope: Scope): Promise<ControlResponse> {
+    return resume(this, agentId, scope);
+  }
+
+  stop(agentId: string, scope: Scope): Promise<ControlResponse> {
+    return stop(this, agentId, scope);
+  }
+
+  steer(agentId: string, message: string, scope: Scope): Promise<ControlResponse & { delivery: Delivery }> {
+    return steer(this, agentId, message, scope);
+  }
+
+  /** DELETE /runs/:runId: every live agent stopped, leaves first. */
+  stopAll(): Promise<void> {
+    return stopAll(this);
+  }
+
+  /** Start-up: this run as its ledger left it, live agents back on their sandboxes. */
+  restore(sandboxes: Sandboxes, log: (message: string) => void): Promise<void> {
+    return restoreRun(this, sandboxes, log);
+  }
+
+  /** Stop the supervisor and drop the harness connections; sandboxes keep running for the next start. */
+  close(): void {
+    this.actor.stop();
+    this.#unsubscribe();
+    for (const client of this.#clients.values()) client.close();
+  }
+}

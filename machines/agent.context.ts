@@ -1,0 +1,64 @@
+import type { AgentInput, ControlOutcome, Delivery, EndOutcome, PausedBy } from "./agent.types.ts";
+
+/** What one agent's machine remembers between events. */
+export interface AgentContext {
+  /** Where it began: fresh (`spawning`/`provisioning`) or `live` again after a restart. */
+  start: "spawning" | "provisioning" | "live";
+  agentId: string;
+  runId: string;
+  sandboxId: string;
+  keepAlive: boolean;
+  turnMaxMs: number;
+  /** Prompts waiting for a running harness (initial prompt, prompts while paused, steers to idle agents). */
+  prompts: string[];
+  /** Steer messages accepted while paused, delivered on resume. */
+  steers: string[];
+  /** Turns handed to the harness and not yet settled. */
+  inflight: number;
+  turns: number;
+  liveChildren: number;
+  pausedBy: PausedBy | null;
+  pendingPause: PausedBy | null;
+  /** The control request an effect state answers when it finishes. */
+  request: { requestId: string; by: PausedBy } | null;
+  /** Steers handed to the harness whose answers have not come back: the agent may not finish before they do. */
+  steering: string[];
+  /** A resume that arrived while the agent was freezing on its own (joining a subtree pause): run once frozen. */
+  resumeAfterPause: string | null;
+  quietAbort: boolean;
+  failure: string | null;
+  end: { outcome: EndOutcome; error?: string };
+}
+
+/** Parameters of the `reply` action: one member's answer to one control request. */
+export interface ReplyParams {
+  requestId: string;
+  outcome: ControlOutcome;
+  error?: string;
+  delivery?: Delivery;
+}
+
+export function initialContext(input: AgentInput): AgentContext {
+  const restored = input.restored;
+  return {
+    start: input.restored ? "live" : input.start,
+    agentId: input.agentId,
+    runId: input.runId,
+    sandboxId: input.sandboxId,
+    keepAlive: input.keepAlive,
+    turnMaxMs: input.turnMaxMs,
+    prompts: input.prompt === undefined ? [] : [input.prompt],
+    steers: [],
+    inflight: restored?.inflight ?? 0,
+    turns: restored?.turns ?? 0,
+    liveChildren: restored?.liveChildren ?? 0,
+    pausedBy: restored?.pausedBy ?? null,
+    pendingPause: input.pendingPause ?? null,
+    request: null,
+    steering: [],
+    resumeAfterPause: null,
+    quietAbort: false,
+    failure: null,
+    end: { outcome: "success" },
+  };
+}

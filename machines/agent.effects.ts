@@ -1,0 +1,23 @@
+import { fromCallback, fromPromise } from "xstate";
+import type { CloseInput, HarnessActorInput, HarnessCommandEvent, ProvisionInput, SandboxActorInput } from "./agent.types.ts";
+
+const notProvided = async (): Promise<never> => {
+  throw new Error("effect not provided: pass it with machine.provide()");
+};
+
+/**
+ * The agent machine's side effects, by name and type only: the machine stays pure, and
+ * `actors/effects/` provides the real ones (tests provide fakes).
+ */
+export const effectSlots = {
+  /** Make the sandbox (fresh or forked), write its inputs and start its harness. */
+  provision: fromPromise<void, ProvisionInput>(notProvided),
+  /** The connection to the harness for as long as the agent is live: commands in, reports out. */
+  harness: fromCallback<HarnessCommandEvent, HarnessActorInput>(() => {
+    throw new Error("harness effect not provided");
+  }),
+  freeze: fromPromise<void, SandboxActorInput>(notProvided),
+  thaw: fromPromise<void, SandboxActorInput>(notProvided),
+  /** Record how the agent ends, then close its sandbox. */
+  close: fromPromise<void, CloseInput>(notProvided),
+};

@@ -1,0 +1,64 @@
+import { z } from "zod";
+import { PERSISTED_HARNESS_EVENT_NAMES } from "../harness/protocol.ts";
+
+/**
+ * Every persisted event of a run (spec §6.1, §6.2) as one typed union, inferred from the schemas
+ * below. The service writes them as `RunEventInput`, the run view folds them as `RunEvent`
+ * (decoded with `decodeRunEvent`): one module, so a field added here is added for every writer
+ * and reader at once.
+ */
+
+const Outcome = z.enum(["success", "failed", "aborted", "budget-exceeded", "lost"]);
+const LiveState = z.enum(["spawning", "provisioning", "running", "paused"]);
+const AgentId = z.string();
+
+const event = <T extends string, A extends z.ZodType, D extends z.ZodType>(type: T, agentId: A, data: D) =>
+  z.object({ type: z.literal(type), agentId, data });
+
+const RunEventSchema = z.discriminatedUnion("type", [
+  event("run_started", z.null(), z.object({ runId: z.string() })),
+  event(
+    "agent_spawned",
+    AgentId,
+    z.object({
+      parentAgentId: z.string().nullable(),
+      runId: z.string(),
+      specName: z.string(),
+      depth: z.number().int(),
+      spawnIndex: z.number().int(),
+      sandboxId: z.null(),
+      waitFor: z.array(z.string()),
+      prompt: z.string().nullable(),
+    }),
+  ),
+  event("agent_provisioned", AgentId, z.object({ sandboxId: z.string() })),
+  /** `reason` of a pause is who paused it, `operator` or `cascade` (the view's `pausedBy`). */
+  event("agent_state_changed", AgentId, z.object({ from: z.string(), to: LiveState, reason: z.string() })),
+  event("agent_steered", AgentId, z.object({ message: z.string() })),
+  /** A turn's result; its text is in the result store under `resultRef`. */
+  event("handle_settled", AgentId, z.object({ outcome: Outcome, resultRef: z.string().nullable() })),
+  event("agent_ended", AgentId, z.object({ outcome: Outcome, endedAt: z.number(), error: z.string().nullable() })),
+  event("budget_denied", AgentId, z.object({ dimension: z.enum(["spawnDepth", "maxAgents"]), remaining: z.number(), childAgentId: z.string() })),
+  /** A harness event of the §6.2 list: the harness's (capped) data plus its `hseq` and time. */
+  z.object({
+    type: z.enum(PERSISTED_HARNESS_EVENT_NAMES),
+    agentId: AgentId,
+    data: z.looseObject({ hseq: z.number().int(), harnessAt: z.number() }),
+  }),
+]);
+
+/** An event to append (the ledger adds `seq` and `at`). */
+export type RunEventInput = z.infer<typeof RunEventSchema>;
+
+/** A persisted event as the ledger gives it back, decoded: what the run view folds. */
+export type RunEvent = RunEventInput & { seq: number; at: number };
+
+/**
+ * Decode a stored event. Returns null for one that does not have the shape its type promises
+ * (a ledger written by an older swarmd, say) or whose type the fold does not know: the fold skips
+ * it rather than guess.
+ */
+export function decodeRunEvent(stored: { seq: number; at: number; type: string; agentId: string | null; data: unknown }): RunEvent | null {
+  const parsed = RunEventSchema.safeParse(stored);
+  return parsed.success ? { ...parsed.data, seq: stored.seq, at: stored.at } : null;
+}

@@ -1,0 +1,40 @@
+import { mkdir } from "node:fs/promises";
+import { setTimeout as delay } from "node:timers/promises";
+import { errorMessage, SwarmError } from "../../errors.ts";
+import { AgentSpecSchema } from "../../spec/agent-spec.ts";
+import { startMemoryHarness } from "./memory-harness.ts";
+import { controlDirOf, liveSandbox, type SandboxTable } from "./sandbox-table.ts";
+
+/**
+ * Start a sandbox's harness unless it runs already. A spec the harness would refuse fails the
+ * start as it fails a real harness's: `HARNESS_START_FAILED` with the harness's own words. A start
+ * aborted while in flight leaves no harness behind.
+ */
+export async function startSandboxHarness(table: SandboxTable, sandboxId: string, startDelayMs: number, signal: AbortSignal): Promise<void> {
+  const sandbox = liveSandbox(table, sandboxId);
+  if (sandbox.harness) return;
+  if (startDelayMs > 0) await delay(startDelayMs, undefined, { signal }).catch(() => signal.throwIfAborted());
+  signal.throwIfAborted();
+  const spec = AgentSpecSchema.safeParse(sandbox.spec);
+  if (!spec.success) throw new SwarmError("HARNESS_START_FAILED", `the harness exited before its socket accepted connections: ${spec.error.message}`);
+  const controlDir = controlDirOf(table, sandboxId);
+  await mkdir(controlDir, { recursive: true });
+  const harness = await startMemoryHarness({
+    spec: spec.data,
+    controlDir,
+    files: sandbox.files,
+    gate: sandbox.gate,
+    env: sandbox.env,
+    onExit: () => {
+      sandbox.harness = undefined;
+      sandbox.gone = true;
+    },
+  }).catch((err: unknown) => {
+    throw new SwarmError("HARNESS_START_FAILED", `the harness did not start: ${errorMessage(err)}`, { cause: err });
+  });
+  if (signal.aborted) {
+    await harness.kill();
+    throw signal.reason;
+  }
+  sandbox.harness = harness;
+}

@@ -1,0 +1,23 @@
+import type { EventLog } from "../../harness/event-log.ts";
+import type { HarnessEventMessage } from "../../harness/protocol.ts";
+
+/**
+ * The harness's event log kept in memory: the same lines, `hseq` gap-free from 1 and the same
+ * replay as the file log of a real sandbox's control folder, for as long as the sandbox lives.
+ */
+export function createMemoryEventLog(): EventLog {
+  const lines: string[] = [];
+  return {
+    get lastHseq() {
+      return lines.length;
+    },
+    append(event) {
+      const message: HarnessEventMessage = { type: "event", hseq: lines.length + 1, ...event };
+      const line = `${JSON.stringify(message)}\n`;
+      lines.push(line);
+      return line;
+    },
+    linesAfter: (after) => lines.slice(Math.max(0, Math.floor(after))).join(""),
+    close: () => undefined,
+  };
+}
