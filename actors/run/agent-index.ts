@@ -20,6 +20,7 @@ export interface AgentMeta {
 export interface AgentEntry {
   meta: AgentMeta;
   parentAgentId: string | null;
+  depth: number;
   waitFor: string[];
 }
 
@@ -53,6 +54,16 @@ export class AgentIndex {
     const entry = this.#entries.get(agentId);
     if (!entry) throw new SwarmError("INTERNAL", `nothing recorded for agent ${agentId}`);
     return entry;
+  }
+
+  /**
+   * Children recorded under `agentId` so far, refused ones included: the next child's `spawnIndex`.
+   * Counted here, not from the ledger view, so spawns that race each other get distinct indexes.
+   */
+  childCount(agentId: string): number {
+    let count = 0;
+    for (const entry of this.#entries.values()) if (entry.parentAgentId === agentId) count++;
+    return count;
   }
 
   parents(): ParentMap {

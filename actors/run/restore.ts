@@ -54,7 +54,7 @@ export async function restoreRun(run: Run, sandboxes: Sandboxes, log: (message: 
     const meta = JSON.parse(raw) as AgentMeta;
     // Agents recorded before grants existed get what their spec asked, within today's ceiling.
     meta.grants ??= rootGrants({ ...meta.spec, limits: undefined }, config.limits, "spec");
-    run.agents.add(agent.agentId, { meta, parentAgentId: agent.parentAgentId, waitFor: agent.waitFor });
+    run.agents.add(agent.agentId, { meta, parentAgentId: agent.parentAgentId, depth: agent.depth, waitFor: agent.waitFor });
   }
   // Accepted spawns count against every ancestor's maxAgents (refused ones never did).
   for (const agent of agents.values()) if (agent.parentAgentId && agent.outcome !== "budget-exceeded") run.agents.countSpawn(agent.parentAgentId);

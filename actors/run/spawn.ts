@@ -34,7 +34,7 @@ export async function startRun(run: Run, request: CreateRunRequest): Promise<Cre
   };
   const grants = rootGrants(request.spec, run.deps.config.limits, "body.spec");
   const meta: AgentMeta = { runId: run.runId, sandboxId: randomUUID(), spec: request.spec, grants, budget, keepAlive: request.keepAlive ?? false };
-  run.agents.add(rootAgentId, { meta, parentAgentId: null, waitFor: [] });
+  run.agents.add(rootAgentId, { meta, parentAgentId: null, depth: 0, waitFor: [] });
   await run.writer.append(
     [
       { type: "run_started", agentId: null, data: { runId: run.runId } },
@@ -64,7 +64,8 @@ export async function spawnAgent(run: Run, request: SpawnRequest, root = "body")
   }
   // A parent without an actor (ended, or not held by the supervisor) cannot be forked.
   const parentStatus = run.requireLive(parent.agentId);
-  const parentMeta = run.agents.require(parent.agentId).meta;
+  const parentEntry = run.agents.require(parent.agentId);
+  const parentMeta = parentEntry.meta;
   // Asking for more than the parent has is a bad request, refused before anything is recorded.
   const grants = childGrants(parentMeta.grants, request.spec, `${root}.spec`);
   const decision = decideSpawn({
@@ -85,10 +86,10 @@ export async function spawnAgent(run: Run, request: SpawnRequest, root = "body")
     budget: decision.ok ? decision.child : { spawnDepth: 0, maxAgents: 0 },
     keepAlive: request.keepAlive ?? false,
   };
-  run.agents.add(agentId, { meta, parentAgentId: parent.agentId, waitFor });
+  const place = { parentAgentId: parent.agentId, depth: parentEntry.depth + 1, spawnIndex: run.agents.childCount(parent.agentId) };
+  run.agents.add(agentId, { meta, parentAgentId: parent.agentId, depth: place.depth, waitFor });
   if (decision.ok) run.agents.countSpawn(parent.agentId);
 
-  const place = { parentAgentId: parent.agentId, depth: parent.depth + 1, spawnIndex: parent.children.length };
   const events: RunEventInput[] = [spawnedEvent(run, agentId, place, request.spec.name, waitFor, request.prompt)];
   if (!decision.ok) {
     const error = `spawn refused by the ${decision.dimension} budget of ${parent.agentId}`;

@@ -24,6 +24,13 @@ describe("service: spawning", () => {
     assert.deepEqual([view.parentAgentId, view.depth, view.spawnIndex, view.specName], [rootAgentId, 1, 1, "reader"]);
   });
 
+  it("gives children spawned at the same moment distinct spawnIndex values, in the order they were asked", async () => {
+    const { runId, rootAgentId } = await liveRoot();
+    const spawned = await Promise.all([0, 1, 2, 3, 4].map((i) => s.service.spawn(runId, { parentAgentId: rootAgentId, spec: echoSpec(`c${i}`) })));
+    const indexes = await Promise.all(spawned.map(async ({ agentId }) => (await s.service.getAgent(agentId)).spawnIndex));
+    assert.deepEqual(indexes, [0, 1, 2, 3, 4]);
+  });
+
   it("refuses spawns past spawnDepth or maxAgents: 202 all the same, the child ends budget-exceeded with no sandbox", async () => {
     const { runId, rootAgentId } = await liveRoot({ spawnDepth: 1, maxAgents: 2 });
     const a = await s.service.spawn(runId, { parentAgentId: rootAgentId, spec: echoSpec("a"), keepAlive: true });
