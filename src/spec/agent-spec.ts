@@ -24,9 +24,10 @@ const NAME = /^[A-Za-z0-9._-]{1,64}$/;
 /**
  * Variables that change how programs load or start (the dynamic loader's `LD_*`, node's, the
  * shells' start-up files, python's and perl's). A spec's env only ever reaches the sandbox, never a
- * host-side process; these are refused as well, in depth. `SWARMD_SANDBOX` tags a sandbox's processes.
+ * host-side process; these are refused as well, in depth. `SWARMD_SANDBOX` tags a sandbox's processes and
+ * `SWARMD_USER_NET` the daemon's network helpers: no spec may set either.
  */
-const LOADER_VARIABLE = /^(LD_.*|NODE_OPTIONS|NODE_PATH|BASH_ENV|ENV|PYTHONSTARTUP|PERL5OPT|SWARMD_SANDBOX)$/;
+const LOADER_VARIABLE = /^(LD_.*|NODE_OPTIONS|NODE_PATH|BASH_ENV|ENV|PYTHONSTARTUP|PERL5OPT|SWARMD_SANDBOX|SWARMD_USER_NET)$/;
 
 const EnvSchema = z
   .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name").max(128), z.string().max(64 * 1024).refine((value) => !value.includes("\0"), "must not contain a NUL character"))

@@ -87,7 +87,7 @@ describe("security: a child never exceeds its parent", () => {
   });
 
   it("refuses spec variables that change how programs load, naming the field", async () => {
-    for (const name of ["LD_PRELOAD", "LD_LIBRARY_PATH", "NODE_OPTIONS", "BASH_ENV", "ENV", "PYTHONSTARTUP", "PERL5OPT", "NODE_PATH"]) {
+    for (const name of ["LD_PRELOAD", "LD_LIBRARY_PATH", "NODE_OPTIONS", "BASH_ENV", "ENV", "PYTHONSTARTUP", "PERL5OPT", "NODE_PATH", "SWARMD_SANDBOX", "SWARMD_USER_NET"]) {
       const created = await d.call("POST", "/runs", { spec: { name: "x", script: [], env: { [name]: "/work/evil.so" } } });
       assert.equal(created.status, 400, name);
       assert.match(created.body.error, new RegExp(`body\\.spec\\.env\\.${name}: changes how programs load or start`));

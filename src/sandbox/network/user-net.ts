@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { accessSync, constants, closeSync, openSync, readFileSync, statSync } from "node:fs";
+import { accessSync, constants, closeSync, openSync, readFileSync, readlinkSync, statSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
@@ -230,11 +230,26 @@ export async function stopUserNet(sandboxId: string, recorded?: UserNetProcess):
   );
 }
 
-/** Live slirp4netns processes tagged with the sandbox (zombies are over and not counted). */
+/**
+ * Live slirp4netns processes tagged with the sandbox (zombies are over and not counted). Only
+ * processes in the daemon's own pid namespace count: the daemon starts slirp4netns on the host,
+ * while every sandboxed process lives in a pid namespace of its own, so an agent that tags its
+ * processes with a neighbour's id cannot make that neighbour's close chase them.
+ */
 export async function taggedUserNets(sandboxId: string): Promise<number[]> {
-  const live = (await listProcs()).filter(isAliveProc);
+  const ownPidNs = pidNamespaceOf("self");
+  const live = (await listProcs()).filter((e) => isAliveProc(e) && pidNamespaceOf(String(e.pid)) === ownPidNs);
   const tagged = await Promise.all(live.map((e) => hasEnvEntry(e.pid, `${USER_NET_TAG_VAR}=${sandboxId}`)));
   return live.filter((_, i) => tagged[i]).map((e) => e.pid);
+}
+
+/** The pid namespace of a process (`self` or a pid), or `undefined` when it is gone. */
+function pidNamespaceOf(pid: string): string | undefined {
+  try {
+    return readlinkSync(`/proc/${pid}/ns/pid`);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Start time of a live (not zombie) process, or `undefined`. */
