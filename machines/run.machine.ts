@@ -25,8 +25,8 @@ export interface MemberAnswer extends MemberResult {
 export const DEFAULT_MEMBER_TIMEOUT_MS = 60_000;
 
 export type RunEvent =
-  /** `restored`: re-added after a restart; its parent's `liveChildren` input already counts it. */
-  | { type: "agent.add"; input: AgentInput; parentAgentId: string | null; waitFor: string[]; restored?: boolean }
+  /** `counted`: re-added after a restart, so its parent's restored `liveChildren` already counts it. */
+  | { type: "agent.add"; input: AgentInput; parentAgentId: string | null; waitFor: string[]; counted?: boolean }
   | { type: "agent.settled"; agentId: string }
   | { type: "agent.ended"; agentId: string }
   | { type: "control"; request: ControlRequest }
@@ -130,7 +130,7 @@ export const runMachine = setup({
             parents: { ...context.parents, [event.input.agentId]: event.parentAgentId },
             waiting: event.input.start === "spawning" ? { ...context.waiting, [event.input.agentId]: event.waitFor } : context.waiting,
           });
-          if (event.parentAgentId && !event.restored && context.actors[event.parentAgentId]) enqueue.sendTo(event.parentAgentId, { type: "child.spawned" });
+          if (event.parentAgentId && !event.counted && context.actors[event.parentAgentId]) enqueue.sendTo(event.parentAgentId, { type: "child.spawned" });
         }),
         "releaseReady",
       ],

@@ -32,12 +32,17 @@ type SandboxSignal = { state: "waiting"; waiters: Array<() => void> } | { state:
  */
 export class AgentIndex {
   readonly #entries = new Map<string, AgentEntry>();
+  /** agentId → parentAgentId, kept as agents are added (what the tree order and budgets walk). */
+  readonly #parents: Record<string, string | null> = {};
+  readonly #childCounts = new Map<string, number>();
   /** Accepted spawns under each agent (all descendants, ended ones included): what `maxAgents` counts. */
   readonly #descendants: Record<string, number> = {};
   readonly #sandboxes = new Map<string, SandboxSignal>();
 
   add(agentId: string, entry: AgentEntry): void {
     this.#entries.set(agentId, entry);
+    this.#parents[agentId] = entry.parentAgentId;
+    if (entry.parentAgentId !== null) this.#childCounts.set(entry.parentAgentId, this.childCount(entry.parentAgentId) + 1);
     this.#sandboxes.set(agentId, { state: "waiting", waiters: [] });
   }
 
@@ -61,13 +66,11 @@ export class AgentIndex {
    * Counted here, not from the ledger view, so spawns that race each other get distinct indexes.
    */
   childCount(agentId: string): number {
-    let count = 0;
-    for (const entry of this.#entries.values()) if (entry.parentAgentId === agentId) count++;
-    return count;
+    return this.#childCounts.get(agentId) ?? 0;
   }
 
   parents(): ParentMap {
-    return Object.fromEntries([...this.#entries].map(([id, e]) => [id, e.parentAgentId]));
+    return this.#parents;
   }
 
   budgets(): Record<string, Budget> {

@@ -48,13 +48,15 @@ export async function restoreRun(run: Run, sandboxes: Sandboxes, log: (message: 
   }
   const agents = run.view.agents;
   for (const agent of agents.values()) {
-    run.deps.onAgent(agent.agentId);
     const raw = await ledger.getIndex(agentKey(agent.agentId));
-    if (!raw) continue;
+    if (!raw) {
+      run.deps.onAgent(agent.agentId); // recorded before metas were: viewable, never live again
+      continue;
+    }
     const meta = JSON.parse(raw) as AgentMeta;
     // Agents recorded before grants existed get what their spec asked, within today's ceiling.
     meta.grants ??= rootGrants({ ...meta.spec, limits: undefined }, config.limits, "spec");
-    run.agents.add(agent.agentId, { meta, parentAgentId: agent.parentAgentId, depth: agent.depth, waitFor: agent.waitFor });
+    run.track(agent.agentId, { meta, parentAgentId: agent.parentAgentId, depth: agent.depth, waitFor: agent.waitFor });
   }
   // Accepted spawns count against every ancestor's maxAgents (refused ones never did).
   for (const agent of agents.values()) if (agent.parentAgentId && agent.outcome !== "budget-exceeded") run.agents.countSpawn(agent.parentAgentId);
@@ -100,7 +102,7 @@ export async function restoreRun(run: Run, sandboxes: Sandboxes, log: (message: 
     const paused = agent.state === "paused";
     await matchFreezer(runtime, entry.meta.sandboxId, sandboxes.owned.get(entry.meta.sandboxId)!.status, paused, log);
     const settled = settledTurns.get(agentId) ?? 0;
-    const accepted = Math.max(Number(await ledger.getIndex(promptsKey(agentId))) || 0, settled);
+    const accepted = Math.max(await run.recordedCount(promptsKey(agentId)), settled);
     const liveChildren = agent.children.filter((id) => agents.get(id)?.outcome === null).length;
     run.addAgent(agentId, { restored: { pausedBy: paused ? (agent.pausedBy ?? "operator") : null, turns: accepted, inflight: accepted - settled, liveChildren } }, true);
   }

@@ -27,7 +27,7 @@ import { agentView, createRunView, foldEvent, runSnapshot, type RunView } from "
 import { createHarnessActor } from "../effects/harness.actor.ts";
 import { createSandboxActors } from "../effects/sandbox.actors.ts";
 import { answerAgentCall } from "./agent-calls.ts";
-import { AgentIndex } from "./agent-index.ts";
+import { AgentIndex, type AgentEntry } from "./agent-index.ts";
 import { pause, resume, steer, stop, stopAll } from "./controls.ts";
 import { planProvision } from "./provision-plan.ts";
 import { restoreRun, type Sandboxes } from "./restore.ts";
@@ -104,21 +104,19 @@ export class Run {
   /** The agent machines' effects, bound to this run. */
   #effects() {
     const { runtime, ledger, log } = this.deps;
-    const count = async (key: string) => {
-      const n = Number(await ledger.getIndex(key));
-      return Number.isSafeInteger(n) && n > 0 ? n : 0;
-    };
     return {
       ...createSandboxActors({
         runtime,
         plan: (input, signal) => planProvision(this, input.agentId, signal),
-        recordEnding: async ({ agentId, ending }) => void (await this.writer.put(endingKey(agentId), JSON.stringify(ending))),
+        recordEnding: async ({ agentId, ending }) => {
+          await this.writer.put(endingKey(agentId), JSON.stringify(ending));
+        },
       }),
       harness: createHarnessActor({
         runtime,
         clients: this.#clients,
-        recordedHseq: (agentId) => count(hseqKey(agentId)),
-        recordedPrompts: (agentId) => count(promptsKey(agentId)),
+        recordedHseq: (agentId) => this.recordedCount(hseqKey(agentId)),
+        recordedPrompts: (agentId) => this.recordedCount(promptsKey(agentId)),
         recordPrompts: (agentId, n) => this.writer.put(promptsKey(agentId), String(n)),
         persist: (agentId, event) => this.writer.harnessEvent(agentId, event),
         publish: (agentId, event) => ledger.publish(this.runId, { type: event.event, agentId, data: event.data }),
@@ -128,17 +126,28 @@ export class Run {
     };
   }
 
+  /** A counter the run keeps in the ledger's index (`hseq!`, `prompts!`): 0 when absent or not a count. */
+  async recordedCount(key: string): Promise<number> {
+    const n = Number(await this.deps.ledger.getIndex(key));
+    return Number.isSafeInteger(n) && n > 0 ? n : 0;
+  }
+
+  /** Take an agent into the run's index, and tell the service where to find it. */
+  track(agentId: string, entry: AgentEntry): void {
+    this.agents.add(agentId, entry);
+    this.deps.onAgent(agentId);
+  }
+
   /**
    * Give an agent its actor under the supervisor: a new one, or one the ledger shows live after a
-   * restart. The one way agents enter a run; `restoring` says the parent's count already has it.
+   * restart. The one way agents get an actor; `restoring` says the parent's count already has it.
    */
   addAgent(agentId: string, how: AgentStart, restoring = false): void {
     const { meta, parentAgentId, waitFor } = this.agents.require(agentId);
     const base = { agentId, runId: this.runId, sandboxId: meta.sandboxId, keepAlive: meta.keepAlive, turnMaxMs: this.deps.config.turnMaxMs };
     const input: AgentInput = "restored" in how ? { ...base, restored: how.restored } : { ...base, ...how };
     if ("restored" in how) this.agents.sandboxReady(agentId, meta.sandboxId);
-    this.deps.onAgent(agentId);
-    this.actor.send({ type: "agent.add", input, parentAgentId, waitFor: "restored" in how ? [] : waitFor, restored: restoring });
+    this.actor.send({ type: "agent.add", input, parentAgentId, waitFor: "restored" in how ? [] : waitFor, counted: restoring });
     this.actor.getSnapshot().children[agentId]?.on("fact", ({ fact }) => this.#record(agentId, fact));
   }
 

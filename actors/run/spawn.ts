@@ -34,7 +34,7 @@ export async function startRun(run: Run, request: CreateRunRequest): Promise<Cre
   };
   const grants = rootGrants(request.spec, run.deps.config.limits, "body.spec");
   const meta: AgentMeta = { runId: run.runId, sandboxId: randomUUID(), spec: request.spec, grants, budget, keepAlive: request.keepAlive ?? false };
-  run.agents.add(rootAgentId, { meta, parentAgentId: null, depth: 0, waitFor: [] });
+  run.track(rootAgentId, { meta, parentAgentId: null, depth: 0, waitFor: [] });
   await run.writer.append(
     [
       { type: "run_started", agentId: null, data: { runId: run.runId } },
@@ -87,7 +87,7 @@ export async function spawnAgent(run: Run, request: SpawnRequest, root = "body")
     keepAlive: request.keepAlive ?? false,
   };
   const place = { parentAgentId: parent.agentId, depth: parentEntry.depth + 1, spawnIndex: run.agents.childCount(parent.agentId) };
-  run.agents.add(agentId, { meta, parentAgentId: parent.agentId, depth: place.depth, waitFor });
+  run.track(agentId, { meta, parentAgentId: parent.agentId, depth: place.depth, waitFor });
   if (decision.ok) run.agents.countSpawn(parent.agentId);
 
   const events: RunEventInput[] = [spawnedEvent(run, agentId, place, request.spec.name, waitFor, request.prompt)];
@@ -100,7 +100,6 @@ export async function spawnAgent(run: Run, request: SpawnRequest, root = "body")
   }
   const put = [{ key: agentKey(agentId), value: JSON.stringify(meta) }];
   if (request.idempotencyKey) put.push({ key: idempotencyKey(run.runId, request.idempotencyKey), value: JSON.stringify(response) });
-  run.deps.onAgent(agentId);
   await run.writer.append(events, put);
 
   if (!decision.ok) {

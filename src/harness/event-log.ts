@@ -16,6 +16,12 @@ export interface EventLog {
   close(): void;
 }
 
+/** The log line (and wire line) of the event numbered `hseq`: one JSON object and a newline. */
+export function eventLine(hseq: number, event: Omit<HarnessEventMessage, "type" | "hseq">): string {
+  const message: HarnessEventMessage = { type: "event", hseq, ...event };
+  return `${JSON.stringify(message)}\n`;
+}
+
 export function openEventLog(path: string): EventLog {
   const fd = openSync(path, "a+");
   // Byte offset of each event's line; offsets[i] is where hseq i+1 starts.
@@ -36,8 +42,7 @@ export function openEventLog(path: string): EventLog {
       return offsets.length;
     },
     append(event) {
-      const message: HarnessEventMessage = { type: "event", hseq: offsets.length + 1, ...event };
-      const line = `${JSON.stringify(message)}\n`;
+      const line = eventLine(offsets.length + 1, event);
       const bytes = Buffer.from(line);
       writeSync(fd, bytes);
       offsets.push(size);

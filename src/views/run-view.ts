@@ -37,9 +37,14 @@ export interface StoredEvent {
  */
 export function foldEvent(view: RunView, stored: StoredEvent): void {
   view.asOf = stored.seq;
+  // Harness events (most of a run's events) change nothing here: not decoded on this hot path.
+  if (!FOLDED_TYPES.has(stored.type)) return;
   const event = decodeRunEvent(stored);
   if (event) applyEvent(view, event);
 }
+
+/** The event types `applyEvent` acts on. */
+const FOLDED_TYPES: ReadonlySet<string> = new Set(["agent_spawned", "agent_provisioned", "agent_state_changed", "handle_settled", "agent_ended"] satisfies RunEvent["type"][]);
 
 function applyEvent(view: RunView, event: RunEvent): void {
   const agent = event.agentId ? view.agents.get(event.agentId) : undefined;

@@ -58,7 +58,7 @@ export function startRun(effects: ReturnType<typeof fakeEffects>, clock = new Si
       type: "agent.add",
       parentAgentId,
       waitFor,
-      restored,
+      counted: restored,
       input: { runId: "r_1", sandboxId: `s-${input.agentId}`, keepAlive: false, turnMaxMs: 1_000, ...input, ...(input.restored ? {} : { start: input.start ?? "provisioning" }) } as AgentInput,
     });
     const child = run.getSnapshot().children[input.agentId];

@@ -12,6 +12,9 @@ describe("harness wire schemas: every line from a sandbox is checked, nothing th
     assert.equal(parseHarnessLine(event({ event: "turn_settled", data: { outcome: "failed", text: null, error: "boom" } })).ok, true);
     assert.equal(parseHarnessLine(event({ event: "tool_start", data: { toolName: "bash" } })).ok, true);
     assert.equal(parseHarnessLine(JSON.stringify({ type: "response", id: "1", command: "prompt", success: true })).ok, true);
+    const noTurn = { type: "response", id: "2", command: "steer", success: false, error: "no turn is running", code: "NO_TURN_RUNNING" };
+    assert.equal(parseHarnessLine(JSON.stringify(noTurn)).ok, true);
+    assert.equal(parseHarnessLine(JSON.stringify({ ...noTurn, code: "ANYTHING_ELSE" })).ok, false, "only the codes the daemon acts on pass");
     assert.equal(parseHarnessLine(JSON.stringify({ type: "host_call", id: "c1", method: "spawn_agent", params: {} })).ok, true);
   });
 

@@ -9,3 +9,4 @@ import "./spawn.ts";
 import "./controls.ts";
 import "./steer.ts";
 import "./restart.ts";
+import "./held-effects.ts";

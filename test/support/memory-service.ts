@@ -7,6 +7,7 @@ import { isSwarmError, type ErrorCode } from "../../src/errors.ts";
 import { openLedger, type Ledger, type LedgerEvent } from "../../src/ledger/ledger.ts";
 import { createResultStore } from "../../src/results/result-store.ts";
 import { createMemoryRuntime, type MemoryRuntime } from "../../src/sandbox/memory/memory-runtime.ts";
+import type { SandboxRuntime } from "../../src/sandbox/runtime.ts";
 import type { AgentView } from "../../src/swarm-api.ts";
 import { createWaitList } from "./wait-list.ts";
 
@@ -36,14 +37,22 @@ export interface MemoryService {
   stop(): Promise<void>;
 }
 
-export async function startMemoryService(): Promise<MemoryService> {
+export interface MemoryServiceOptions {
+  /** SWARM_MEMBER_TIMEOUT_MS of the service (default 60 s). */
+  memberTimeoutMs?: number;
+  /** The runtime as the service sees it: wrap the memory runtime to delay or break an operation. */
+  wrap?: (runtime: SandboxRuntime) => SandboxRuntime;
+}
+
+export async function startMemoryService(options: MemoryServiceOptions = {}): Promise<MemoryService> {
   const dataDir = mkdtempSync(join(tmpdir(), "swarmd-service-"));
   const runtime = createMemoryRuntime();
+  const seen = options.wrap?.(runtime) ?? runtime;
   const results = createResultStore(dataDir);
   const log = process.env.SWARM_TEST_LOG ? (message: string) => console.error(`[swarmd] ${message}`) : undefined;
   const open = async () => {
     const ledger = await openLedger(join(dataDir, "ledger"));
-    const service = createSwarmService({ config: { dataDir, turnMaxMs: 1_800_000 }, runtime, ledger, results, log });
+    const service = createSwarmService({ config: { dataDir, turnMaxMs: 1_800_000, memberTimeoutMs: options.memberTimeoutMs }, runtime: seen, ledger, results, log });
     return { ledger, service };
   };
   let current = await open();

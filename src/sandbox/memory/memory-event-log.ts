@@ -1,5 +1,4 @@
-import type { EventLog } from "../../harness/event-log.ts";
-import type { HarnessEventMessage } from "../../harness/protocol.ts";
+import { eventLine, type EventLog } from "../../harness/event-log.ts";
 
 /**
  * The harness's event log kept in memory: the same lines, `hseq` gap-free from 1 and the same
@@ -12,8 +11,7 @@ export function createMemoryEventLog(): EventLog {
       return lines.length;
     },
     append(event) {
-      const message: HarnessEventMessage = { type: "event", hseq: lines.length + 1, ...event };
-      const line = `${JSON.stringify(message)}\n`;
+      const line = eventLine(lines.length + 1, event);
       lines.push(line);
       return line;
     },
