@@ -1,4 +1,6 @@
 import { SwarmError } from "../src/errors.ts";
+import { ModelGateway } from "../src/gateway/gateway.ts";
+import { loadModelCatalog } from "../src/gateway/models.ts";
 import type { Ledger } from "../src/ledger/ledger.ts";
 import type { ResultStore } from "../src/results/result-store.ts";
 import { DEFAULT_SANDBOX_LIMITS, type SandboxRuntime } from "../src/sandbox/runtime.ts";
@@ -17,6 +19,8 @@ export interface SwarmServiceDeps {
   results: ResultStore;
   inspect?: RunDeps["inspect"];
   log?: (message: string) => void;
+  /** The model gateway; default: pi-ai's built-in models, no models file, default pacing. */
+  gateway?: ModelGateway;
 }
 
 export interface SwarmService extends SwarmApi {
@@ -30,12 +34,13 @@ export interface SwarmService extends SwarmApi {
 export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
   const config: ServiceConfig = { ...deps.config, limits: deps.config.limits ?? DEFAULT_SANDBOX_LIMITS };
   const log = deps.log ?? (() => undefined);
+  const gateway = deps.gateway ?? new ModelGateway(loadModelCatalog());
   const runs = new Map<string, Run>();
   /** Every agent of every known run, to find its run by id. */
   const agentRuns = new Map<string, Run>();
 
   const open = (runId: string): Run => {
-    const run: Run = new Run(runId, { ...deps, config, log, onAgent: (agentId) => agentRuns.set(agentId, run) });
+    const run: Run = new Run(runId, { ...deps, config, log, gateway, onAgent: (agentId) => agentRuns.set(agentId, run) });
     runs.set(runId, run);
     return run;
   };
@@ -58,6 +63,7 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
     deleteRun: async (runId) => runById(runId).stopAll(),
     spawn: async (runId, request) => runById(runId).spawn(request),
     getAgent: async (agentId) => runOf(agentId).agent(agentId),
+    setBudget: async (agentId, caps) => runOf(agentId).setBudget(agentId, caps),
     prompt: async (agentId, text) => runOf(agentId).prompt(agentId, text),
     steer: async (agentId, request) => runOf(agentId).steer(agentId, request.message, request.scope),
     pause: async (agentId, scope) => runOf(agentId).pause(agentId, scope),
@@ -67,6 +73,7 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
     hasRun: (runId) => runs.has(runId),
     async close() {
       for (const run of runs.values()) run.close();
+      await gateway.closeAll();
     },
   };
 }

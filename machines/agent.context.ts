@@ -26,6 +26,8 @@ export interface AgentContext {
   /** A resume that arrived while the agent was freezing on its own (joining a subtree pause): run once frozen. */
   resumeAfterPause: string | null;
   quietAbort: boolean;
+  /** Model calls the gateway holds for the agent now: held time is paused time for the quiet-turn limit. */
+  gatewayHolds: number;
   failure: string | null;
   end: { outcome: EndOutcome; error?: string };
 }
@@ -58,6 +60,7 @@ export function initialContext(input: AgentInput): AgentContext {
     steering: [],
     resumeAfterPause: null,
     quietAbort: false,
+    gatewayHolds: 0,
     failure: null,
     end: { outcome: "success" },
   };

@@ -1,4 +1,4 @@
-import { assign, sendTo } from "xstate";
+import { assign, not, sendTo } from "xstate";
 import { errorMessage } from "../src/errors.ts";
 import { initialContext } from "./agent.context.ts";
 import { agentSetup } from "./agent.setup.ts";
@@ -21,6 +21,8 @@ export const agentMachine = agentSetup.createMachine({
     ...noopControls(),
     "child.spawned": { actions: assign({ liveChildren: ({ context }) => context.liveChildren + 1 }) },
     "child.ended": { actions: assign({ liveChildren: ({ context }) => Math.max(0, context.liveChildren - 1) }) },
+    "gateway.hold": { actions: assign({ gatewayHolds: ({ context }) => context.gatewayHolds + 1 }) },
+    "gateway.release": { actions: assign({ gatewayHolds: ({ context }) => Math.max(0, context.gatewayHolds - 1) }) },
   },
   states: {
     // New agents start in spawning or provisioning; restored ones where the ledger left them.
@@ -148,11 +150,20 @@ export const agentMachine = agentSetup.createMachine({
             idle: {
               always: { guard: "canFinish", target: "#agent.finishing", actions: assign({ end: { outcome: "success" } }) },
             },
-            // Every harness event restarts the quiet-turn clock; leaving for `paused` stops it, so
-            // paused time never counts.
+            // Every harness event restarts the quiet-turn clock; leaving for `paused` stops it, and
+            // so does a model call the gateway holds: paused and held time never count.
             turn: {
-              after: {
-                quietLimit: { actions: [assign({ quietAbort: true }), sendTo("harness", { type: "harness.abort" })] },
+              initial: "clock",
+              states: {
+                clock: {
+                  always: { guard: "gatewayHolding", target: "held" },
+                  after: {
+                    quietLimit: { actions: [assign({ quietAbort: true }), sendTo("harness", { type: "harness.abort" })] },
+                  },
+                },
+                held: {
+                  always: { guard: not("gatewayHolding"), target: "clock" },
+                },
               },
               on: { "harness.activity": { target: "turn", reenter: true } },
             },

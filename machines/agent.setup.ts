@@ -22,6 +22,7 @@ export const agentSetup = setup({
   guards: {
     hasPendingPause: ({ context }) => context.pendingPause !== null,
     busy: ({ context }) => context.inflight > 0,
+    gatewayHolding: ({ context }) => context.gatewayHolds > 0,
     turnFailed: ({ context }) => context.failure !== null,
     canFinish: ({ context }) =>
       context.turns > 0 &&

@@ -90,7 +90,10 @@ export type AgentEvent =
   | { type: "deps.settled" }
   | { type: "prompt"; text: string }
   | { type: "child.spawned" }
-  | { type: "child.ended" };
+  | { type: "child.ended" }
+  /** The model gateway started or stopped holding one of the agent's calls (a spend budget, a provider's pacing). */
+  | { type: "gateway.hold" }
+  | { type: "gateway.release" };
 
 export interface MemberReply {
   type: "member.reply";

@@ -2,6 +2,7 @@ import { BlockList, isIP } from "node:net";
 import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
 import { SwarmError } from "./errors.ts";
+import { DEFAULT_PACING, type PacingConfig } from "./gateway/pacing.ts";
 import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits } from "./sandbox/runtime.ts";
 
 const Env = z.object({
@@ -29,6 +30,12 @@ const Env = z.object({
     .default([]),
   SWARM_ISOLATION: z.enum(["bubblewrap", "none"]).default("bubblewrap"),
   SWARM_BWRAP: z.string().refine(isAbsolute, { message: "must be an absolute path" }).optional(),
+  SWARM_MODELS: z.string().min(1).optional(),
+  SWARM_MODEL_CONCURRENCY: z
+    .string()
+    .regex(/^\s*\d+\s*(,\s*[A-Za-z0-9._-]+\s*=\s*\d+\s*)*$/, { message: 'must be a number of calls, optionally followed by per-provider numbers ("16,anthropic=4,openai=8")' })
+    .default(String(DEFAULT_PACING.concurrency)),
+  SWARM_MODEL_MAX_BACKOFF_MS: z.coerce.number().int().min(0).default(DEFAULT_PACING.maxBackoffMs),
 });
 
 /** The daemon's settings, all from the environment (docs/design.md "Names"). */
@@ -54,6 +61,10 @@ export interface Config {
   isolation: "bubblewrap" | "none";
   /** The one bwrap binary to use (SWARM_BWRAP); unset: the first in /usr/bin, /usr/local/bin, PATH. */
   bwrap?: string;
+  /** pi's models.json of custom providers and overrides (SWARM_MODELS), read once at start. */
+  modelsFile?: string;
+  /** How the model gateway paces calls per provider (SWARM_MODEL_CONCURRENCY, SWARM_MODEL_MAX_BACKOFF_MS). */
+  pacing: PacingConfig;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -86,7 +97,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     allowedHosts: e.SWARM_ALLOWED_HOSTS,
     isolation: e.SWARM_ISOLATION,
     bwrap: e.SWARM_BWRAP,
+    modelsFile: e.SWARM_MODELS === undefined ? undefined : resolve(e.SWARM_MODELS),
+    pacing: { ...parseConcurrency(e.SWARM_MODEL_CONCURRENCY), maxBackoffMs: e.SWARM_MODEL_MAX_BACKOFF_MS },
   };
+}
+
+/** `16,anthropic=4`: 16 calls in flight per provider, 4 to anthropic. A 0 is refused: nothing would ever be sent. */
+function parseConcurrency(value: string): Pick<PacingConfig, "concurrency" | "perProvider"> {
+  const [first, ...rest] = value.split(",").map((part) => part.trim());
+  const perProvider = Object.fromEntries(rest.map((part) => part.split("=").map((s) => s.trim())).map(([name, n]) => [name!, Number(n)]));
+  const concurrency = Number(first);
+  if (concurrency < 1 || Object.values(perProvider).some((n) => n < 1)) {
+    throw new SwarmError("CONFIG_INVALID", "invalid configuration: SWARM_MODEL_CONCURRENCY: every number of calls must be at least 1");
+  }
+  return { concurrency, perProvider };
 }
 
 const LOOPBACK = new BlockList();

@@ -15,6 +15,7 @@ export const ERROR_CODES = {
   AGENT_NOT_FOUND: "Agent does not exist.",
   AGENT_NOT_LIVE: "Agent is not live.",
   AGENT_NOT_PAUSED: "Agent is not paused.",
+  BUDGET_EXCEEDS_PARENT: "A spend cap would exceed what the agent's parent has left.",
   // Sandboxes
   SANDBOX_EXISTS: "A sandbox with this id already exists.",
   SANDBOX_NOT_FOUND: "No such sandbox.",

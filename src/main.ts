@@ -9,6 +9,9 @@ import { join } from "node:path";
 import { createSwarmService } from "../actors/swarm-service.ts";
 import { loadConfig } from "./config.ts";
 import { errorMessage } from "./errors.ts";
+import { ModelGateway } from "./gateway/gateway.ts";
+import { loadModelCatalog } from "./gateway/models.ts";
+import { Pacing } from "./gateway/pacing.ts";
 import { buildServer } from "./http/build-server.ts";
 import { openLedger } from "./ledger/ledger.ts";
 import { createResultStore } from "./results/result-store.ts";
@@ -20,12 +23,15 @@ async function main(): Promise<void> {
   const ledger = await openLedger(join(config.dataDir, "ledger"));
   const runtime = await createRuntime(config, (message) => console.error(`swarmd: ${message}`));
   const inspect = config.inspect ? await startInspector(config.inspectPort) : undefined;
+  // Keys stay here, in the daemon: read from its environment or the models file when a call is made.
+  const gateway = new ModelGateway(loadModelCatalog(config.modelsFile), new Pacing(config.pacing));
   const service = createSwarmService({
     inspect,
     config: { dataDir: config.dataDir, turnMaxMs: config.turnMaxMs, memberTimeoutMs: config.memberTimeoutMs, limits: config.limits },
     runtime,
     ledger,
     results: createResultStore(config.dataDir),
+    gateway,
     log: (message) => app.log.warn(message),
   });
   const app = buildServer({

@@ -14,7 +14,9 @@ export interface SwarmApi {
   deleteRun(runId: string): Promise<void>;
   spawn(runId: string, request: SpawnRequest): Promise<SpawnResponse>;
   /** The agent view plus `sessionStats` when the harness answers within 2 s and the agent is not paused. */
-  getAgent(agentId: string): Promise<AgentView & { sessionStats?: Record<string, unknown> }>;
+  getAgent(agentId: string): Promise<AgentDetail>;
+  /** New absolute spend caps for the agent's subtree (409 when one exceeds what its parent has left); never resumes by itself. */
+  setBudget(agentId: string, caps: SpendCaps): Promise<{ agentId: string; budget: SpendView }>;
   prompt(agentId: string, text: string): Promise<void>;
   steer(agentId: string, request: { message: string; scope: Scope }): Promise<ControlResponse & { delivery: Delivery }>;
   pause(agentId: string, scope: Scope): Promise<ControlResponse>;
@@ -28,12 +30,39 @@ export interface SwarmApi {
 
 export type Scope = "agent" | "subtree";
 export type Delivery = "steer" | "turn" | "queued";
-export type PausedBy = "operator" | "cascade";
+/** Who paused an agent: the operator, a pause of a subtree above it, or a spend budget it or an ancestor ran out of. */
+export type PausedBy = "operator" | "cascade" | "budget";
 
-export interface BudgetOverride {
+export interface SpendCaps {
+  maxTokens?: number;
+  maxCostUsd?: number;
+}
+
+export interface BudgetOverride extends SpendCaps {
   spawnDepth?: number;
   maxAgents?: number;
 }
+
+/** Model usage summed over calls (an agent's own, its subtree's, or a run's). Tokens of every kind count toward `maxTokens`. */
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  costUsd: number;
+  calls: number;
+}
+
+/** An agent's spend caps and what is left of them (null: no cap on that dimension, here or above). */
+export interface SpendView {
+  maxTokens: number | null;
+  maxCostUsd: number | null;
+  remainingTokens: number | null;
+  remainingCostUsd: number | null;
+}
+
+/** `GET /agents/:agentId`: the view, its usage, and `sessionStats` when the harness answers in time. */
+export type AgentDetail = AgentView & { budget: SpendView; sessionStats?: Record<string, unknown> };
 
 export interface CreateRunRequest {
   spec: AgentSpec;
@@ -88,6 +117,9 @@ export interface AgentView {
   endedAt: number | null;
   outcome: Outcome | null;
   pausedBy?: PausedBy;
+  /** Its own model calls, and those of its whole subtree (it and every descendant). */
+  usage: Usage;
+  subtreeUsage: Usage;
 }
 
 /** Spec section 2.1 (snapshot form). */
@@ -96,6 +128,8 @@ export interface RunSnapshot {
   rootAgentId: string;
   asOf: number;
   agents: AgentView[];
+  /** Every model call of the run, summed. */
+  usage: Usage;
 }
 
 export interface MemberResult {

@@ -17,15 +17,20 @@ export interface SandboxActorDeps {
   plan(input: ProvisionInput, signal: AbortSignal): Promise<ProvisionPlan>;
   /** Make how the agent ends durable before its sandbox goes, so a crash mid-close is not taken for a lost agent. */
   recordEnding(input: CloseInput): Promise<void>;
+  /** Serve the sandbox's model gateway socket; before its harness starts, which calls through it. */
+  openGateway(agentId: string, sandboxId: string): Promise<void>;
+  closeGateway(sandboxId: string): Promise<void>;
 }
 
-export function createSandboxActors({ runtime, plan, recordEnding }: SandboxActorDeps) {
+export function createSandboxActors({ runtime, plan, recordEnding, openGateway, closeGateway }: SandboxActorDeps) {
   return {
     provision: fromPromise<void, ProvisionInput>(async ({ input, signal }) => {
       const p = await plan(input, signal);
       if (p.parentSandboxId) await runtime.fork(p.parentSandboxId, p.request, signal);
       else await runtime.provision(p.request, signal);
       if (Object.keys(p.inputs).length > 0) await runtime.writeInputs(input.sandboxId, p.inputs, signal);
+      await openGateway(input.agentId, input.sandboxId);
+      signal.throwIfAborted();
       await runtime.startHarness(input.sandboxId, signal);
     }),
     freeze: fromPromise<void, SandboxActorInput>(({ input, signal }) => runtime.freeze(input.sandboxId, signal)),
@@ -34,6 +39,7 @@ export function createSandboxActors({ runtime, plan, recordEnding }: SandboxActo
     close: fromPromise<void, CloseInput>(async ({ input }) => {
       await recordEnding(input);
       await runtime.close(input.sandboxId, new AbortController().signal);
+      await closeGateway(input.sandboxId).catch(() => undefined);
     }),
   };
 }

@@ -3,6 +3,7 @@ import type { AgentSpec } from "../../src/spec/agent-spec.ts";
 import type { Grants } from "../../src/spec/grants.ts";
 import { ancestorsOf, type ParentMap } from "../../machines/tree.ts";
 import type { Budget } from "../../machines/budget.ts";
+import type { SpendCaps } from "../../src/swarm-api.ts";
 
 /** What swarmd keeps of an agent beyond its ledger events (stored under `agentKey`). */
 export interface AgentMeta {
@@ -13,6 +14,8 @@ export interface AgentMeta {
   /** What its sandbox was given: the spec's asks within its parent's (or the daemon's) grants. */
   grants: Grants;
   budget: Budget;
+  /** Spend caps of its subtree (absent in ledgers older than the model gateway: none). */
+  spend?: SpendCaps;
   keepAlive: boolean;
 }
 

@@ -63,6 +63,12 @@ export async function resume(run: Run, agentId: string, scope: Scope): Promise<C
   return { results: strip(results) };
 }
 
+/** A spend cap ran out at `agentId`: its subtree is paused, parents first, it `budget` and the rest `cascade`. */
+export async function pauseForBudget(run: Run, agentId: string): Promise<void> {
+  const list = members(run, agentId, "subtree", "parentsFirst").map((m) => (m.agentId === agentId ? { ...m, by: "budget" as const } : m));
+  await carryOut(run, "pause", list);
+}
+
 /** Stop leaves first; an agent that had already ended keeps its outcome and its sandbox is released. */
 export async function stop(run: Run, agentId: string, scope: Scope): Promise<ControlResponse> {
   const results = await carryOut(run, "stop", members(run, agentId, scope, "leavesFirst"));

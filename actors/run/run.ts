@@ -5,6 +5,9 @@ import { holdsPendingPause, statusOf } from "../../machines/agent-status.ts";
 import type { AgentInput, Fact, PausedBy, RestoredLive, StartState } from "../../machines/agent.types.ts";
 import { runMachine } from "../../machines/run.machine.ts";
 import { SwarmError } from "../../src/errors.ts";
+import type { ModelGateway } from "../../src/gateway/gateway.ts";
+import type { ModelCaller } from "../../src/gateway/model-caller.ts";
+import { SCRIPTED_MODEL } from "../../src/gateway/scripted-model.ts";
 import type { HarnessClient } from "../../src/harness/client.ts";
 import { endingKey, hseqKey, promptsKey } from "../../src/ledger/ledger-keys.ts";
 import type { Ledger } from "../../src/ledger/ledger.ts";
@@ -12,8 +15,8 @@ import type { ResultStore } from "../../src/results/result-store.ts";
 import type { SandboxLimits, SandboxRuntime } from "../../src/sandbox/runtime.ts";
 import {
   isLive,
+  type AgentDetail,
   type AgentStatus,
-  type AgentView,
   type ControlResponse,
   type CreateRunRequest,
   type CreateRunResponse,
@@ -22,6 +25,8 @@ import {
   type Scope,
   type SpawnRequest,
   type SpawnResponse,
+  type SpendCaps,
+  type SpendView,
 } from "../../src/swarm-api.ts";
 import { agentView, createRunView, foldEvent, runSnapshot, type RunView } from "../../src/views/run-view.ts";
 import { createHarnessActor } from "../effects/harness.actor.ts";
@@ -32,6 +37,8 @@ import { pause, resume, steer, stop, stopAll } from "./controls.ts";
 import { planProvision } from "./provision-plan.ts";
 import { restoreRun, type Sandboxes } from "./restore.ts";
 import { RunWriter } from "./run-writer.ts";
+import { LedgerScriptCursor } from "./script-cursor.ts";
+import { admitCall, setSpendCaps, spendView } from "./spend.ts";
 import { spawnAgent, startRun } from "./spawn.ts";
 
 export interface ServiceConfig {
@@ -55,12 +62,16 @@ export interface RunDeps {
   log(message: string): void;
   /** Told of every agent the run takes on, so the service can find the run by agent id. */
   onAgent(agentId: string): void;
+  /** The daemon's model gateway: every agent's model calls go through it. */
+  gateway: ModelGateway;
 }
 
 /** How an agent's actor begins: new (`start`), or live again after a restart (`restored`). */
 export type AgentStart = { start: StartState; prompt?: string; pendingPause?: PausedBy } | { restored: RestoredLive };
 
 const SESSION_STATS_TIMEOUT_MS = 2_000;
+/** Events after which a held model call looks again (state, spending, caps). */
+const CHANGE_TYPES: ReadonlySet<string> = new Set(["agent_state_changed", "agent_ended", "model_usage", "budget_changed"]);
 
 /**
  * One run and everything that is its own: the supervisor actor holding its agents' machines, the
@@ -78,6 +89,10 @@ export class Run {
   readonly #clients = new Map<string, HarnessClient>();
   /** Emits `<agentId>` once the ledger has the agent's result settled or its end. */
   readonly #settled = new EventEmitter().setMaxListeners(0);
+  /** Emits `change` once the ledger has a state change, a model call or new caps: what held model calls wait on. */
+  readonly changes = new EventEmitter().setMaxListeners(0);
+  /** Agents whose subtree is being paused for a spend cap now (one pause, however many calls are held). */
+  readonly budgetPausing = new Set<string>();
   readonly #unsubscribe: () => void;
 
   constructor(
@@ -90,6 +105,7 @@ export class Run {
       if (!event.persisted) return;
       foldEvent(this.view, event);
       if ((event.type === "handle_settled" || event.type === "agent_ended") && event.agentId) this.#settled.emit(event.agentId);
+      if (CHANGE_TYPES.has(event.type)) this.changes.emit("change");
     });
     const agentLogic = agentMachine.provide({ actors: this.#effects() });
     this.actor = createActor(runMachine.provide({ actors: { agent: agentLogic } }), {
@@ -103,10 +119,12 @@ export class Run {
 
   /** The agent machines' effects, bound to this run. */
   #effects() {
-    const { runtime, ledger, log } = this.deps;
+    const { runtime, ledger, log, gateway } = this.deps;
     return {
       ...createSandboxActors({
         runtime,
+        openGateway: (agentId, sandboxId) => gateway.open(runtime.controlDir(sandboxId), this.modelCaller(agentId)),
+        closeGateway: (sandboxId) => gateway.close(runtime.controlDir(sandboxId)),
         plan: (input, signal) => planProvision(this, input.agentId, signal),
         recordEnding: async ({ agentId, ending }) => {
           await this.writer.put(endingKey(agentId), JSON.stringify(ending));
@@ -123,6 +141,25 @@ export class Run {
         hostCall: (agentId, call) => answerAgentCall(this, agentId, call),
         log,
       }),
+    };
+  }
+
+  /** The agent as its gateway socket serves it: its model, script, budgets, metering and quiet clock. */
+  modelCaller(agentId: string): ModelCaller {
+    const { spec } = this.agents.require(agentId).meta;
+    return {
+      agentId,
+      model: spec.script ? SCRIPTED_MODEL : this.deps.gateway.catalog.resolve(spec.model!, "spec.model"),
+      script: spec.script,
+      cursor: new LedgerScriptCursor(this, agentId),
+      admit: (signal) => admitCall(this, agentId, signal),
+      holding: (on) => this.actor.getSnapshot().children[agentId]?.send({ type: on ? "gateway.hold" : "gateway.release" }),
+      record: async (usage) => {
+        await this.writer.append([{ type: "model_usage", agentId, data: usage }]);
+      },
+      whenRunning: async (signal) => {
+        while (this.status(agentId) === "paused") await once(this.changes, "change", { signal });
+      },
     };
   }
 
@@ -188,8 +225,8 @@ export class Run {
   }
 
   /** The agent view plus `sessionStats` when its harness answers in time and it is running. */
-  async agent(agentId: string): Promise<AgentView & { sessionStats?: Record<string, unknown> }> {
-    const view: AgentView & { sessionStats?: Record<string, unknown> } = agentView(this.view.agents.get(agentId)!);
+  async agent(agentId: string): Promise<AgentDetail> {
+    const view: AgentDetail = { ...agentView(this.view.agents.get(agentId)!), budget: spendView(this, agentId) };
     const client = this.#clients.get(agentId);
     if (client && this.status(agentId) === "running") {
       const stats = await client.request({ type: "get_session_stats" }, SESSION_STATS_TIMEOUT_MS).catch(() => undefined);
@@ -227,6 +264,11 @@ export class Run {
   /** A spawn by the operator (`body`) or by an agent's `spawn_agent` (`params`). */
   spawn(request: SpawnRequest, root = "body"): Promise<SpawnResponse> {
     return spawnAgent(this, request, root);
+  }
+
+  /** POST /agents/:agentId/budget. */
+  setBudget(agentId: string, caps: SpendCaps): Promise<{ agentId: string; budget: SpendView }> {
+    return setSpendCaps(this, agentId, caps);
   }
 
   pause(agentId: string, scope: Scope): Promise<ControlResponse> {

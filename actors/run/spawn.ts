@@ -5,9 +5,17 @@ import { agentKey, idempotencyKey } from "../../src/ledger/ledger-keys.ts";
 import type { RunEventInput } from "../../src/ledger/run-events.ts";
 import { DEFAULT_MAX_AGENTS, DEFAULT_SPAWN_DEPTH } from "../../src/spec/agent-spec.ts";
 import { childGrants, rootGrants } from "../../src/spec/grants.ts";
-import type { CreateRunRequest, CreateRunResponse, SpawnRequest, SpawnResponse } from "../../src/swarm-api.ts";
+import type { CreateRunRequest, CreateRunResponse, SpawnRequest, SpawnResponse, SpendCaps } from "../../src/swarm-api.ts";
 import type { AgentMeta } from "./agent-index.ts";
 import type { Run } from "./run.ts";
+import { childSpendCaps } from "./spend.ts";
+
+/** A root's caps: the request's budget over the spec's. */
+function rootSpendCaps([spec, budget]: [SpendCaps, SpendCaps | undefined]): SpendCaps {
+  const maxTokens = budget?.maxTokens ?? spec.maxTokens;
+  const maxCostUsd = budget?.maxCostUsd ?? spec.maxCostUsd;
+  return { ...(maxTokens !== undefined ? { maxTokens } : {}), ...(maxCostUsd !== undefined ? { maxCostUsd } : {}) };
+}
 
 export const newRunId = () => `r_${randomBytes(8).toString("hex")}`;
 const newAgentId = () => `a_${randomBytes(8).toString("hex")}`;
@@ -33,7 +41,9 @@ export async function startRun(run: Run, request: CreateRunRequest): Promise<Cre
     maxAgents: request.budget?.maxAgents ?? request.spec.maxAgents ?? DEFAULT_MAX_AGENTS,
   };
   const grants = rootGrants(request.spec, run.deps.config.limits, "body.spec");
-  const meta: AgentMeta = { runId: run.runId, sandboxId: randomUUID(), spec: request.spec, grants, budget, keepAlive: request.keepAlive ?? false };
+  const spend = rootSpendCaps([request.spec, request.budget]);
+  if (request.spec.model) run.deps.gateway.catalog.resolve(request.spec.model, "body.spec.model");
+  const meta: AgentMeta = { runId: run.runId, sandboxId: randomUUID(), spec: request.spec, grants, budget, spend, keepAlive: request.keepAlive ?? false };
   run.track(rootAgentId, { meta, parentAgentId: null, depth: 0, waitFor: [] });
   await run.writer.append(
     [
@@ -68,6 +78,7 @@ export async function spawnAgent(run: Run, request: SpawnRequest, root = "body")
   const parentMeta = parentEntry.meta;
   // Asking for more than the parent has is a bad request, refused before anything is recorded.
   const grants = childGrants(parentMeta.grants, request.spec, `${root}.spec`);
+  if (request.spec.model) run.deps.gateway.catalog.resolve(request.spec.model, `${root}.spec.model`);
   const decision = decideSpawn({
     parentId: parent.agentId,
     parents: run.agents.parents(),
@@ -84,6 +95,7 @@ export async function spawnAgent(run: Run, request: SpawnRequest, root = "body")
     spec: request.spec,
     grants,
     budget: decision.ok ? decision.child : { spawnDepth: 0, maxAgents: 0 },
+    spend: childSpendCaps(run, parent.agentId, [request.spec, request.budget]),
     keepAlive: request.keepAlive ?? false,
   };
   const place = { parentAgentId: parent.agentId, depth: parentEntry.depth + 1, spawnIndex: run.agents.childCount(parent.agentId) };

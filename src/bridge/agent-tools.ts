@@ -2,23 +2,42 @@ import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { ControlResponse } from "../swarm-api.ts";
 import { reportProgress } from "./progress.ts";
 import type { ToolDeps } from "./run-tools.ts";
-import { AgentIdInput, ControlInput, GetResultInput, PromptAgentInput, SteerAgentInput, StopAgentInput } from "./tool-inputs.ts";
+import { budgetText, usageText } from "./spend-text.ts";
+import { AgentIdInput, ControlInput, GetResultInput, PromptAgentInput, SetBudgetInput, SteerAgentInput, StopAgentInput } from "./tool-inputs.ts";
 import { guarded, toolOk } from "./tool-result.ts";
 
-/** Agent tools: GET /agents/:agentId, its prompt, steer, pause, resume and stop, and its result. */
+/** Agent tools: GET /agents/:agentId, its budget, prompt, steer, pause, resume and stop, and its result. */
 export function registerAgentTools(server: McpServer, { client }: ToolDeps): void {
   server.registerTool(
     "swarm_get_agent",
     {
       title: "Read an agent",
-      description: "One agent's view: parent, depth, state, outcome, sandbox, and sessionStats (token and message counts) when its harness answers and it is not paused.",
+      description:
+        'One agent\'s view: parent, depth, state (pausedBy "operator", "cascade" or "budget" when paused), outcome, sandbox; usage (its own model calls: tokens, costUsd, calls) and subtreeUsage (it and every descendant); budget (maxTokens and maxCostUsd caps, null for none, and remainingTokens and remainingCostUsd it may still spend, ancestors\' caps included); and sessionStats when its harness answers and it is not paused.',
       inputSchema: AgentIdInput,
       annotations: { readOnlyHint: true, openWorldHint: true },
     },
     async ({ agentId }) =>
       guarded(async () => {
         const agent = await client.getAgent(agentId);
-        return toolOk(`Agent ${agent.agentId} (${agent.specName}) is ${agent.state}${agent.outcome ? `, outcome ${agent.outcome}` : ""}.`, { ...agent });
+        const paused = agent.pausedBy ? ` (paused by ${agent.pausedBy})` : "";
+        return toolOk(`Agent ${agent.agentId} (${agent.specName}) is ${agent.state}${paused}${agent.outcome ? `, outcome ${agent.outcome}` : ""}; its subtree spent ${usageText(agent.subtreeUsage)}.`, { ...agent });
+      }),
+  );
+
+  server.registerTool(
+    "swarm_set_budget",
+    {
+      title: "Set an agent's spend budget",
+      description:
+        'Set new absolute spend caps for an agent and its whole subtree: maxTokens (tokens of every kind), maxCostUsd, or both. Returns its budget: the caps (null for none) and remainingTokens and remainingCostUsd, which ancestors\' caps can lower. Refused (HTTP 409) when a cap would leave the agent more than its parent has left. An agent whose lineage runs out is paused with its subtree (pausedBy "budget" on the agent that ran out); raising the cap does not resume it: call swarm_resume_agent with scope subtree on that agent afterwards.',
+      inputSchema: SetBudgetInput,
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+    },
+    async ({ agentId, maxTokens, maxCostUsd }) =>
+      guarded(async () => {
+        const answer = await client.setBudget(agentId, { ...(maxTokens !== undefined ? { maxTokens } : {}), ...(maxCostUsd !== undefined ? { maxCostUsd } : {}) });
+        return toolOk(`Budget of ${answer.agentId} set: ${budgetText(answer.budget)}.`, { ...answer });
       }),
   );
 

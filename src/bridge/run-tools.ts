@@ -5,6 +5,7 @@ import type { SwarmClient } from "../client/swarm-client.ts";
 import type { AgentSpec } from "../spec/agent-spec.ts";
 import { isLive } from "../swarm-api.ts";
 import { reportProgress } from "./progress.ts";
+import { usageText } from "./spend-text.ts";
 import { CreateRunInput, RunIdInput, SpawnAgentInput, WatchEventsInput } from "./tool-inputs.ts";
 import { guarded, toolOk, ToolInputError } from "./tool-result.ts";
 
@@ -37,7 +38,7 @@ export function registerRunTools(server: McpServer, { client, specs }: ToolDeps)
     {
       title: "Read a run's tree",
       description:
-        "The run's spawn tree: every agent with its parent, depth, state (spawning, provisioning, running, paused, done, aborted) and outcome (success, failed, aborted, budget-exceeded, lost). asOf is the newest event seq it reflects; pass it as afterSeq to swarm_watch_events to follow from here.",
+        "The run's spawn tree: every agent with its parent, depth, state (spawning, provisioning, running, paused, done, aborted; pausedBy operator, cascade or budget), outcome (success, failed, aborted, budget-exceeded, lost), usage (its own model calls: tokens, costUsd, calls) and subtreeUsage (it and every descendant); usage at the top sums the whole run. Budgets (caps and what is left) are in swarm_get_agent. asOf is the newest event seq it reflects; pass it as afterSeq to swarm_watch_events to follow from here.",
       inputSchema: RunIdInput,
       annotations: { readOnlyHint: true, openWorldHint: true },
     },
@@ -45,7 +46,7 @@ export function registerRunTools(server: McpServer, { client, specs }: ToolDeps)
       guarded(async () => {
         const run = await client.getRun(runId);
         const live = run.agents.filter((a) => isLive(a.state)).length;
-        return toolOk(`Run ${run.runId}: ${run.agents.length} agent(s), ${live} live, as of event ${run.asOf}.`, { ...run });
+        return toolOk(`Run ${run.runId}: ${run.agents.length} agent(s), ${live} live, ${usageText(run.usage)}, as of event ${run.asOf}.`, { ...run });
       }),
   );
 
@@ -69,7 +70,7 @@ export function registerRunTools(server: McpServer, { client, specs }: ToolDeps)
     {
       title: "Watch a run's events",
       description:
-        "Collect the run's events for a bounded window: those after afterSeq already recorded, then new ones as they happen, until maxEvents, an untilTypes event, the end of the run, or maxWaitSeconds. Returns the events and lastSeq: call again with afterSeq = lastSeq to continue without gaps. Lifecycle events: run_started, agent_spawned, agent_provisioned, agent_state_changed, agent_steered, handle_settled (a result is ready), agent_ended, budget_denied; harness events: agent_start, agent_end, turn_start, turn_end, tool_start, tool_end, ...",
+        "Collect the run's events for a bounded window: those after afterSeq already recorded, then new ones as they happen, until maxEvents, an untilTypes event, the end of the run, or maxWaitSeconds. Returns the events and lastSeq: call again with afterSeq = lastSeq to continue without gaps. Lifecycle events: run_started, agent_spawned, agent_provisioned, agent_state_changed, agent_steered, handle_settled (a result is ready), agent_ended, budget_denied (a spawn refused, or a model call held because the agent or an ancestor ran out of maxTokens or maxCostUsd: its subtree is then paused), budget_changed (new spend caps), model_usage (one model call: provider, model, tokens, costUsd); harness events: agent_start, agent_end, turn_start, turn_end, tool_start, tool_end, ...",
       inputSchema: WatchEventsInput,
       annotations: { readOnlyHint: true, openWorldHint: true },
     },

@@ -13,14 +13,23 @@ const scope = z
   .enum(["agent", "subtree"])
   .default("agent")
   .describe('"agent" (default) acts on this agent only; "subtree" acts on it and every agent spawned under it.');
+const maxTokens = z
+  .number()
+  .int()
+  .min(0)
+  .max(Number.MAX_SAFE_INTEGER)
+  .describe("Most tokens (input, output and cache, summed over every model call) the agent and all its descendants may use.");
+const maxCostUsd = z.number().min(0).max(1e9).describe("Most US dollars the model calls of the agent and all its descendants may cost.");
 const budget = z
   .object({
     spawnDepth: z.number().int().min(0).optional().describe("How many levels of children may be spawned below (can only tighten the spec's or parent's budget)."),
     maxAgents: z.number().int().min(0).optional().describe("Most descendants allowed (can only tighten the spec's or parent's budget)."),
+    maxTokens: maxTokens.optional().describe(`${maxTokens.description} Can only tighten the spec's cap or what the parent has left.`),
+    maxCostUsd: maxCostUsd.optional().describe(`${maxCostUsd.description} Can only tighten the spec's cap or what the parent has left.`),
   })
-  .describe("Optional spawn budget override.");
+  .describe("Optional budget override: spawn limits and spend caps. An agent that runs out of a spend cap is paused, with its subtree, until the cap is raised (swarm_set_budget) and it is resumed.");
 const spec = AgentSpecSchema.describe(
-  'Agent spec, inline. "name" (1..64 of [A-Za-z0-9._-]) plus exactly one of "model" ({provider, id}, e.g. {"provider":"anthropic","id":"claude-sonnet-4-5"}) or "script" (scripted responses for tests: [] echoes the prompt). Optional: systemPrompt, tools, spawnDepth, maxAgents, env. Give this or specName, not both.',
+  'Agent spec, inline. "name" (1..64 of [A-Za-z0-9._-]) plus exactly one of "model" ({provider, id}, e.g. {"provider":"anthropic","id":"claude-sonnet-4-5"}) or "script" (scripted responses for tests: [] echoes the prompt). Optional: systemPrompt, tools, spawnDepth, maxAgents, maxTokens, maxCostUsd (spend caps of its subtree), env. Give this or specName, not both.',
 );
 const specName = z.string().min(1).describe("Name of a spec saved with swarm_spec_add (see swarm_spec_list). Give this or spec, not both.");
 const keepAlive = z
@@ -102,6 +111,14 @@ export const StopAgentInput = z.object({
   scope,
   mode: z.enum(["abort", "drain"]).default("abort").describe('"abort" (default) ends the current turn at once; "drain" currently behaves the same.'),
 });
+
+export const SetBudgetInput = z
+  .object({
+    agentId,
+    maxTokens: maxTokens.optional().describe(`${maxTokens.description} The new absolute cap, not an increment.`),
+    maxCostUsd: maxCostUsd.optional().describe(`${maxCostUsd.description} The new absolute cap, not an increment.`),
+  })
+  .refine((input) => input.maxTokens !== undefined || input.maxCostUsd !== undefined, { message: "Give maxTokens, maxCostUsd or both." });
 
 export const GetResultInput = z.object({
   agentId,

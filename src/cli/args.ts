@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import type { SpendCaps } from "../swarm-api.ts";
 import { UsageError } from "./exit-codes.ts";
 import { COMMAND_USAGE } from "./usage.ts";
 
@@ -14,6 +15,25 @@ export function intOption(command: string, flag: string, value: string | undefin
   if (value === undefined) return fallback;
   if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) throw usage(command, `--${flag} must be an integer ${min}..${max}, not ${JSON.stringify(value)}`);
   return Number(value);
+}
+
+/** The service's largest `maxCostUsd`; larger asks are a usage error here rather than its 400. */
+const MAX_COST_USD = 1e9;
+
+/** `--max-tokens N` and `--max-cost-usd X` as spend caps, only those given; anything but a non-negative number is a usage error. */
+export function spendCapOptions(command: string, values: { "max-tokens"?: string; "max-cost-usd"?: string }): SpendCaps {
+  const tokens = values["max-tokens"];
+  const cost = values["max-cost-usd"];
+  const caps: SpendCaps = {};
+  if (tokens !== undefined) {
+    if (!/^\d+$/.test(tokens) || !Number.isSafeInteger(Number(tokens))) throw usage(command, `--max-tokens must be a whole number of tokens, not ${JSON.stringify(tokens)}`);
+    caps.maxTokens = Number(tokens);
+  }
+  if (cost !== undefined) {
+    if (!/^(\d+\.?\d*|\.\d+)$/.test(cost) || Number(cost) > MAX_COST_USD) throw usage(command, `--max-cost-usd must be a number of dollars up to ${MAX_COST_USD}, not ${JSON.stringify(cost)}`);
+    caps.maxCostUsd = Number(cost);
+  }
+  return caps;
 }
 
 export function usage(command: string, problem: string): UsageError {

@@ -34,3 +34,9 @@ export const COMMON_OPTIONS = {
 export function printJson(io: CliIo, value: unknown): void {
   io.out(`${JSON.stringify(value)}\n`);
 }
+
+/** The spend-cap options of `run` and `budget` (read with `spendCapOptions`). */
+export const SPEND_OPTIONS = {
+  "max-tokens": { type: "string" },
+  "max-cost-usd": { type: "string" },
+} as const;

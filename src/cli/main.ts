@@ -17,6 +17,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   events: async () => (await import("./events-command.ts")).eventsCommand,
   result: async () => (await import("./result-command.ts")).resultCommand,
   specs: async () => (await import("./specs-command.ts")).specsCommand,
+  budget: async () => (await import("./budget-command.ts")).budgetCommand,
   pause: async () => control("pause"),
   resume: async () => control("resume"),
   stop: async () => control("stop"),

@@ -1,13 +1,14 @@
 import { existsSync } from "node:fs";
 import { parseArgs } from "node:util";
 import type { AgentSpec } from "../spec/agent-spec.ts";
-import { intOption, positionals, readJsonArg, usage } from "./args.ts";
-import { COMMON_OPTIONS, printJson, type CliContext } from "./cli-context.ts";
+import { intOption, positionals, readJsonArg, spendCapOptions, usage } from "./args.ts";
+import { COMMON_OPTIONS, printJson, SPEND_OPTIONS, type CliContext } from "./cli-context.ts";
 import { EXIT, type ExitCode } from "./exit-codes.ts";
 
 /**
- * `swarm run <spec.json | saved-spec | -> [--prompt TEXT]`: POST /runs. The spec is sent as read;
- * the service validates it (a 400 names the failing fields, exit 1).
+ * `swarm run <spec.json | saved-spec | -> [--prompt TEXT]`: POST /runs, the budget options
+ * (`--spawn-depth`, `--max-agents`, `--max-tokens`, `--max-cost-usd`) as its `budget`. The spec is
+ * sent as read; the service validates it (a 400 names the failing fields, exit 1).
  */
 export async function runCommand(ctx: CliContext, args: string[]): Promise<ExitCode> {
   const { values, positionals: given } = parseArgs({
@@ -15,6 +16,7 @@ export async function runCommand(ctx: CliContext, args: string[]): Promise<ExitC
     allowPositionals: true,
     options: {
       ...COMMON_OPTIONS,
+      ...SPEND_OPTIONS,
       prompt: { type: "string" },
       "keep-alive": { type: "boolean", default: false },
       "spawn-depth": { type: "string" },
@@ -25,7 +27,7 @@ export async function runCommand(ctx: CliContext, args: string[]): Promise<ExitC
   const spec = await readSpec(ctx, source);
   const spawnDepth = intOption("run", "spawn-depth", values["spawn-depth"], 0, 64, -1);
   const maxAgents = intOption("run", "max-agents", values["max-agents"], 0, 100_000, -1);
-  const budget = { ...(spawnDepth >= 0 ? { spawnDepth } : {}), ...(maxAgents >= 0 ? { maxAgents } : {}) };
+  const budget = { ...(spawnDepth >= 0 ? { spawnDepth } : {}), ...(maxAgents >= 0 ? { maxAgents } : {}), ...spendCapOptions("run", values) };
   const created = await ctx.client(values.url).createRun(
     {
       spec,

@@ -2,6 +2,7 @@ import type { RunTracker } from "../client/run-tracker.ts";
 import type { SwarmEvent } from "../client/event-stream.ts";
 import { isLive } from "../swarm-api.ts";
 import type { AgentRecord } from "../views/run-view.ts";
+import { usageSummary } from "./spend-format.ts";
 
 const MARK: Record<string, string> = {
   spawning: "…",
@@ -42,14 +43,16 @@ export function trackActivity(activity: Map<string, string>, event: SwarmEvent):
 }
 
 /**
- * The spawn tree as lines: a header, then one line per agent in tree order with box-drawing
- * branches, its spec name and id, state, outcome (once ended) and current activity.
+ * The spawn tree as lines: a header (with the run's model spend once it has any), then one line
+ * per agent in tree order with box-drawing branches, its spec name and id, state, outcome (once
+ * ended), what its subtree has spent (what its spend caps count) and current activity.
  */
 export function renderTree(tracker: RunTracker, activity: ReadonlyMap<string, string> = new Map()): string[] {
   const agents = tracker.ordered();
   const live = agents.filter((a) => isLive(a.state)).length;
   const status = tracker.isOver() ? "ended" : `${live} live`;
-  const lines = [`run ${tracker.view.runId} · ${agents.length} agent${agents.length === 1 ? "" : "s"} · ${status} · seq ${tracker.view.asOf}`];
+  const spent = usageSummary(tracker.view.usage);
+  const lines = [`run ${tracker.view.runId} · ${agents.length} agent${agents.length === 1 ? "" : "s"} · ${status}${spent ? ` · ${spent}` : ""} · seq ${tracker.view.asOf}`];
   const visit = (agent: AgentRecord, prefix: string, childPrefix: string) => {
     lines.push(`${prefix}${describe(agent, activity.get(agent.agentId))}`);
     agent.children.forEach((id, i) => {
@@ -68,11 +71,13 @@ function describe(agent: AgentRecord, activity: string | undefined): string {
   const parts = [`${MARK[agent.state] ?? "?"} ${agent.specName} ${agent.agentId}`, agent.state];
   if (agent.outcome) parts.push(agent.outcome);
   if (agent.state === "paused" && agent.pausedBy) parts.push(`(by ${agent.pausedBy})`);
+  const spent = usageSummary(agent.subtreeUsage);
+  if (spent) parts.push(`· ${spent}`);
   if (activity && agent.state === "running") parts.push(`· ${activity}`);
   return parts.join(" ");
 }
 
-/** The final tree as JSON: agents in tree order with their child ids. */
+/** The final tree as JSON: the run's usage, and agents in tree order with their usage and child ids. */
 export function treeJson(tracker: RunTracker): Record<string, unknown> {
   const { view } = tracker;
   return {
@@ -80,6 +85,7 @@ export function treeJson(tracker: RunTracker): Record<string, unknown> {
     rootAgentId: view.rootAgentId,
     asOf: view.asOf,
     over: tracker.isOver(),
+    usage: view.usage,
     agents: tracker.ordered().map((a) => ({
       agentId: a.agentId,
       parentAgentId: a.parentAgentId,
@@ -89,6 +95,8 @@ export function treeJson(tracker: RunTracker): Record<string, unknown> {
       state: a.state,
       outcome: a.outcome,
       ...(a.pausedBy ? { pausedBy: a.pausedBy } : {}),
+      usage: a.usage,
+      subtreeUsage: a.subtreeUsage,
       children: a.children,
     })),
   };

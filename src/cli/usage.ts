@@ -3,12 +3,17 @@ export const USAGE = `swarm: operate swarmd (runs of sandboxed AI coding agents)
 
 Usage:
   swarm run <spec.json | saved-spec | -> [--prompt TEXT] [--keep-alive] [--spawn-depth N] [--max-agents N]
+            [--max-tokens N] [--max-cost-usd X]
   swarm tree <runId> [--once]              the spawn tree, redrawn live until the run ends
+                                           (tokens and cost per agent count its whole subtree)
   swarm events <runId> [--after SEQ] [--follow] [--ephemeral]
   swarm pause|resume <agentId> [--subtree]
   swarm stop <agentId> [--subtree] [--mode abort|drain]
   swarm steer <agentId> <message...> [--subtree]
   swarm result <agentId> [--wait SECONDS]  (0..240)
+  swarm budget <agentId> [--max-tokens N] [--max-cost-usd X]
+                                           set the subtree's spend caps (none given: show them);
+                                           resumes nothing: follow with swarm resume --subtree
   swarm specs add <spec.json> [--name NAME] [--no-overwrite]
   swarm specs list
   swarm specs rm <name>
@@ -25,7 +30,7 @@ Exit codes: 0 ok (result settled), 1 the service refused or a control failed on 
 `;
 
 export const COMMAND_USAGE: Record<string, string> = {
-  run: "swarm run <spec.json | saved-spec | -> [--prompt TEXT] [--keep-alive] [--spawn-depth N] [--max-agents N] [--json]",
+  run: "swarm run <spec.json | saved-spec | -> [--prompt TEXT] [--keep-alive] [--spawn-depth N] [--max-agents N] [--max-tokens N] [--max-cost-usd X] [--json]",
   tree: "swarm tree <runId> [--once] [--json]",
   events: "swarm events <runId> [--after SEQ] [--follow] [--ephemeral] [--json]",
   pause: "swarm pause <agentId> [--subtree] [--json]",
@@ -33,6 +38,7 @@ export const COMMAND_USAGE: Record<string, string> = {
   stop: "swarm stop <agentId> [--subtree] [--mode abort|drain] [--json]",
   steer: "swarm steer <agentId> <message...> [--subtree] [--json]",
   result: "swarm result <agentId> [--wait SECONDS] [--json]",
+  budget: "swarm budget <agentId> [--max-tokens N] [--max-cost-usd X] [--json]",
   specs: "swarm specs add <spec.json> [--name NAME] [--no-overwrite] | swarm specs list [--json] | swarm specs rm <name>",
   mcp: "swarm mcp [--url URL]   (stdio MCP server; configure with SWARM_URL, SWARM_TOKEN, SWARM_SPECS_DIR; also the swarmd-mcp bin)",
 };

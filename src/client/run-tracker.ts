@@ -1,5 +1,5 @@
 import { isLive, type RunSnapshot } from "../swarm-api.ts";
-import { foldEvent, type AgentRecord, type RunView } from "../views/run-view.ts";
+import { emptyUsage, foldEvent, type AgentRecord, type RunView } from "../views/run-view.ts";
 import type { SwarmEvent } from "./event-stream.ts";
 
 /**
@@ -20,8 +20,11 @@ export interface RunTracker {
 }
 
 export function trackRun(snapshot: RunSnapshot): RunTracker {
-  const view: RunView = { runId: snapshot.runId, rootAgentId: snapshot.rootAgentId, asOf: snapshot.asOf, agents: new Map() };
-  for (const agent of snapshot.agents) view.agents.set(agent.agentId, { ...agent, waitFor: [], prompt: null, settled: null, children: [] });
+  const view: RunView = { runId: snapshot.runId, rootAgentId: snapshot.rootAgentId, asOf: snapshot.asOf, agents: new Map(), usage: { ...(snapshot.usage ?? emptyUsage()) } };
+  for (const agent of snapshot.agents) {
+    // A daemon older than the model gateway sends no usage.
+    view.agents.set(agent.agentId, { ...agent, usage: { ...(agent.usage ?? emptyUsage()) }, subtreeUsage: { ...(agent.subtreeUsage ?? emptyUsage()) }, waitFor: [], prompt: null, settled: null, children: [] });
+  }
   for (const agent of [...view.agents.values()].sort((a, b) => a.spawnIndex - b.spawnIndex || a.createdAt - b.createdAt)) {
     if (agent.parentAgentId) view.agents.get(agent.parentAgentId)?.children.push(agent.agentId);
   }

@@ -1,6 +1,6 @@
 import {
   MAX_WAIT_SECONDS,
-  type AgentView,
+  type AgentDetail,
   type ControlResponse,
   type CreateRunRequest,
   type CreateRunResponse,
@@ -10,6 +10,8 @@ import {
   type Scope,
   type SpawnRequest,
   type SpawnResponse,
+  type SpendCaps,
+  type SpendView,
 } from "../swarm-api.ts";
 import type { Endpoint } from "./endpoint.ts";
 import { streamEvents, type StreamOptions, type SwarmEvent } from "./event-stream.ts";
@@ -26,8 +28,6 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
-export type AgentDetail = AgentView & { sessionStats?: Record<string, unknown> };
-
 /**
  * A typed client of swarmd's HTTP routes (spec section 4), shared by the tool bridge and the CLI.
  * Stateless: every method is one request. Methods reject with `ServiceError` (the service's
@@ -41,7 +41,14 @@ export interface SwarmClient {
   getRun(runId: string, options?: CallOptions): Promise<RunSnapshot>;
   deleteRun(runId: string, options?: CallOptions): Promise<void>;
   spawn(runId: string, request: SpawnRequest, options?: CallOptions): Promise<SpawnResponse>;
+  /** The agent view with its usage, its subtree's usage, its spend budget and (when it answers) `sessionStats`. */
   getAgent(agentId: string, options?: CallOptions): Promise<AgentDetail>;
+  /**
+   * New absolute spend caps for the agent's subtree (give at least one). Rejects with a 409
+   * `ServiceError` when a cap would leave the agent more than its parent has left. Never resumes
+   * an agent paused by its budget: resume it after raising.
+   */
+  setBudget(agentId: string, caps: SpendCaps, options?: CallOptions): Promise<{ agentId: string; budget: SpendView }>;
   prompt(agentId: string, text: string, options?: CallOptions): Promise<void>;
   steer(agentId: string, request: { message: string; scope?: Scope }, options?: CallOptions): Promise<ControlResponse & { delivery: Delivery }>;
   pause(agentId: string, scope?: Scope, options?: CallOptions): Promise<ControlResponse>;
@@ -89,6 +96,7 @@ export function createSwarmClient(endpoint: Endpoint): SwarmClient {
         timeoutMs: request.waitFor?.length ? MAX_WAIT_SECONDS * 1000 + WAIT_MARGIN_MS : DEFAULT_TIMEOUT_MS,
       }),
     getAgent: (agentId, options) => call({ method: "GET", path: agent(agentId), signal: options?.signal }),
+    setBudget: (agentId, caps, options) => call({ method: "POST", path: `${agent(agentId)}/budget`, body: caps, signal: options?.signal }),
     async prompt(agentId, text, options) {
       await call({ method: "POST", path: `${agent(agentId)}/prompt`, body: { text }, signal: options?.signal });
     },

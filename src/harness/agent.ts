@@ -15,16 +15,20 @@ import { toWireEvent } from "./event-map.ts";
 import type { HostCalls } from "./host-calls.ts";
 import { agentUserTools, type AgentUser } from "./agent-user.ts";
 import { createHostTools } from "./host-tools.ts";
-import { resolveModel } from "./model.ts";
-import { releaseScriptedModel } from "./scripted-model.ts";
+import { gatewayModel } from "./model.ts";
 import { HarnessError, type HarnessEventType, type TurnSettledData } from "./protocol.ts";
 
 const DEFAULT_SYSTEM_PROMPT =
   "You are a coding agent working in /work, a sandbox of your own. Results of agents you were told to wait for are in /inputs. " +
   "You can start child agents with spawn_agent and collect their results with await_result.";
 
+/** The longest delay a Node timer takes (2^31 − 1 ms, about 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export interface HarnessAgentOptions {
   spec: AgentSpec;
+  /** The control folder: the model the daemon chose (`model.json`) and its gateway socket (`model.sock`). */
+  controlDir: string;
   workDir: string;
   /** Folder for pi's own files (settings, auth); nothing is read from the user's ~/.pi. */
   agentDir: string;
@@ -53,7 +57,7 @@ export async function createHarnessAgent(options: HarnessAgentOptions): Promise<
   const { spec, workDir, emit } = options;
   const authStorage = AuthStorage.inMemory();
   const modelRegistry = ModelRegistry.inMemory(authStorage);
-  const model = resolveModel(spec, modelRegistry, authStorage);
+  const { model, release } = gatewayModel(options.controlDir, authStorage);
   const { session } = await createAgentSession({
     cwd: workDir,
     agentDir: options.agentDir,
@@ -69,7 +73,11 @@ export async function createHarnessAgent(options: HarnessAgentOptions): Promise<
       ...(options.tools ?? []),
     ],
     sessionManager: SessionManager.inMemory(workDir),
-    settingsManager: SettingsManager.inMemory({ compaction: { enabled: true }, retry: { enabled: true, maxRetries: 3 } }),
+    settingsManager: SettingsManager.inMemory({
+      compaction: { enabled: true },
+      // The gateway may hold a call for hours (a spend budget, a provider's back-off): no client-side timeout.
+      retry: { enabled: true, maxRetries: 3, provider: { timeoutMs: MAX_TIMER_MS } },
+    }),
   });
   const unsubscribe = session.subscribe((event) => {
     const wire = toWireEvent(event);
@@ -119,7 +127,7 @@ export async function createHarnessAgent(options: HarnessAgentOptions): Promise<
     dispose() {
       unsubscribe();
       session.dispose();
-      releaseScriptedModel(model);
+      release();
     },
   };
 }

@@ -30,6 +30,7 @@ let server: HarnessServer | undefined;
 
 const agent = await createHarnessAgent({
   spec,
+  controlDir,
   workDir,
   agentDir: join(controlDir, "pi"),
   host,

@@ -1,21 +1,25 @@
-import type { Model } from "@mariozechner/pi-ai";
-import type { AuthStorage, ModelRegistry } from "@mariozechner/pi-coding-agent";
-import type { AgentSpec } from "../spec/agent-spec.ts";
-import { createScriptedModel } from "./scripted-model.ts";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Api, Model } from "@mariozechner/pi-ai";
+import type { AuthStorage } from "@mariozechner/pi-coding-agent";
+import { GATEWAY_HOST, HarnessModelFileSchema } from "../gateway/harness-model.ts";
+import { CONTROL_FILES } from "./protocol.ts";
+import { routeModelCalls } from "./model-transport.ts";
 
 /**
- * The model an agent spec asks for: its `script` through pi-ai's faux provider, or a real model
- * from pi-ai's registry whose API key comes from the environment (for example ANTHROPIC_API_KEY).
+ * The model the daemon gave this harness (`<control>/model.json`), its calls routed to the
+ * sandbox's gateway socket (`<control>/model.sock`). Real provider or script alike, the harness
+ * only ever holds a placeholder key: the daemon adds the real one.
  */
-export function resolveModel(spec: AgentSpec, registry: ModelRegistry, auth: AuthStorage): Model<string> {
-  if (spec.script) {
-    const model = createScriptedModel(spec.script);
-    // The session refuses models without credentials; a script needs none.
-    auth.setRuntimeApiKey(model.provider, "scripted");
-    return model;
-  }
-  if (!spec.model) throw new Error("the spec names neither a model nor a script");
-  const model = registry.find(spec.model.provider, spec.model.id);
-  if (!model) throw new Error(`unknown model ${spec.model.provider}/${spec.model.id}`);
-  return model;
+export function gatewayModel(controlDir: string, auth: AuthStorage): { model: Model<Api>; release(): void } {
+  const file = HarnessModelFileSchema.parse(JSON.parse(readFileSync(join(controlDir, CONTROL_FILES.model), "utf8")));
+  const route = routeModelCalls(join(controlDir, CONTROL_FILES.modelSocket));
+  const url = new URL(file.model.baseUrl);
+  if (url.hostname !== GATEWAY_HOST) throw new Error(`the model's baseUrl ${file.model.baseUrl} does not name the gateway`);
+  url.hostname = route.host;
+  const model = { ...file.model, baseUrl: url.toString().replace(/\/$/, "") } as Model<Api>;
+  // The session refuses a model without credentials; the placeholder also keeps a process's own
+  // environment (the memory runtime's harness shares the daemon's) from supplying a key.
+  auth.setRuntimeApiKey(model.provider, file.apiKey);
+  return { model, release: route.release };
 }

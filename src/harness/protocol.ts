@@ -14,6 +14,9 @@ export const CONTROL_FILES = {
   spec: "spec.json",
   pid: "harness.pid",
   output: "harness.out",
+  /** The daemon's model gateway for this sandbox, and the model the harness is to call through it. */
+  modelSocket: "model.sock",
+  model: "model.json",
 } as const;
 
 /** Longest accepted line from a client; longer lines are discarded and answered with an error. */

@@ -53,3 +53,6 @@ export const hseqKey = (agentId: string) => `hseq!${agentId}`;
  * in the sandbox can change it.
  */
 export const promptsKey = (agentId: string) => `prompts!${agentId}`;
+
+/** Where a scripted agent is in its script (`ScriptCursor`): the next step, and the step taken but not yet delivered. */
+export const scriptKey = (agentId: string) => `script!${agentId}`;

@@ -32,13 +32,37 @@ const RunEventSchema = z.discriminatedUnion("type", [
     }),
   ),
   event("agent_provisioned", AgentId, z.object({ sandboxId: z.string() })),
-  /** `reason` of a pause is who paused it, `operator` or `cascade` (the view's `pausedBy`). */
+  /** `reason` of a pause is who paused it, `operator`, `cascade` or `budget` (the view's `pausedBy`). */
   event("agent_state_changed", AgentId, z.object({ from: z.string(), to: LiveState, reason: z.string() })),
   event("agent_steered", AgentId, z.object({ message: z.string() })),
   /** A turn's result; its text is in the result store under `resultRef`. */
   event("handle_settled", AgentId, z.object({ outcome: Outcome, resultRef: z.string().nullable() })),
   event("agent_ended", AgentId, z.object({ outcome: Outcome, endedAt: z.number(), error: z.string().nullable() })),
-  event("budget_denied", AgentId, z.object({ dimension: z.enum(["spawnDepth", "maxAgents"]), remaining: z.number(), childAgentId: z.string() })),
+  /** A spawn refused (`childAgentId` the refused child), or a model call held on a spend cap (the subtree is paused). */
+  event(
+    "budget_denied",
+    AgentId,
+    z.object({ dimension: z.enum(["spawnDepth", "maxAgents", "maxTokens", "maxCostUsd"]), remaining: z.number(), childAgentId: z.string().optional() }),
+  ),
+  /** New spend caps set by the operator (`POST /agents/:agentId/budget`); null: no cap. */
+  event("budget_changed", AgentId, z.object({ maxTokens: z.number().nullable(), maxCostUsd: z.number().nullable() })),
+  /** One model call through the gateway, counted when it ended. */
+  event(
+    "model_usage",
+    AgentId,
+    z.object({
+      callId: z.string(),
+      provider: z.string(),
+      model: z.string(),
+      inputTokens: z.number(),
+      outputTokens: z.number(),
+      cacheReadTokens: z.number(),
+      cacheWriteTokens: z.number(),
+      costUsd: z.number(),
+      durationMs: z.number(),
+      usageKnown: z.boolean(),
+    }),
+  ),
   /** A harness event of the §6.2 list: the harness's (capped) data plus its `hseq` and time. */
   z.object({
     type: z.enum(PERSISTED_HARNESS_EVENT_NAMES),

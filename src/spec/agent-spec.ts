@@ -55,6 +55,9 @@ export const AgentSpecSchema = z
     tools: z.array(z.enum(TOOL_NAMES)).optional(),
     spawnDepth: z.number().int().min(0).max(64).optional(),
     maxAgents: z.number().int().min(0).max(100_000).optional(),
+    /** Spend caps of this agent's whole subtree (tokens of every kind, and dollars at pi-ai's prices). */
+    maxTokens: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+    maxCostUsd: z.number().min(0).max(1e9).optional(),
     image: z.string().min(1).max(256).optional(),
     env: EnvSchema.optional(),
     network: z.boolean().optional(),
@@ -68,11 +71,21 @@ export const AgentSpecSchema = z
 export type AgentSpec = z.infer<typeof AgentSpecSchema>;
 export type ScriptStep = z.infer<typeof ScriptStepSchema>;
 
-/** A request's `budget`: overrides of the spec's (or the parent's remaining) spawnDepth and maxAgents. */
+/** A request's `budget`: overrides of the spec's (or the parent's remaining) spawnDepth, maxAgents and spend caps. */
 export const BudgetSchema = z.strictObject({
   spawnDepth: z.number().int().min(0).optional(),
   maxAgents: z.number().int().min(0).optional(),
+  maxTokens: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+  maxCostUsd: z.number().min(0).max(1e9).optional(),
 });
+
+/** `POST /agents/:agentId/budget`: new absolute spend caps for the agent's subtree. */
+export const SpendCapsSchema = z
+  .strictObject({
+    maxTokens: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+    maxCostUsd: z.number().min(0).max(1e9).optional(),
+  })
+  .refine((caps) => caps.maxTokens !== undefined || caps.maxCostUsd !== undefined, { message: "must name maxTokens, maxCostUsd or both" });
 
 export const DEFAULT_SPAWN_DEPTH = 2;
 export const DEFAULT_MAX_AGENTS = 16;

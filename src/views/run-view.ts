@@ -1,5 +1,5 @@
 import { decodeRunEvent, type RunEvent } from "../ledger/run-events.ts";
-import type { AgentView, Outcome, RunSnapshot } from "../swarm-api.ts";
+import type { AgentView, Outcome, RunSnapshot, Usage } from "../swarm-api.ts";
 
 export interface AgentRecord extends AgentView {
   waitFor: string[];
@@ -15,10 +15,26 @@ export interface RunView {
   rootAgentId: string;
   asOf: number;
   agents: Map<string, AgentRecord>;
+  /** Every model call of the run. */
+  usage: Usage;
 }
 
 export function createRunView(runId: string): RunView {
-  return { runId, rootAgentId: "", asOf: 0, agents: new Map() };
+  return { runId, rootAgentId: "", asOf: 0, agents: new Map(), usage: emptyUsage() };
+}
+
+export const emptyUsage = (): Usage => ({ inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0, calls: 0 });
+
+/** Tokens of every kind: what `maxTokens` counts. */
+export const totalTokens = (u: Usage): number => u.inputTokens + u.outputTokens + u.cacheReadTokens + u.cacheWriteTokens;
+
+function addUsage(to: Usage, call: Omit<Usage, "calls">): void {
+  to.inputTokens += call.inputTokens;
+  to.outputTokens += call.outputTokens;
+  to.cacheReadTokens += call.cacheReadTokens;
+  to.cacheWriteTokens += call.cacheWriteTokens;
+  to.costUsd += call.costUsd;
+  to.calls += 1;
 }
 
 /** A persisted event as stored (ledger) or streamed (SSE), before it is decoded. */
@@ -44,7 +60,7 @@ export function foldEvent(view: RunView, stored: StoredEvent): void {
 }
 
 /** The event types `applyEvent` acts on. */
-const FOLDED_TYPES: ReadonlySet<string> = new Set(["agent_spawned", "agent_provisioned", "agent_state_changed", "handle_settled", "agent_ended"] satisfies RunEvent["type"][]);
+const FOLDED_TYPES: ReadonlySet<string> = new Set(["agent_spawned", "agent_provisioned", "agent_state_changed", "handle_settled", "agent_ended", "model_usage"] satisfies RunEvent["type"][]);
 
 function applyEvent(view: RunView, event: RunEvent): void {
   const agent = event.agentId ? view.agents.get(event.agentId) : undefined;
@@ -67,6 +83,8 @@ function applyEvent(view: RunView, event: RunEvent): void {
         prompt: event.data.prompt,
         settled: null,
         children: [],
+        usage: emptyUsage(),
+        subtreeUsage: emptyUsage(),
       });
       if (parentAgentId === null) view.rootAgentId = event.agentId;
       else view.agents.get(parentAgentId)?.children.push(event.agentId);
@@ -78,12 +96,20 @@ function applyEvent(view: RunView, event: RunEvent): void {
     case "agent_state_changed":
       if (!agent) return;
       agent.state = event.data.to;
-      if (agent.state === "paused") agent.pausedBy = event.data.reason === "cascade" ? "cascade" : "operator";
+      if (agent.state === "paused") agent.pausedBy = event.data.reason === "cascade" || event.data.reason === "budget" ? event.data.reason : "operator";
       else delete agent.pausedBy;
       return;
     case "handle_settled":
       if (agent) agent.settled = { outcome: event.data.outcome, resultRef: event.data.resultRef };
       return;
+    case "model_usage": {
+      if (!agent) return;
+      addUsage(agent.usage, event.data);
+      addUsage(view.usage, event.data);
+      // Every ancestor's subtree counts it: what the lineage's spend caps are checked against.
+      for (let at: AgentRecord | undefined = agent; at; at = at.parentAgentId ? view.agents.get(at.parentAgentId) : undefined) addUsage(at.subtreeUsage, event.data);
+      return;
+    }
     case "agent_ended":
       if (!agent) return;
       agent.outcome = event.data.outcome;
@@ -108,11 +134,13 @@ export function agentView(record: AgentRecord): AgentView {
     createdAt: record.createdAt,
     endedAt: record.endedAt,
     outcome: record.outcome,
+    usage: { ...record.usage },
+    subtreeUsage: { ...record.subtreeUsage },
   };
   if (record.pausedBy) view.pausedBy = record.pausedBy;
   return view;
 }
 
 export function runSnapshot(view: RunView): RunSnapshot {
-  return { runId: view.runId, rootAgentId: view.rootAgentId, asOf: view.asOf, agents: [...view.agents.values()].map(agentView) };
+  return { runId: view.runId, rootAgentId: view.rootAgentId, asOf: view.asOf, agents: [...view.agents.values()].map(agentView), usage: { ...view.usage } };
 }

@@ -14,6 +14,7 @@ const TOOL_NAMES = [
   "swarm_watch_events",
   "swarm_spawn_agent",
   "swarm_get_agent",
+  "swarm_set_budget",
   "swarm_prompt_agent",
   "swarm_steer_agent",
   "swarm_pause_agent",
@@ -65,6 +66,16 @@ describe("tool bridge over stdio against a live daemon", () => {
     assert.equal(create.properties.spec.properties.name.pattern, "^[A-Za-z0-9._-]{1,64}$");
     assert.deepEqual(byName.get("swarm_stop_agent").inputSchema.properties.mode.enum, ["abort", "drain"]);
     assert.deepEqual(byName.get("swarm_pause_agent").inputSchema.properties.scope.enum, ["agent", "subtree"]);
+    assert.deepEqual(Object.keys(create.properties.budget.properties).sort(), ["maxAgents", "maxCostUsd", "maxTokens", "spawnDepth"]);
+    const setBudget = byName.get("swarm_set_budget");
+    assert.deepEqual(Object.keys(setBudget.inputSchema.properties).sort(), ["agentId", "maxCostUsd", "maxTokens"]);
+    assert.deepEqual(setBudget.inputSchema.required, ["agentId"]);
+    assert.deepEqual([setBudget.inputSchema.properties.maxTokens.type, setBudget.inputSchema.properties.maxTokens.minimum], ["integer", 0]);
+    assert.deepEqual([setBudget.inputSchema.properties.maxCostUsd.type, setBudget.inputSchema.properties.maxCostUsd.minimum], ["number", 0]);
+    assert.equal(setBudget.annotations.idempotentHint, true);
+    for (const name of ["swarm_get_agent", "swarm_get_run"]) assert.match(byName.get(name).description, /subtreeUsage/, `${name} tells of usage`);
+    assert.match(byName.get("swarm_get_agent").description, /budget/);
+    assert.match(byName.get("swarm_watch_events").description, /model_usage.*budget_changed|budget_changed.*model_usage/);
     assert.equal(byName.get("swarm_get_run").annotations.readOnlyHint, true);
     assert.equal(byName.get("swarm_delete_run").annotations.destructiveHint, true);
   });
@@ -90,9 +101,18 @@ describe("tool bridge over stdio against a live daemon", () => {
     assert.equal(agent.data.depth, 1);
     assert.equal(agent.data.specName, "kid");
     assert.equal(agent.data.state, "running");
+    // Each scripted answer went through the model gateway and was metered.
+    assert.equal(agent.data.usage.calls, 1);
+    assert.ok(agent.data.usage.inputTokens > 0 && agent.data.usage.costUsd > 0);
+    assert.deepEqual(agent.data.subtreeUsage, agent.data.usage, "a leaf's subtree is itself");
+    assert.deepEqual(agent.data.budget, { maxTokens: null, maxCostUsd: null, remainingTokens: null, remainingCostUsd: null });
+    assert.match(agent.text, /; its subtree spent \d+ tokens, \$[\d.]+ in 1 model call\(s\)\.$/m);
     const tree = await bridge.tool("swarm_get_run", { runId });
     assert.deepEqual(tree.data.agents.map((a: Json) => [a.agentId, a.state]), [[root, "running"], [kid, "running"]]);
-    assert.match(tree.text, /2 agent\(s\), 2 live/);
+    assert.match(tree.text, /2 agent\(s\), 2 live, \d+ tokens, \$[\d.]+ in 2 model call\(s\)/);
+    assert.equal(tree.data.usage.calls, 2);
+    assert.deepEqual(tree.data.agents[0].subtreeUsage, tree.data.usage, "the root's subtree is the whole run");
+    assert.deepEqual(tree.data.agents[1].usage, agent.data.usage);
 
     const before = tree.data.asOf;
     const prompted = await bridge.tool("swarm_prompt_agent", { agentId: kid, text: "second task" });
@@ -164,6 +184,43 @@ describe("tool bridge over stdio against a live daemon", () => {
     const tooLong = await bridge.tool("swarm_get_result", { agentId: created.data.rootAgentId, waitSeconds: 241 });
     assert.equal(tooLong.isError, true);
     assert.match(tooLong.text, /waitSeconds/);
+  });
+
+  it("swarm_set_budget sets absolute caps and answers with the budget; a cap above the parent's remaining is the service's 409; bad input is a tool error", async () => {
+    const created = await bridge.tool("swarm_create_run", { spec: { name: "lead", script: [] }, keepAlive: true, budget: { maxTokens: 100_000 } });
+    assert.equal(created.isError, false, created.text);
+    const { runId, rootAgentId: root } = created.data;
+    await waitForState(d, root, "running");
+    const kid = (await bridge.tool("swarm_spawn_agent", { runId, parentAgentId: root, spec: { name: "kid", script: [] }, keepAlive: true, budget: { maxCostUsd: 1 } })).data.agentId;
+    assert.deepEqual((await bridge.tool("swarm_get_agent", { agentId: kid })).data.budget, { maxTokens: 100_000, maxCostUsd: 1, remainingTokens: 100_000, remainingCostUsd: 1 }, "spawn budget caps reach the service");
+
+    const set = await bridge.tool("swarm_set_budget", { agentId: kid, maxTokens: 5_000 });
+    assert.equal(set.isError, false, set.text);
+    assert.deepEqual(set.data, { agentId: kid, budget: { maxTokens: 5_000, maxCostUsd: 1, remainingTokens: 5_000, remainingCostUsd: 1 } });
+    assert.match(set.text, new RegExp(`^Budget of ${kid} set: maxTokens 5000 \\(5000 left\\), maxCostUsd \\$1 \\(\\$1 left\\)\\.\n`));
+    const rootSet = await bridge.tool("swarm_set_budget", { agentId: root, maxCostUsd: 0.5 });
+    assert.deepEqual(rootSet.data.budget, { maxTokens: 100_000, maxCostUsd: 0.5, remainingTokens: 100_000, remainingCostUsd: 0.5 });
+    assert.equal((await bridge.tool("swarm_get_agent", { agentId: kid })).data.budget.remainingCostUsd, 0.5, "an ancestor's cap bounds what is left");
+
+    const direct = await d.call("POST", `/agents/${kid}/budget`, { maxTokens: 100_001 });
+    assert.equal(direct.status, 409);
+    const over = await bridge.tool("swarm_set_budget", { agentId: kid, maxTokens: 100_001 });
+    assert.equal(over.isError, true);
+    assert.equal(over.text, `swarmd refused POST /agents/${kid}/budget with HTTP 409: ${direct.body.error}`);
+    assert.deepEqual(over.data, { error: direct.body.error, status: 409 });
+    assert.equal((await bridge.tool("swarm_get_agent", { agentId: kid })).data.budget.maxTokens, 5_000, "a refused cap changes nothing");
+
+    const none = await bridge.tool("swarm_set_budget", { agentId: kid });
+    assert.equal(none.isError, true);
+    assert.match(none.text, /Give maxTokens, maxCostUsd or both/);
+    for (const bad of [{ maxTokens: -1 }, { maxTokens: 1.5 }, { maxCostUsd: -0.01 }, { maxTokens: "lots" }]) {
+      const answer = await bridge.tool("swarm_set_budget", { agentId: kid, ...bad });
+      assert.equal(answer.isError, true, JSON.stringify(bad));
+      assert.match(answer.text, new RegExp(Object.keys(bad)[0] ?? ""), JSON.stringify(bad));
+    }
+    const missing = await bridge.tool("swarm_set_budget", { agentId: "a_0000000000000000", maxTokens: 1 });
+    assert.equal(missing.data.status, 404);
+    await bridge.tool("swarm_delete_run", { runId });
   });
 
   it("saves, lists and removes specs, and runs a saved spec by name", async () => {

@@ -2,9 +2,66 @@ import assert from "node:assert/strict";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { renderTree } from "../../src/cli/tree-render.ts";
+import { compactTokens, compactUsd } from "../../src/cli/spend-format.ts";
+import { trackRun } from "../../src/client/run-tracker.ts";
+import type { AgentView, Usage } from "../../src/swarm-api.ts";
+import { totalTokens } from "../../src/views/run-view.ts";
 import { startDaemon, waitForState, type Daemon, type Json } from "../support/daemon.ts";
 import { freePort } from "../support/daemon-process.ts";
 import { FAMILY_SPEC, swarm, swarmInProcess, tempDir } from "./helpers.ts";
+
+/** `12.3k tok $0.0123`, or `<$0.0001` for a spend too small for four decimals. */
+const SPENT = String.raw`\d+(\.\d)?[kM]? tok <?\$\d+\.\d{2,4}`;
+
+describe("swarm tree rendering", () => {
+  const zero = (): Usage => ({ inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0, calls: 0 });
+  const agent = (agentId: string, parentAgentId: string | null, specName: string): AgentView => ({
+    agentId,
+    runId: "r_1",
+    parentAgentId,
+    depth: parentAgentId ? 1 : 0,
+    spawnIndex: 0,
+    state: "running",
+    specName,
+    sandboxId: `sb_${agentId}`,
+    createdAt: 1,
+    endedAt: null,
+    outcome: null,
+    usage: zero(),
+    subtreeUsage: zero(),
+  });
+  const modelUsage = (seq: number, agentId: string, inputTokens: number, outputTokens: number, costUsd: number) => ({
+    seq,
+    type: "model_usage",
+    agentId,
+    at: 1,
+    data: { callId: `c_${seq}`, provider: "swarmd-script", model: "scripted", inputTokens, outputTokens, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd, durationMs: 5, usageKnown: true },
+  });
+
+  it("folds model_usage events as they arrive into each agent's subtree spend and the run's total; pausedBy budget shows like the others", () => {
+    const tracker = trackRun({ runId: "r_1", rootAgentId: "a_1", asOf: 5, usage: zero(), agents: [agent("a_1", null, "lead"), agent("a_2", "a_1", "kid")] });
+    assert.deepEqual(renderTree(tracker), ["run r_1 · 2 agents · 2 live · seq 5", "● lead a_1 running", "└─ ● kid a_2 running"], "no calls: no spend shown");
+
+    assert.equal(tracker.apply(modelUsage(6, "a_2", 12_000, 300, 0.0135)), true);
+    assert.deepEqual(renderTree(tracker), [
+      "run r_1 · 2 agents · 2 live · 12.3k tok $0.0135 · seq 6",
+      "● lead a_1 running · 12.3k tok $0.0135",
+      "└─ ● kid a_2 running · 12.3k tok $0.0135",
+    ]);
+    assert.equal(tracker.apply(modelUsage(6, "a_2", 12_000, 300, 0.0135)), false, "a seq already folded is not counted twice");
+    tracker.apply(modelUsage(7, "a_1", 900, 100, 0.0015));
+    tracker.apply({ seq: 8, type: "agent_state_changed", agentId: "a_1", at: 2, data: { from: "running", to: "paused", reason: "budget" } });
+    tracker.apply({ seq: 9, type: "agent_state_changed", agentId: "a_2", at: 2, data: { from: "running", to: "paused", reason: "cascade" } });
+    assert.deepEqual(renderTree(tracker), [
+      "run r_1 · 2 agents · 2 live · 13.3k tok $0.0150 · seq 9",
+      "‖ lead a_1 paused (by budget) · 13.3k tok $0.0150",
+      "└─ ‖ kid a_2 paused (by cascade) · 12.3k tok $0.0135",
+    ]);
+    assert.deepEqual(tracker.view.agents.get("a_1")?.usage, { inputTokens: 900, outputTokens: 100, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.0015, calls: 1 }, "its own calls apart");
+    assert.deepEqual([compactTokens(950), compactTokens(4_500_000), compactUsd(12.345), compactUsd(0.00002)], ["950", "4.5M", "$12.35", "<$0.0001"]);
+  });
+});
 
 describe("swarm CLI against a live daemon", () => {
   let d: Daemon;
@@ -82,13 +139,14 @@ describe("swarm CLI against a live daemon", () => {
     assert.equal(result.stdout, "spawned both\n");
 
     // Not a terminal: nothing is drawn until every agent has ended, then the tree, once.
+    // Scripted agents answer through the model gateway, so every agent has spent something.
     const tree = await swarm(["tree", created.runId], env);
     assert.equal(tree.code, 0, tree.stderr);
     const lines = tree.stdout.trimEnd().split("\n");
-    assert.match(lines[0] ?? "", new RegExp(`^run ${created.runId} · 3 agents · ended · seq \\d+$`));
-    assert.match(lines[1] ?? "", new RegExp(`^✓ root ${created.rootAgentId} done success$`));
-    assert.match(lines[2] ?? "", /^├─ ✓ kid-a a_[0-9a-f]+ done success$/);
-    assert.match(lines[3] ?? "", /^└─ ✓ kid-b a_[0-9a-f]+ done success$/);
+    assert.match(lines[0] ?? "", new RegExp(`^run ${created.runId} · 3 agents · ended · ${SPENT} · seq \\d+$`));
+    assert.match(lines[1] ?? "", new RegExp(`^✓ root ${created.rootAgentId} done success · ${SPENT}$`));
+    assert.match(lines[2] ?? "", new RegExp(`^├─ ✓ kid-a a_[0-9a-f]+ done success · ${SPENT}$`));
+    assert.match(lines[3] ?? "", new RegExp(`^└─ ✓ kid-b a_[0-9a-f]+ done success · ${SPENT}$`));
     assert.equal(lines.length, 4);
 
     const treeJson = json((await swarm(["tree", created.runId, "--json"], env)).stdout);
@@ -99,6 +157,11 @@ describe("swarm CLI against a live daemon", () => {
       ["kid-b", 1, "done", "success"],
     ]);
     assert.deepEqual(treeJson.agents[0].children, [treeJson.agents[1].agentId, treeJson.agents[2].agentId]);
+    const snapshot = (await d.call("GET", `/runs/${created.runId}`)).body;
+    assert.deepEqual(treeJson.usage, snapshot.usage);
+    assert.deepEqual(treeJson.agents[0].subtreeUsage, snapshot.usage, "the root's subtree is the whole run");
+    assert.ok(treeJson.agents.every((a: Json) => a.usage.calls >= 1 && a.usage.costUsd > 0), "each agent made its own calls");
+    assert.equal(treeJson.agents.reduce((n: number, a: Json) => n + a.usage.calls, 0), snapshot.usage.calls);
 
     const kid = await swarmInProcess(["result", treeJson.agents[2].agentId, "--json"], env);
     assert.equal(kid.code, 0);
@@ -155,6 +218,78 @@ describe("swarm CLI against a live daemon", () => {
     const badMode = await swarmInProcess(["stop", fam.root, "--mode", "gently"], env);
     assert.equal(badMode.code, 2);
     await swarmInProcess(["stop", fam.root, "--subtree"], env);
+  });
+
+  it("budget: sets absolute caps and prints them, shows them without caps; a cap above the parent's remaining is the service's 409, exit 1; bad flags exit 2", async () => {
+    const run = await swarmInProcess(["run", file("lead.json", { name: "lead", script: [] }), "--keep-alive", "--max-tokens", "100000", "--json"], env);
+    assert.equal(run.code, 0, run.stderr);
+    const { runId, rootAgentId: root } = json(run.stdout);
+    await waitForState(d, root, "running");
+    const kid = (await d.call("POST", `/runs/${runId}/agents`, { parentAgentId: root, spec: { name: "kid", script: [] }, keepAlive: true })).body.agentId;
+
+    const shown = await swarmInProcess(["budget", kid], env);
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.match(shown.stdout, new RegExp(`^budget of ${kid}:\n  maxTokens +100000 +\\(100000 left\\)\n  maxCostUsd +none +\\(no limit\\)\n  spent +0 tok \\$0 in 0 calls \\(it and its descendants\\)\n$`), "a child's cap is what its parent had left");
+
+    const set = await swarmInProcess(["budget", kid, "--max-tokens", "5000", "--max-cost-usd", "0.25"], env);
+    assert.equal(set.code, 0, set.stderr);
+    assert.match(set.stdout, new RegExp(`^budget of ${kid}:\n  maxTokens +5000 +\\(5000 left\\)\n  maxCostUsd +\\$0\\.25 +\\(\\$0\\.25 left\\)\n$`));
+    assert.deepEqual((await d.call("GET", `/agents/${kid}`)).body.budget, { maxTokens: 5000, maxCostUsd: 0.25, remainingTokens: 5000, remainingCostUsd: 0.25 });
+    const rootSet = await swarmInProcess(["budget", root, "--max-cost-usd", "2", "--json"], env);
+    assert.deepEqual(json(rootSet.stdout), { agentId: root, budget: { maxTokens: 100000, maxCostUsd: 2, remainingTokens: 100000, remainingCostUsd: 2 } });
+    assert.match((await swarmInProcess(["budget", kid], env)).stdout, /maxCostUsd +\$0\.25 +\(\$0\.25 left\)/, "a parent's raise leaves the child's own cap");
+
+    // The real bin, for its exit code: the service's own message, as a direct call gets it.
+    const over = await swarm(["budget", kid, "--max-tokens", "100001"], env);
+    const direct = await d.call("POST", `/agents/${kid}/budget`, { maxTokens: 100001 });
+    assert.equal(direct.status, 409);
+    assert.match(direct.body.error, /more tokens than its parent has left \(100000\)/);
+    assert.equal(over.code, 1);
+    assert.equal(over.stderr, `swarm: service error 409: ${direct.body.error}\n`);
+    assert.equal(over.stdout, "");
+    assert.equal((await d.call("GET", `/agents/${kid}`)).body.budget.maxTokens, 5000, "a refused cap changes nothing");
+
+    for (const [args, problem] of [
+      [["budget", kid, "--max-tokens", "1.5"], /^swarm: --max-tokens must be a whole number of tokens, not "1\.5"\nusage: swarm budget <agentId>/],
+      [["budget", kid, "--max-cost-usd", "cheap"], /^swarm: --max-cost-usd must be a number of dollars/],
+      [["budget", kid, "--max-cost-usd=-1"], /--max-cost-usd must be a number of dollars up to 1000000000, not "-1"/],
+      [["budget", kid, "--max-tokenz", "5"], /--max-tokenz/],
+      [["budget", "--max-tokens", "5"], /missing <agentId>/],
+      [["run", file("lead2.json", { name: "lead", script: [] }), "--max-tokens", "lots"], /--max-tokens must be a whole number/],
+    ] as const) {
+      const bad = await swarmInProcess([...args], env);
+      assert.equal(bad.code, 2, `${args.join(" ")}: ${bad.stderr}`);
+      assert.match(bad.stderr, problem);
+    }
+    const unknown = await swarmInProcess(["budget", "a_0000000000000000", "--max-tokens", "1"], env);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /^swarm: service error 404: /);
+    await d.call("DELETE", `/runs/${runId}`);
+  });
+
+  it("an agent out of budget: paused (by budget) in the tree with its spend; raising resumes nothing, a resume finishes the turn", async () => {
+    const spec = { name: "spender", script: [{ tool: "bash", args: { command: "echo one" } }, { text: "done: {{lastToolResult}}" }] };
+    const run = await swarm(["run", file("spender.json", spec), "--prompt", "go", "--max-tokens", "500", "--json"], env);
+    assert.equal(run.code, 0, run.stderr);
+    const { runId, rootAgentId: root } = json(run.stdout);
+    await waitForState(d, root, "paused");
+    const paused = (await d.call("GET", `/agents/${root}`)).body;
+    assert.equal(paused.pausedBy, "budget");
+    const spent = `${compactTokens(totalTokens(paused.subtreeUsage))} tok ${compactUsd(paused.subtreeUsage.costUsd)}`.replace("$", "\\$");
+
+    const tree = await swarmInProcess(["tree", runId, "--once"], env);
+    assert.equal(tree.code, 0, tree.stderr);
+    assert.match(tree.stdout, new RegExp(`^run ${runId} · 1 agent · 1 live · ${spent} · seq \\d+\n‖ spender ${root} paused \\(by budget\\) · ${spent}\n$`));
+    assert.equal(json((await swarmInProcess(["tree", runId, "--once", "--json"], env)).stdout).agents[0].pausedBy, "budget");
+    assert.match((await swarmInProcess(["budget", root], env)).stdout, /maxTokens +500 +\(0 left\)/);
+
+    const raised = await swarmInProcess(["budget", root, "--max-tokens", "1000000"], env);
+    assert.equal(raised.code, 0, raised.stderr);
+    assert.match(raised.stdout, new RegExp(`maxTokens +1000000 +\\(${1_000_000 - totalTokens(paused.subtreeUsage)} left\\)`));
+    assert.equal((await d.call("GET", `/agents/${root}`)).body.state, "paused", "raising a cap resumes nothing");
+    assert.equal((await swarmInProcess(["resume", root], env)).stdout, `${root} applied\n`);
+    const result = await swarmInProcess(["result", root, "--wait", "60"], env);
+    assert.equal(result.stdout, "done: one\n", result.stderr);
   });
 
   it("result: exit 4 while pending, the text once settled", async () => {

@@ -42,6 +42,9 @@ describe("configuration from the environment", () => {
       SWARM_ALLOWED_HOSTS: "swarmd.internal, 10.0.0.5",
       SWARM_ISOLATION: "none",
       SWARM_BWRAP: "/opt/bwrap",
+      SWARM_MODELS: "/etc/swarmd/models.json",
+      SWARM_MODEL_CONCURRENCY: "8, anthropic=2,openai = 4",
+      SWARM_MODEL_MAX_BACKOFF_MS: "30000",
     });
     assert.deepEqual(config, {
       host: "::1",
@@ -60,7 +63,15 @@ describe("configuration from the environment", () => {
       allowedHosts: ["swarmd.internal", "10.0.0.5"],
       isolation: "none",
       bwrap: "/opt/bwrap",
+      modelsFile: "/etc/swarmd/models.json",
+      pacing: { concurrency: 8, perProvider: { anthropic: 2, openai: 4 }, maxBackoffMs: 30_000 },
     });
+  });
+
+  it("refuses a model concurrency of zero or that does not parse, naming SWARM_MODEL_CONCURRENCY", () => {
+    for (const value of ["0", "8,anthropic=0", "eight", "8,anthropic"]) {
+      assert.throws(() => loadConfig({ SWARM_MODEL_CONCURRENCY: value }), (err: unknown) => isSwarmError(err, "CONFIG_INVALID") && /SWARM_MODEL_CONCURRENCY/.test(err.message), value);
+    }
   });
 
   it("takes an empty variable as unset, not as zero", () => {

@@ -68,8 +68,8 @@ describe("run lifecycle over HTTP (process sandboxes, scripted agents)", () => {
     const agent = await d.call("GET", `/agents/${root}`);
     assert.deepEqual(
       Object.keys(agent.body).sort(),
-      ["agentId", "createdAt", "depth", "endedAt", "outcome", "parentAgentId", "runId", "sandboxId", "sessionStats", "spawnIndex", "specName", "state"],
-      "the spec's fields and sessionStats, nothing internal",
+      ["agentId", "budget", "createdAt", "depth", "endedAt", "outcome", "parentAgentId", "runId", "sandboxId", "sessionStats", "spawnIndex", "specName", "state", "subtreeUsage", "usage"],
+      "the spec's fields, usage, budget and sessionStats, nothing internal",
     );
     assert.equal(typeof agent.body.sessionStats, "object", "a running agent answers with its session stats");
 

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { createProcessRuntime } from "../../src/sandbox/process/process-runtime.ts";
 import { spawnDaemon, waitState } from "../support/daemon-process.ts";
+import { scriptGateway } from "../support/script-gateway.ts";
 import { openEvents } from "../support/sse-client.ts";
 
 const quiet = { info: () => undefined, warn: () => undefined };
@@ -13,7 +14,9 @@ const quiet = { info: () => undefined, warn: () => undefined };
 describe("start-up recovery", () => {
   it("keeps a paused agent paused, ends an agent whose sandbox vanished as lost, closes orphan sandboxes, answers pending host calls", { timeout: 300_000 }, async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "swarmd-recovery-"));
-    const runtime = createProcessRuntime({ dataDir, logger: quiet });
+    // The orphan below is started by the test, not a daemon: the test serves its model gateway.
+    const models = scriptGateway();
+    const runtime = models.wrap(createProcessRuntime({ dataDir, logger: quiet }));
     let d = await spawnDaemon(dataDir);
     try {
       const run = (await d.call("POST", "/runs", { spec: { name: "root", script: [] }, keepAlive: true })).body;
@@ -70,6 +73,7 @@ describe("start-up recovery", () => {
     } finally {
       await d.kill("SIGKILL");
       for (const s of await runtime.list(AbortSignal.timeout(30_000))) await runtime.close(s.sandboxId, AbortSignal.timeout(30_000));
+      await models.close();
       rmSync(dataDir, { recursive: true, force: true });
     }
   });

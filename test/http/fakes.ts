@@ -19,7 +19,11 @@ export const AGENT: AgentView = {
   createdAt: 1_700_000_000_000,
   endedAt: null,
   outcome: null,
+  usage: { inputTokens: 10, outputTokens: 2, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.00002, calls: 1 },
+  subtreeUsage: { inputTokens: 10, outputTokens: 2, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.00002, calls: 1 },
 };
+
+export const NO_CAPS = { maxTokens: null, maxCostUsd: null, remainingTokens: null, remainingCostUsd: null };
 
 export const SETTLED: ResultView = { agentId: ROOT_ID, state: "settled", outcome: "success", resultRef: `fs://${ROOT_ID}/result.md`, result: "hello" };
 export const PENDING: ResultView = { agentId: ROOT_ID, state: "pending", outcome: null, resultRef: null, result: null };
@@ -50,7 +54,7 @@ export function createFakeSwarm() {
     },
     getRun(runId) {
       record("getRun", runId);
-      return { runId, rootAgentId: ROOT_ID, asOf: 7, agents: [AGENT] };
+      return { runId, rootAgentId: ROOT_ID, asOf: 7, agents: [AGENT], usage: { ...AGENT.usage } };
     },
     async deleteRun(runId) {
       record("deleteRun", runId);
@@ -61,7 +65,11 @@ export function createFakeSwarm() {
     },
     async getAgent(agentId) {
       record("getAgent", agentId);
-      return { ...AGENT, agentId, sessionStats: { tokens: 12 } };
+      return { ...AGENT, agentId, budget: NO_CAPS, sessionStats: { tokens: 12 } };
+    },
+    async setBudget(agentId, caps) {
+      record("setBudget", agentId, caps);
+      return { agentId, budget: { ...NO_CAPS, maxTokens: caps.maxTokens ?? null, maxCostUsd: caps.maxCostUsd ?? null } };
     },
     async prompt(agentId, text) {
       record("prompt", agentId, text);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { AGENT, PENDING, ROOT_ID, RUN_ID, SETTLED, setup } from "./fakes.ts";
+import { AGENT, NO_CAPS, PENDING, ROOT_ID, RUN_ID, SETTLED, setup } from "./fakes.ts";
 
 const SPEC = { name: "echo", script: [] };
 const JSON_TYPE = "application/json; charset=utf-8";
@@ -30,7 +30,7 @@ test("GET /runs/:runId answers 200 with the snapshot", async (t) => {
   t.after(() => app.close());
   const res = await app.inject({ method: "GET", url: "/runs/r_1" });
   assert.equal(res.statusCode, 200);
-  assert.deepEqual(res.json(), { runId: RUN_ID, rootAgentId: ROOT_ID, asOf: 7, agents: [AGENT] });
+  assert.deepEqual(res.json(), { runId: RUN_ID, rootAgentId: ROOT_ID, asOf: 7, agents: [AGENT], usage: AGENT.usage });
   assert.deepEqual(swarm.last("getRun"), [RUN_ID]);
 });
 
@@ -72,7 +72,21 @@ test("GET /agents/:agentId answers 200 with the view and sessionStats", async (t
   t.after(() => app.close());
   const res = await app.inject({ method: "GET", url: "/agents/a_1" });
   assert.equal(res.statusCode, 200);
-  assert.deepEqual(res.json(), { ...AGENT, sessionStats: { tokens: 12 } });
+  assert.deepEqual(res.json(), { ...AGENT, budget: NO_CAPS, sessionStats: { tokens: 12 } });
+});
+
+test("POST /agents/:agentId/budget answers 200 with the new caps; a body naming neither cap, or anything else, is a 400", async (t) => {
+  const { app, swarm } = setup();
+  t.after(() => app.close());
+  const res = await app.inject({ method: "POST", url: "/agents/a_1/budget", payload: { maxTokens: 5000, maxCostUsd: 1.5 } });
+  assert.equal(res.statusCode, 200);
+  assert.deepEqual(res.json(), { agentId: "a_1", budget: { ...NO_CAPS, maxTokens: 5000, maxCostUsd: 1.5 } });
+  assert.deepEqual(swarm.last("setBudget"), ["a_1", { maxTokens: 5000, maxCostUsd: 1.5 }]);
+  for (const [payload, field] of [[{}, /maxTokens, maxCostUsd or both/], [{ maxTokens: -1 }, /body\.maxTokens/], [{ maxTokens: 1.5 }, /body\.maxTokens/], [{ maxCostUsd: "1" }, /body\.maxCostUsd/], [{ maxTokens: 1, spawnDepth: 2 }, /spawnDepth/]] as const) {
+    const bad = await app.inject({ method: "POST", url: "/agents/a_1/budget", payload });
+    assert.equal(bad.statusCode, 400, JSON.stringify(payload));
+    assert.match(bad.json().error, field);
+  }
 });
 
 test("POST /agents/:agentId/prompt answers 202 {accepted:true}", async (t) => {

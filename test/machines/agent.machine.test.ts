@@ -66,6 +66,26 @@ describe("agent machine", () => {
     assert.deepEqual(r.facts.find((f) => f.fact.kind === "settled")?.fact, { kind: "settled", outcome: "success", text: "partial", hseq: 1 });
   });
 
+  it("does not count time the model gateway holds a call toward the quiet-turn limit", async () => {
+    const fx = fakeEffects();
+    const r = startRun(fx);
+    r.add({ agentId: "a", prompt: "go", turnMaxMs: 1_000 });
+    await flush();
+    const h = fx.harnesses.get("a")!;
+    const agent = r.run.getSnapshot().children["a"]!;
+    agent.send({ type: "gateway.hold" });
+    await flush();
+    assert.equal(r.stateOf("a"), '{"live":{"running":{"turn":"held"}}}');
+    r.clock.increment(60_000); // a call held for a spend budget or a provider's back-off
+    assert.ok(!h.commands.some((c) => c.type === "harness.abort"), "held time is not quiet time");
+    agent.send({ type: "gateway.release" });
+    await flush();
+    r.clock.increment(900);
+    assert.ok(!h.commands.some((c) => c.type === "harness.abort"), "the clock starts again from zero");
+    r.clock.increment(200);
+    assert.ok(h.commands.some((c) => c.type === "harness.abort"), "a quiet turn after the hold is still aborted");
+  });
+
   it("answers pause on a paused agent with noop and reports a freeze failure", async () => {
     const fx = fakeEffects();
     const r = startRun(fx);
@@ -100,7 +120,7 @@ describe("agent machine", () => {
     harness.send({ type: "harness.steered", requestId: "st", message: "also this", ok: false, idle: true, error: "no turn is running" });
     await flush();
     assert.deepEqual(r.done[0]?.results, [{ agentId: "a", outcome: "applied", delivery: "turn" }]);
-    assert.equal(r.stateOf("a"), '{"live":{"running":"turn"}}', "the message runs as a turn, on the quiet-turn clock");
+    assert.equal(r.stateOf("a"), '{"live":{"running":{"turn":"clock"}}}', "the message runs as a turn, on the quiet-turn clock");
     assert.deepEqual(harness.commands.filter((c) => c.type === "harness.prompt").map((c) => (c as { text: string }).text), ["go", "also this"]);
   });
 
@@ -138,7 +158,7 @@ describe("agent machine", () => {
     await flush();
     await flush();
     assert.deepEqual([r.done.at(-1)?.requestId, r.done.at(-1)?.results], ["r", [{ agentId: "w", outcome: "applied" }]]);
-    assert.equal(r.stateOf("w"), '{"live":{"running":"turn"}}', "resumed, and the queued steer runs as a turn");
+    assert.equal(r.stateOf("w"), '{"live":{"running":{"turn":"clock"}}}', "resumed, and the queued steer runs as a turn");
     assert.deepEqual(fx.calls.filter((c) => /^(freeze|thaw|harness.prompt):/.test(c)), ["freeze:w", "thaw:w", "harness.prompt:w"]);
   });
 });

@@ -9,6 +9,7 @@ import { isSwarmError, type ErrorCode } from "../../src/errors.ts";
 import type { HarnessEventMessage } from "../../src/harness/protocol.ts";
 import type { ProvisionRequest, SandboxInfo, SandboxRuntime } from "../../src/sandbox/runtime.ts";
 import { createTestHarnessClient, type TestHarnessClient } from "../support/harness-client.ts";
+import { scriptGateway } from "../support/script-gateway.ts";
 
 /** What one adapter hands the contract suite. */
 export interface SandboxContractSetup {
@@ -72,13 +73,16 @@ export function runSandboxContract(name: string, setup: () => Promise<SandboxCon
     let env: SandboxContractSetup;
     let rt: SandboxRuntime;
     const made = new Set<string>();
+    // The daemon serves every sandbox's model gateway: here the test does, answering each spec's script.
+    const models = scriptGateway();
 
     before(async () => {
       env = await setup();
-      rt = env.runtime;
+      rt = models.wrap(env.runtime);
     });
     after(async () => {
       for (const id of made) await rt.close(id, signal()).catch(() => undefined);
+      await models.close();
       await env.cleanup();
     });
 
@@ -249,7 +253,7 @@ export function runSandboxContract(name: string, setup: () => Promise<SandboxCon
       await client.prompt("go");
       const idle = await provision(bashSpec("true"));
 
-      const rt2 = await env.reopen();
+      const rt2 = models.wrap(await env.reopen());
       const listed = await rt2.list(signal());
       assert.deepEqual(listed.find((i) => i.sandboxId === live.sandboxId), live);
       assert.deepEqual(listed.find((i) => i.sandboxId === idle.sandboxId), idle);

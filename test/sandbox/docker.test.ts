@@ -14,6 +14,7 @@ import { defaultSandboxImage } from "../../src/sandbox/docker/sandbox-image.ts";
 import { whenDocker } from "../support/docker-engine.ts";
 import { createTestHarnessClient } from "../support/harness-client.ts";
 import { runSandboxContract, type SandboxContractSetup } from "./contract.ts";
+import { scriptGateway } from "../support/script-gateway.ts";
 
 const IMAGE = defaultSandboxImage();
 const docker = new Docker();
@@ -74,12 +75,15 @@ function dockerSpecifics(): void {
     return toolOutputs;
   };
 
+  // The daemon serves each sandbox's model gateway; here the test does, answering each spec's script.
+  const models = scriptGateway();
   before(async () => {
     dataDir = await mkdtemp(join(tmpdir(), "swarmd-docker-"));
-    rt = createDockerRuntime({ dataDir });
+    rt = models.wrap(createDockerRuntime({ dataDir }));
   });
   after(async () => {
     for (const id of made) await rt.close(id, signal()).catch(() => undefined);
+    await models.close();
     await rm(dataDir, { recursive: true, force: true });
   });
 

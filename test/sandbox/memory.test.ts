@@ -8,6 +8,7 @@ import type { HarnessEventMessage } from "../../src/harness/protocol.ts";
 import { createMemoryRuntime } from "../../src/sandbox/memory/memory-runtime.ts";
 import { createTestHarnessClient, type TestHarnessClient } from "../support/harness-client.ts";
 import { runSandboxContract } from "./contract.ts";
+import { scriptGateway } from "../support/script-gateway.ts";
 
 const NO_BACKGROUND = "a memory sandbox runs bash in just-bash, which has no processes: `cmd &` runs to its end instead of in the background";
 
@@ -34,8 +35,13 @@ runSandboxContract(
 );
 
 describe("memory runtime", () => {
-  const rt = createMemoryRuntime();
-  after(() => rt.destroy());
+  // The daemon serves each sandbox's model gateway; here the test does, answering each spec's script.
+  const models = scriptGateway();
+  const rt = models.wrap(createMemoryRuntime());
+  after(async () => {
+    await models.close();
+    await rt.destroy();
+  });
   const signal = () => AbortSignal.timeout(10_000);
   const script = (...steps: Array<Record<string, unknown>>) => ({ name: "t", script: steps });
   const started = async (spec: Record<string, unknown>, parent?: string) => {

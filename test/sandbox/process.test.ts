@@ -15,6 +15,7 @@ import { hasEnvEntry, isAliveProc, isStopped, listProcs, type ProcEntry } from "
 import { sandboxTag } from "../../src/sandbox/process/sandbox-tag.ts";
 import { createTestHarnessClient, type TestHarnessClient } from "../support/harness-client.ts";
 import { runSandboxContract, type SandboxContractSetup } from "./contract.ts";
+import { scriptGateway } from "../support/script-gateway.ts";
 
 const quiet: RuntimeLogger = { info: () => undefined, warn: () => undefined };
 // Freezer cgroups, and the limit cgroups of the v1 pids, memory and cpu hierarchies.
@@ -48,12 +49,14 @@ function processSetup(options: Omit<ProcessRuntimeOptions, "dataDir">): () => Pr
 runSandboxContract("process (bubblewrap, cgroup freezer)", processSetup({ isolation: "bubblewrap" }));
 runSandboxContract("process (bubblewrap, SIGSTOP/SIGCONT fallback)", processSetup({ isolation: "bubblewrap", freezer: "signal" }));
 
-/** A runtime on a fresh data folder; every sandbox it owns is closed after the test. */
-function runtimeFor(t: TestContext, options: Omit<ProcessRuntimeOptions, "dataDir"> = {}): { rt: ProcessRuntime; dataDir: string } {
+/** A runtime on a fresh data folder, its sandboxes' model gateways served; every sandbox it owns is closed after the test. */
+function runtimeFor(t: TestContext, options: Omit<ProcessRuntimeOptions, "dataDir"> = {}): { rt: ProcessRuntime & { models: ReturnType<typeof scriptGateway> }; dataDir: string } {
   const dataDir = mkdtempSync(join(tmpdir(), "swarmd-process-"));
-  const rt = createProcessRuntime({ dataDir, logger: quiet, ...options });
+  const models = scriptGateway();
+  const rt = Object.assign(models.wrap(createProcessRuntime({ dataDir, logger: quiet, ...options })), { models });
   t.after(async () => {
     for (const info of await rt.list(signal())) await rt.close(info.sandboxId, signal());
+    await models.close();
     await rm(dataDir, { recursive: true, force: true });
   });
   return { rt, dataDir };
@@ -225,7 +228,8 @@ describe("process runtime", () => {
     const sandboxId = randomUUID();
     const service = `
       import { createProcessRuntime } from ${JSON.stringify(join(SWARMD_ROOT, "src/sandbox/process/process-runtime.ts"))};
-      const rt = createProcessRuntime({ dataDir: process.env.T_DATA, logger: { info() {}, warn() {} } });
+      import { scriptGateway } from ${JSON.stringify(join(SWARMD_ROOT, "test/support/script-gateway.ts"))};
+      const rt = scriptGateway().wrap(createProcessRuntime({ dataDir: process.env.T_DATA, logger: { info() {}, warn() {} } }));
       const spec = { name: "t", script: [{ tool: "bash", args: { command: "echo still-here" } }, { text: "done" }] };
       await rt.provision({ sandboxId: process.env.T_ID, runId: "run", agentId: "agent", spec }, AbortSignal.timeout(60000));
       await rt.startHarness(process.env.T_ID, AbortSignal.timeout(60000));
@@ -236,6 +240,8 @@ describe("process runtime", () => {
       ),
     );
     assert.equal((await rt.inspect(sandboxId, signal()))?.status, "running");
+    // Its model gateway went with that process; this one serves it again, as a restarted daemon does.
+    await rt.models.serve(rt.controlDir(sandboxId), [{ tool: "bash", args: { command: "echo still-here" } }, { text: "done" }]);
     const client = createTestHarnessClient(await rt.connect(sandboxId, signal()));
     client.hello(0);
     assert.deepEqual((await client.prompt("go")).toolOutputs, ["still-here\n"]);

@@ -18,6 +18,7 @@ import { DEFAULT_SANDBOX_LIMITS, type ProvisionRequest, type SandboxLimits, type
 import { spawnDaemon, type DaemonProcess } from "../support/daemon-process.ts";
 import { whenDocker } from "../support/docker-engine.ts";
 import { createTestHarnessClient } from "../support/harness-client.ts";
+import { scriptGateway } from "../support/script-gateway.ts";
 
 const signal = () => AbortSignal.timeout(120_000);
 /** A scripted agent that runs one bash command and answers with its output. */
@@ -135,12 +136,15 @@ function limitAttacks(): void {
     assert.equal(state.success, true, "the attacked sandbox's harness survived its agent's attack");
   };
 
+  // The daemon serves each sandbox's model gateway; here the test does, answering each spec's script.
+  const models = scriptGateway();
   before(async () => {
     dataDir = await mkdtemp(join(tmpdir(), "swarmd-containment-"));
-    rt = createDockerRuntime({ dataDir, diskWatchIntervalMs: 250, log: () => undefined });
+    rt = models.wrap(createDockerRuntime({ dataDir, diskWatchIntervalMs: 250, log: () => undefined }));
   });
   after(async () => {
     for (const id of made) await rt.close(id, signal()).catch(() => undefined);
+    await models.close();
     await rm(dataDir, { recursive: true, force: true });
   });
 

@@ -23,6 +23,7 @@ import type { SandboxRuntime } from "../../src/sandbox/runtime.ts";
 import { startDaemon, type Daemon } from "../support/daemon.ts";
 import { whenDocker } from "../support/docker-engine.ts";
 import { createTestHarnessClient } from "../support/harness-client.ts";
+import { scriptGateway } from "../support/script-gateway.ts";
 
 const signal = () => AbortSignal.timeout(90_000);
 const quiet = { info: () => undefined, warn: () => undefined };
@@ -103,12 +104,15 @@ function networkSuite(name: string, make: (dataDir: string) => SandboxRuntime): 
   describe(`networked sandboxes on the ${name} runtime`, () => {
     let dataDir: string;
     let rt: SandboxRuntime;
+    // The daemon serves each sandbox's model gateway; here the test does, answering each spec's script.
+    const models = scriptGateway();
     before(async () => {
       dataDir = await mkdtemp(join(tmpdir(), "swarmd-net-"));
-      rt = make(dataDir);
+      rt = models.wrap(make(dataDir));
     });
     after(async () => {
       for (const info of await rt.list(signal())) await rt.close(info.sandboxId, signal());
+      await models.close();
       await rm(dataDir, { recursive: true, force: true });
     });
 

@@ -12,6 +12,7 @@ import { readRecord } from "../../src/sandbox/process/sandbox-record.ts";
 import { sandboxLayout } from "../../src/sandbox/process/sandbox-layout.ts";
 import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits } from "../../src/sandbox/runtime.ts";
 import { createTestHarnessClient } from "../support/harness-client.ts";
+import { scriptGateway } from "../support/script-gateway.ts";
 
 const quiet = { info: () => undefined, warn: () => undefined };
 const signal = () => AbortSignal.timeout(60_000);
@@ -19,10 +20,12 @@ const bash = (command: string) => ({ name: "t", script: [{ tool: "bash", args: {
 
 function runtimeFor(t: TestContext, options: Omit<ProcessRuntimeOptions, "dataDir"> = {}): { rt: ProcessRuntime; dataDir: string } {
   const dataDir = mkdtempSync(join(tmpdir(), "swarmd-security-"));
-  const rt = createProcessRuntime({ dataDir, logger: quiet, ...options });
+  const models = scriptGateway();
+  const rt = models.wrap(createProcessRuntime({ dataDir, logger: quiet, ...options }));
   t.after(async () => {
     rt.diskWatch.close();
     for (const info of await rt.list(signal())) await rt.close(info.sandboxId, signal());
+    await models.close();
     await rm(dataDir, { recursive: true, force: true });
   });
   return { rt, dataDir };

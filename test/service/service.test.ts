@@ -10,3 +10,5 @@ import "./controls.ts";
 import "./steer.ts";
 import "./restart.ts";
 import "./held-effects.ts";
+import "./budgets.ts";
+import "./gateway-faults.ts";

@@ -3,6 +3,7 @@ import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createSwarmService, type SwarmService } from "../../actors/swarm-service.ts";
+import type { ModelGateway } from "../../src/gateway/gateway.ts";
 import { buildServer } from "../../src/http/build-server.ts";
 import { openLedger, type Ledger } from "../../src/ledger/ledger.ts";
 import { createResultStore } from "../../src/results/result-store.ts";
@@ -32,6 +33,8 @@ export interface DaemonOptions {
   bodyLimitBytes?: number;
   /** The daemon's sandbox limits (SWARM_LIMIT_*); default `DEFAULT_SANDBOX_LIMITS`. */
   limits?: SandboxLimits;
+  /** The model gateway (its models file, pacing); default: pi-ai's built-in models. */
+  gateway?: ModelGateway;
 }
 
 /** The whole daemon in this process, on a real loopback port, with real sandboxes and a real ledger. */
@@ -47,6 +50,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> 
     runtime,
     ledger,
     results: createResultStore(dataDir),
+    gateway: options.gateway,
     log: process.env.SWARM_TEST_LOG ? (message) => console.error(`[swarmd] ${message}`) : undefined,
   });
   const app = buildServer({

@@ -3,9 +3,14 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { ModelGateway } from "../../src/gateway/gateway.ts";
+import type { CallUsage } from "../../src/gateway/model-caller.ts";
+import { loadModelCatalog } from "../../src/gateway/models.ts";
 import { attachHarnessClient, type HarnessClient } from "../../src/harness/client.ts";
+import type { ScriptStep } from "../../src/spec/agent-spec.ts";
 import { harnessArgv } from "../../src/harness/launch.ts";
 import { CONTROL_FILES, type HarnessEventMessage, type HostCallMessage } from "../../src/harness/protocol.ts";
+import { scriptCaller } from "./script-gateway.ts";
 import { createWaitList } from "./wait-list.ts";
 
 /** A harness started as a real child process on a real socket in a temporary folder. */
@@ -13,6 +18,8 @@ export interface HarnessFixture {
   controlDir: string;
   workDir: string;
   child: ChildProcess;
+  /** Every model call the harness made through its gateway socket. */
+  usage: CallUsage[];
   /** Connect a new client that replays events after `after`. */
   connect(after?: number): Promise<Connection>;
   stop(): Promise<void>;
@@ -35,6 +42,10 @@ export async function startHarness(spec: Record<string, unknown>): Promise<Harne
   mkdirSync(controlDir);
   mkdirSync(workDir);
   writeFileSync(join(controlDir, CONTROL_FILES.spec), JSON.stringify(spec));
+  // The daemon's side of the model: its gateway socket in the control folder, answering the script.
+  const usage: CallUsage[] = [];
+  const gateway = new ModelGateway(loadModelCatalog());
+  await gateway.open(controlDir, scriptCaller((spec.script ?? []) as ScriptStep[], usage));
   const [command, ...args] = harnessArgv({ controlDir, workDir });
   const child = spawn(command!, args, { stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
@@ -49,6 +60,7 @@ export async function startHarness(spec: Record<string, unknown>): Promise<Harne
     controlDir,
     workDir,
     child,
+    usage,
     async connect(after = 0) {
       const socket = connect(socketPath);
       await new Promise<void>((resolve, reject) => socket.once("connect", resolve).once("error", reject));
@@ -86,6 +98,7 @@ export async function startHarness(spec: Record<string, unknown>): Promise<Harne
         child.kill("SIGKILL");
         await exited;
       }
+      await gateway.closeAll();
       rmSync(root, { recursive: true, force: true });
     },
   };

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createSwarmService, type SwarmService } from "../../actors/swarm-service.ts";
 import { isSwarmError, type ErrorCode } from "../../src/errors.ts";
+import type { ModelGateway } from "../../src/gateway/gateway.ts";
 import { openLedger, type Ledger, type LedgerEvent } from "../../src/ledger/ledger.ts";
 import { createResultStore } from "../../src/results/result-store.ts";
 import { createMemoryRuntime, type MemoryRuntime } from "../../src/sandbox/memory/memory-runtime.ts";
@@ -42,6 +43,8 @@ export interface MemoryServiceOptions {
   memberTimeoutMs?: number;
   /** The runtime as the service sees it: wrap the memory runtime to delay or break an operation. */
   wrap?: (runtime: SandboxRuntime) => SandboxRuntime;
+  /** The model gateway for each (re)started service: its models file and pacing. Default: pi-ai's built-in models. */
+  gateway?: () => ModelGateway;
 }
 
 export async function startMemoryService(options: MemoryServiceOptions = {}): Promise<MemoryService> {
@@ -52,7 +55,7 @@ export async function startMemoryService(options: MemoryServiceOptions = {}): Pr
   const log = process.env.SWARM_TEST_LOG ? (message: string) => console.error(`[swarmd] ${message}`) : undefined;
   const open = async () => {
     const ledger = await openLedger(join(dataDir, "ledger"));
-    const service = createSwarmService({ config: { dataDir, turnMaxMs: 1_800_000, memberTimeoutMs: options.memberTimeoutMs }, runtime: seen, ledger, results, log });
+    const service = createSwarmService({ config: { dataDir, turnMaxMs: 1_800_000, memberTimeoutMs: options.memberTimeoutMs }, runtime: seen, ledger, results, log, gateway: options.gateway?.() });
     return { ledger, service };
   };
   let current = await open();

@@ -1,6 +1,7 @@
 import type { ServerResponse } from "node:http";
 import type { FastifyInstance } from "fastify";
 import type { SwarmApi } from "../../swarm-api.ts";
+import { SpendCapsSchema } from "../../spec/agent-spec.ts";
 import { parseOrThrow } from "../../validation.ts";
 import { agentIdParam, PromptBody, ResultQuery, ScopeBody, SteerBody, StopBody } from "../schemas.ts";
 
@@ -9,6 +10,11 @@ type AgentParams = { Params: { agentId: string } };
 /** Spec sections 4.6 to 4.12; control answers follow docs/design.md "Control responses". */
 export function agentRoutes(app: FastifyInstance, swarm: SwarmApi): void {
   app.get<AgentParams>("/agents/:agentId", async (request) => swarm.getAgent(agentIdParam(request.params.agentId)));
+
+  app.post<AgentParams>("/agents/:agentId/budget", async (request) => {
+    const agentId = agentIdParam(request.params.agentId);
+    return swarm.setBudget(agentId, parseOrThrow(SpendCapsSchema, request.body, "body"));
+  });
 
   app.post<AgentParams>("/agents/:agentId/prompt", async (request, reply) => {
     const agentId = agentIdParam(request.params.agentId);

@@ -44,6 +44,7 @@ export async function startMemoryHarness(options: MemoryHarnessOptions): Promise
   let server: HarnessServer | undefined;
   const agent = await createHarnessAgent({
     spec: options.spec,
+    controlDir,
     workDir: WORK_DIR,
     agentDir: join(controlDir, "pi"), // pi is handed in-memory settings and auth: it writes nothing here
     host,

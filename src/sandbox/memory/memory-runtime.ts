@@ -1,3 +1,4 @@
+import { mkdirSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { errorMessage, SwarmError } from "../../errors.ts";
@@ -42,6 +43,8 @@ export function createMemoryRuntime(options: MemoryRuntimeOptions = {}): MemoryR
     if (!isSandboxId(req.sandboxId)) throw new SwarmError("SANDBOX_PROVISION_FAILED", `sandbox id ${JSON.stringify(req.sandboxId)} is not a UUID`);
     const sandbox: MemorySandbox = { sandboxId: req.sandboxId, runId: req.runId, agentId: req.agentId, spec: req.spec, env: req.env ?? {}, files, gate: createFreezeGate(), gone: false };
     sandboxes.set(req.sandboxId, sandbox);
+    // Its control folder exists from now on, as on every runtime (the daemon serves its model socket there).
+    mkdirSync(controlDir(req.sandboxId), { recursive: true });
     return infoOf(sandbox);
   };
 
