@@ -12,6 +12,7 @@ import { createDockerRuntime } from "../src/sandbox/docker/docker-runtime.ts";
 import { openEngine, pingEngine } from "../src/sandbox/docker/engine.ts";
 import { defaultSandboxImage } from "../src/sandbox/docker/sandbox-image.ts";
 import { createProcessRuntime } from "../src/sandbox/process/process-runtime.ts";
+import { scriptGateway } from "../test/support/script-gateway.ts";
 import { createDockerCli, dockerCliUnusable } from "./docker-cli.ts";
 import { cliSubject, OPS, runtimeSubject, type Op, type RepTimings, type Subject } from "./sandbox-subjects.ts";
 import { fmtMs, fmtRatio, markdownTable, median, p90 } from "./stats.ts";
@@ -45,7 +46,9 @@ async function main(): Promise<void> {
   const image = defaultSandboxImage();
   const quiet = { info: () => undefined, warn: () => undefined };
   const processRuntime = createProcessRuntime({ dataDir: join(scratch, "process"), logger: quiet });
-  const subjects: Subject[] = [runtimeSubject("process", processRuntime, { startHarness: true })];
+  // The parent's harness runs, so its model gateway is served, as the daemon does.
+  const models = scriptGateway();
+  const subjects: Subject[] = [runtimeSubject("process", models.wrap(processRuntime), { startHarness: true })];
 
   const noDocker = await dockerUnusable(image);
   if (noDocker === undefined) {
@@ -60,6 +63,7 @@ async function main(): Promise<void> {
     if (cleaned) return;
     cleaned = true;
     for (const s of subjects) await s.cleanUp().catch((err: unknown) => console.error(`clean-up of ${s.name}: ${errorMessage(err)}`));
+    await models.close();
     rmSync(scratch, { recursive: true, force: true });
   };
   process.once("SIGINT", () => void cleanUp().then(() => process.exit(130)));

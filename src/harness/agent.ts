@@ -57,7 +57,7 @@ export async function createHarnessAgent(options: HarnessAgentOptions): Promise<
   const { spec, workDir, emit } = options;
   const authStorage = AuthStorage.inMemory();
   const modelRegistry = ModelRegistry.inMemory(authStorage);
-  const { model, release } = gatewayModel(options.controlDir, authStorage);
+  const { model, ready, release } = gatewayModel(options.controlDir, authStorage);
   const { session } = await createAgentSession({
     cwd: workDir,
     agentDir: options.agentDir,
@@ -92,6 +92,7 @@ export async function createHarnessAgent(options: HarnessAgentOptions): Promise<
     const start = session.messages.length;
     let error: string | undefined;
     try {
+      await ready(); // model calls routed to the gateway before the first one
       await session.prompt(text);
       await untilIdle(session);
     } catch (err) {

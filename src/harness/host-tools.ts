@@ -23,6 +23,8 @@ export function createHostTools(host: HostCalls): ToolDefinition[] {
         Type.Object({
           spawnDepth: Type.Optional(Type.Integer({ minimum: 0 })),
           maxAgents: Type.Optional(Type.Integer({ minimum: 0 })),
+          maxTokens: Type.Optional(Type.Integer({ minimum: 0, description: "Most tokens the child and its descendants may spend (at most what you have left)." })),
+          maxCostUsd: Type.Optional(Type.Number({ minimum: 0, description: "Most dollars the child and its descendants may spend (at most what you have left)." })),
         }),
       ),
     }),

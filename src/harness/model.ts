@@ -11,7 +11,7 @@ import { routeModelCalls } from "./model-transport.ts";
  * sandbox's gateway socket (`<control>/model.sock`). Real provider or script alike, the harness
  * only ever holds a placeholder key: the daemon adds the real one.
  */
-export function gatewayModel(controlDir: string, auth: AuthStorage): { model: Model<Api>; release(): void } {
+export function gatewayModel(controlDir: string, auth: AuthStorage): { model: Model<Api>; ready(): Promise<void>; release(): void } {
   const file = HarnessModelFileSchema.parse(JSON.parse(readFileSync(join(controlDir, CONTROL_FILES.model), "utf8")));
   const route = routeModelCalls(join(controlDir, CONTROL_FILES.modelSocket));
   const url = new URL(file.model.baseUrl);
@@ -21,5 +21,5 @@ export function gatewayModel(controlDir: string, auth: AuthStorage): { model: Mo
   // The session refuses a model without credentials; the placeholder also keeps a process's own
   // environment (the memory runtime's harness shares the daemon's) from supplying a key.
   auth.setRuntimeApiKey(model.provider, file.apiKey);
-  return { model, release: route.release };
+  return { model, ready: route.ready, release: route.release };
 }

@@ -129,3 +129,29 @@ describe("model gateway socket: a provider's refusal", () => {
     }
   });
 });
+
+describe("model gateway socket: an Anthropic OAuth token", () => {
+  it("shapes the harness's requests as OAuth ones (its placeholder is an sk-ant-oat one) and sends the token as a Bearer", async () => {
+    const upstream = await startAnthropicUpstream({ answer: () => ({ reply: { text: "hi" } }) });
+    const dir = mkdtempSync(join(tmpdir(), "swarmd-gw-"));
+    const modelsFile = join(dir, "models.json");
+    writeFileSync(modelsFile, JSON.stringify({ providers: { anthropic: { baseUrl: upstream.url, apiKey: "sk-ant-oat01-daemon-token" } } }));
+    const catalog = loadModelCatalog(modelsFile);
+    const gateway = new ModelGateway(catalog);
+    try {
+      await gateway.open(dir, agentCalling(catalog.resolve({ provider: "anthropic", id: "claude-3-5-haiku-20241022" }, "spec.model"), []));
+      const file = JSON.parse(readFileSync(join(dir, CONTROL_FILES.model), "utf8")) as { apiKey: string };
+      assert.equal(file.apiKey, "sk-ant-oat-swarmd-gateway");
+      const body = JSON.stringify({ model: "x", stream: true, max_tokens: 10, messages: [{ role: "user", content: "hi" }] });
+      const answer = await post(join(dir, CONTROL_FILES.modelSocket), `/u/${new URL(upstream.url).host}/v1/messages`, body, { authorization: "Bearer sk-ant-oat-swarmd-gateway" });
+      assert.equal(answer.status, 200);
+      const call = upstream.calls.at(-1)!;
+      assert.equal(call.headers.authorization, "Bearer sk-ant-oat01-daemon-token");
+      assert.equal(call.headers["x-api-key"], undefined);
+    } finally {
+      await gateway.closeAll();
+      await upstream.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

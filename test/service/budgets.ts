@@ -27,7 +27,7 @@ describe("service: metering and spend budgets", () => {
   before(async () => (s = await startMemoryService()));
   after(() => s.stop());
 
-  it("holds a call once the agent's maxTokens is spent: budget_denied, paused by budget; a raise alone does not resume, a resume sends the call", async () => {
+  it("holds a call once the agent's maxTokens is spent: budget_denied, paused by budget; a resume alone pauses again, a raise alone does not resume, both send the call", async () => {
     const { runId, rootAgentId: root } = await s.service.createRun({ spec: { name: "spender", script: [bash("echo one"), { text: "done: {{lastToolResult}}" }], maxTokens: 500 }, prompt: "go" });
     const denied = await s.eventWhen(runId, (e) => e.type === "budget_denied", "a budget refusal");
     assert.deepEqual({ agentId: denied.agentId, data: denied.data }, { agentId: root, data: { dimension: "maxTokens", remaining: 0 } });
@@ -35,6 +35,13 @@ describe("service: metering and spend budgets", () => {
     assert.equal(paused.pausedBy, "budget");
     assert.equal(paused.usage.calls, 1, "the first call went (500 tokens were left) and counts in full; the second is held");
     assert.ok(paused.usage.inputTokens > 500, "the overshoot is that one call");
+
+    // A resume with nothing left: the held call is checked again, and the agent paused again.
+    await s.service.resume(root, "agent");
+    let denials = 0;
+    await s.eventWhen(runId, (e) => e.type === "budget_denied" && ++denials === 2, "a second refusal");
+    assert.equal((await s.agentWhen(root, (a) => a.state === "paused", "paused again")).pausedBy, "budget");
+    assert.equal((await s.service.getAgent(root)).usage.calls, 1, "and still nothing sent");
 
     const raised = await s.service.setBudget(root, { maxTokens: 1_000_000 });
     assert.equal(raised.budget.maxTokens, 1_000_000);
@@ -100,5 +107,14 @@ describe("service: metering and spend budgets", () => {
     assert.equal((await s.service.setBudget(root, { maxTokens: 50 })).budget.maxTokens, 50, "a root's caps are the operator's alone");
     assert.equal((await s.service.getAgent(kid)).budget.remainingTokens, 50, "what is left is bounded by every ancestor");
     await rejectsWithCode(() => s.service.setBudget("a_0000000000000000", { maxTokens: 1 }), "AGENT_NOT_FOUND");
+  });
+
+  it("gives a child an agent spawns with spawn_agent the spend caps it asks for, within its own", async () => {
+    const spawnStep = { tool: "spawn_agent", args: { spec: { name: "kid", script: [] }, budget: { maxTokens: 7_000, maxCostUsd: 5 }, prompt: "hi" } };
+    const { runId, rootAgentId: root } = await s.service.createRun({ spec: { name: "lead", script: [spawnStep, { text: "spawned" }], maxCostUsd: 1 }, prompt: "go" });
+    const spawned = await s.eventWhen(runId, (e) => e.type === "agent_spawned" && e.agentId !== root, "the child");
+    const kid = await s.service.getAgent(spawned.agentId!);
+    assert.equal(kid.budget.maxTokens, 7_000, "asked for, and the lead has no token cap");
+    assert.ok(kid.budget.maxCostUsd! < 1, "asked for $5: given what the lead had left of its $1");
   });
 });
