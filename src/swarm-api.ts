@@ -16,7 +16,7 @@ export interface SwarmApi {
   /** The agent view plus `sessionStats` when the harness answers within 2 s and the agent is not paused. */
   getAgent(agentId: string): Promise<AgentDetail>;
   /** New absolute spend caps for the agent's subtree (409 when one exceeds what its parent has left); never resumes by itself. */
-  setBudget(agentId: string, caps: SpendCaps): Promise<{ agentId: string; budget: SpendView }>;
+  setBudget(agentId: string, caps: CapChange): Promise<{ agentId: string; budget: SpendView }>;
   prompt(agentId: string, text: string): Promise<void>;
   steer(agentId: string, request: { message: string; scope: Scope }): Promise<ControlResponse & { delivery: Delivery }>;
   pause(agentId: string, scope: Scope): Promise<ControlResponse>;
@@ -36,6 +36,12 @@ export type PausedBy = "operator" | "cascade" | "budget";
 export interface SpendCaps {
   maxTokens?: number;
   maxCostUsd?: number;
+}
+
+/** New caps for `POST /agents/:agentId/budget`: a number sets one, `null` lifts the agent's own (its ancestors' still bound it). */
+export interface CapChange {
+  maxTokens?: number | null;
+  maxCostUsd?: number | null;
 }
 
 export interface BudgetOverride extends SpendCaps {

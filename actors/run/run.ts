@@ -25,7 +25,7 @@ import {
   type Scope,
   type SpawnRequest,
   type SpawnResponse,
-  type SpendCaps,
+  type CapChange,
   type SpendView,
 } from "../../src/swarm-api.ts";
 import { agentView, createRunView, foldEvent, runSnapshot, type RunView } from "../../src/views/run-view.ts";
@@ -267,7 +267,7 @@ export class Run {
   }
 
   /** POST /agents/:agentId/budget. */
-  setBudget(agentId: string, caps: SpendCaps): Promise<{ agentId: string; budget: SpendView }> {
+  setBudget(agentId: string, caps: CapChange): Promise<{ agentId: string; budget: SpendView }> {
     return setSpendCaps(this, agentId, caps);
   }
 

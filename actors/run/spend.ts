@@ -2,7 +2,7 @@ import { once } from "node:events";
 import { ancestorsOf } from "../../machines/tree.ts";
 import { SwarmError } from "../../src/errors.ts";
 import { agentKey } from "../../src/ledger/ledger-keys.ts";
-import { isLive, type SpendCaps, type SpendView } from "../../src/swarm-api.ts";
+import { isLive, type CapChange, type SpendCaps, type SpendView } from "../../src/swarm-api.ts";
 import { totalTokens } from "../../src/views/run-view.ts";
 import { pauseForBudget } from "./controls.ts";
 import type { Run } from "./run.ts";
@@ -63,20 +63,25 @@ export function spendView(run: Run, agentId: string): SpendView {
  * subtree's spending) may not exceed what its parent has left (409). It resumes nothing: a call
  * held for the budget goes once the subtree is resumed.
  */
-export async function setSpendCaps(run: Run, agentId: string, caps: SpendCaps): Promise<{ agentId: string; budget: SpendView }> {
+export async function setSpendCaps(run: Run, agentId: string, caps: CapChange): Promise<{ agentId: string; budget: SpendView }> {
   const entry = run.agents.get(agentId);
   if (!entry) throw new SwarmError("AGENT_NOT_FOUND", `agent ${agentId} does not exist`);
   const spent = run.view.agents.get(agentId)?.subtreeUsage;
   if (entry.parentAgentId !== null) {
     const parentLeft = lineageLeft(run, entry.parentAgentId);
-    if (caps.maxTokens !== undefined && parentLeft.tokens !== null && caps.maxTokens - (spent ? totalTokens(spent) : 0) > parentLeft.tokens) {
+    if (typeof caps.maxTokens === "number" && parentLeft.tokens !== null && caps.maxTokens - (spent ? totalTokens(spent) : 0) > parentLeft.tokens) {
       throw new SwarmError("BUDGET_EXCEEDS_PARENT", `body.maxTokens: ${caps.maxTokens} would leave agent ${agentId} more tokens than its parent has left (${Math.max(0, parentLeft.tokens)})`);
     }
-    if (caps.maxCostUsd !== undefined && parentLeft.costUsd !== null && caps.maxCostUsd - (spent?.costUsd ?? 0) > parentLeft.costUsd) {
+    if (typeof caps.maxCostUsd === "number" && parentLeft.costUsd !== null && caps.maxCostUsd - (spent?.costUsd ?? 0) > parentLeft.costUsd) {
       throw new SwarmError("BUDGET_EXCEEDS_PARENT", `body.maxCostUsd: ${caps.maxCostUsd} would leave agent ${agentId} more than its parent has left ($${Math.max(0, parentLeft.costUsd).toFixed(6)})`);
     }
   }
-  const spend = { ...entry.meta.spend, ...caps };
+  const spend: SpendCaps = { ...entry.meta.spend };
+  for (const dimension of ["maxTokens", "maxCostUsd"] as const) {
+    const change = caps[dimension];
+    if (change === null) delete spend[dimension];
+    else if (change !== undefined) spend[dimension] = change;
+  }
   entry.meta = { ...entry.meta, spend };
   await run.writer.append(
     [{ type: "budget_changed", agentId, data: { maxTokens: spend.maxTokens ?? null, maxCostUsd: spend.maxCostUsd ?? null } }],

@@ -10,7 +10,7 @@ import type { CarriedApi, ModelCatalog } from "./models.ts";
 import { retryAfterMs, type Pacing } from "./pacing.ts";
 import { serveScriptStep } from "./scripted-upstream.ts";
 import { downstreamHeaders, sendUpstream, upstreamHeaders } from "./upstream.ts";
-import { createUsageTap } from "./usage-tap.ts";
+import { createUsageTap, type TokenCounts } from "./usage-tap.ts";
 
 /** The one path each API's calls take, after the provider's base URL. */
 const API_PATHS: Record<CarriedApi, string> = { "anthropic-messages": "/v1/messages", "openai-completions": "/chat/completions", "openai-responses": "/responses" };
@@ -43,7 +43,8 @@ export async function handleModelCall(req: IncomingMessage, res: ServerResponse,
   if (req.method !== "POST" || path !== prefix + API_PATHS[model.api]) {
     return gatewayError(res, 404, `the gateway carries only POST ${prefix + API_PATHS[model.api]} for ${model.provider}/${model.id}, not ${req.method} ${path}`);
   }
-  const raw = await readBody(req).catch(() => undefined);
+  const raw = await readBody(req).catch(() => null);
+  if (raw === null) return void res.destroy(); // the request broke off
   if (raw === undefined) return gatewayError(res, 413, `a model request may be at most ${BODY_LIMIT} bytes`);
   let body: Record<string, unknown>;
   try {
@@ -95,29 +96,36 @@ export async function handleModelCall(req: IncomingMessage, res: ServerResponse,
         continue;
       }
       if (upstream.statusCode < 400) deps.pacing.succeeded(model.provider);
-      const ok = upstream.statusCode >= 200 && upstream.statusCode < 300;
-      if (!ok) return await relayError(res, upstream, credentials.apiKey, LOAD_STATUSES.has(upstream.statusCode));
-      const contentType = upstream.headers["content-type"];
-      const tap = createUsageTap(model.api, Array.isArray(contentType) ? contentType[0] : contentType);
-      if (!res.destroyed) res.writeHead(upstream.statusCode, downstreamHeaders(upstream.headers));
-      try {
-        for await (const chunk of upstream.body) {
-          if (ok) tap.push(chunk as Buffer);
-          await writeOut(res, chunk as Buffer);
-        }
-      } catch (err) {
-        // Cut mid-answer: what was counted so far is still recorded below.
-        if (ok) await caller.record(callUsage(model, tap.result(), callId, Date.now() - sentAt)).catch(() => undefined);
-        res.destroy(err as Error);
-        return;
-      }
-      if (ok) await caller.record(callUsage(model, tap.result(), callId, Date.now() - sentAt));
-      res.end();
-      return;
+      if (upstream.statusCode < 200 || upstream.statusCode >= 300) return await relayError(res, upstream, credentials.apiKey, LOAD_STATUSES.has(upstream.statusCode));
+      const record = (counts: TokenCounts | null) => caller.record(callUsage(model, counts, callId, Date.now() - sentAt));
+      return await relayAnswer(res, upstream, model.api, record);
     } finally {
       release();
     }
   }
+}
+
+/**
+ * A provider's answer, passed to the agent as it streams while the usage tap reads it; the usage is
+ * recorded before the answer's end is sent. The agent not reading (frozen) or gone does not stop
+ * the reading: the call completes and counts. An answer cut off upstream counts what was read.
+ */
+async function relayAnswer(res: ServerResponse, upstream: Dispatcher.ResponseData, api: CarriedApi, record: (counts: TokenCounts | null) => Promise<void>): Promise<void> {
+  const contentType = upstream.headers["content-type"];
+  const tap = createUsageTap(api, Array.isArray(contentType) ? contentType[0] : contentType);
+  if (!res.destroyed) res.writeHead(upstream.statusCode, downstreamHeaders(upstream.headers));
+  try {
+    for await (const chunk of upstream.body) {
+      tap.push(chunk as Buffer);
+      await writeOut(res, chunk as Buffer);
+    }
+  } catch (err) {
+    await record(tap.result()).catch(() => undefined);
+    res.destroy(err as Error);
+    return;
+  }
+  await record(tap.result());
+  res.end();
 }
 
 /** Largest provider error body passed on to the agent. */
@@ -145,15 +153,16 @@ async function relayError(res: ServerResponse, upstream: Dispatcher.ResponseData
   res.end(text);
 }
 
-function readBody(req: IncomingMessage): Promise<Buffer> {
+/** The request's body, or `undefined` past `BODY_LIMIT`; rejects when the request breaks off. */
+function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     req.on("data", (chunk: Buffer) => {
       size += chunk.length;
       if (size > BODY_LIMIT) {
-        req.destroy();
-        reject(new Error("too large"));
+        req.pause();
+        resolve(undefined);
         return;
       }
       chunks.push(chunk);

@@ -79,11 +79,11 @@ export const BudgetSchema = z.strictObject({
   maxCostUsd: z.number().min(0).max(1e9).optional(),
 });
 
-/** `POST /agents/:agentId/budget`: new absolute spend caps for the agent's subtree. */
+/** `POST /agents/:agentId/budget`: new absolute spend caps for the agent's subtree; `null` lifts its own cap. */
 export const SpendCapsSchema = z
   .strictObject({
-    maxTokens: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
-    maxCostUsd: z.number().min(0).max(1e9).optional(),
+    maxTokens: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).nullable().optional(),
+    maxCostUsd: z.number().min(0).max(1e9).nullable().optional(),
   })
   .refine((caps) => caps.maxTokens !== undefined || caps.maxCostUsd !== undefined, { message: "must name maxTokens, maxCostUsd or both" });
 

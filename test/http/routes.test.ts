@@ -82,6 +82,7 @@ test("POST /agents/:agentId/budget answers 200 with the new caps; a body naming 
   assert.equal(res.statusCode, 200);
   assert.deepEqual(res.json(), { agentId: "a_1", budget: { ...NO_CAPS, maxTokens: 5000, maxCostUsd: 1.5 } });
   assert.deepEqual(swarm.last("setBudget"), ["a_1", { maxTokens: 5000, maxCostUsd: 1.5 }]);
+  assert.equal((await app.inject({ method: "POST", url: "/agents/a_1/budget", payload: { maxTokens: null } })).statusCode, 200, "null lifts a cap");
   for (const [payload, field] of [[{}, /maxTokens, maxCostUsd or both/], [{ maxTokens: -1 }, /body\.maxTokens/], [{ maxTokens: 1.5 }, /body\.maxTokens/], [{ maxCostUsd: "1" }, /body\.maxCostUsd/], [{ maxTokens: 1, spawnDepth: 2 }, /spawnDepth/]] as const) {
     const bad = await app.inject({ method: "POST", url: "/agents/a_1/budget", payload });
     assert.equal(bad.statusCode, 400, JSON.stringify(payload));

@@ -106,6 +106,8 @@ describe("service: metering and spend budgets", () => {
     assert.equal((await s.service.setBudget(kid, { maxCostUsd: 0.5 })).budget.maxCostUsd, 0.5);
     assert.equal((await s.service.setBudget(root, { maxTokens: 50 })).budget.maxTokens, 50, "a root's caps are the operator's alone");
     assert.equal((await s.service.getAgent(kid)).budget.remainingTokens, 50, "what is left is bounded by every ancestor");
+    const lifted = await s.service.setBudget(kid, { maxTokens: null });
+    assert.deepEqual([lifted.budget.maxTokens, lifted.budget.remainingTokens, lifted.budget.maxCostUsd], [null, 50, 0.5], "null lifts its own cap; its parent's still bounds it");
     await rejectsWithCode(() => s.service.setBudget("a_0000000000000000", { maxTokens: 1 }), "AGENT_NOT_FOUND");
   });
 
