@@ -106,9 +106,11 @@ export async function restoreRun(run: Run, sandboxes: Sandboxes, log: (message: 
     const liveChildren = agent.children.filter((id) => agents.get(id)?.outcome === null).length;
     // Its harness lived on and calls its model as before: the gateway socket is served again.
     // (A model no longer in the catalog, say: its calls then fail and its turns with them.)
-    await (async () => run.deps.gateway.open(runtime.controlDir(entry.meta.sandboxId), run.modelCaller(agentId)))().catch((err: unknown) =>
-      log(`agent ${agentId}: its model gateway could not be opened again: ${errorMessage(err)}`),
-    );
+    try {
+      await run.deps.gateway.open(runtime.controlDir(entry.meta.sandboxId), run.modelCaller(agentId));
+    } catch (err) {
+      log(`agent ${agentId}: its model gateway could not be opened again: ${errorMessage(err)}`);
+    }
     run.addAgent(agentId, { restored: { pausedBy: paused ? (agent.pausedBy ?? "operator") : null, turns: accepted, inflight: accepted - settled, liveChildren } }, true);
   }
 }

@@ -36,7 +36,7 @@ export function registerAgentTools(server: McpServer, { client }: ToolDeps): voi
     },
     async ({ agentId, maxTokens, maxCostUsd }) =>
       guarded(async () => {
-        const answer = await client.setBudget(agentId, { ...(maxTokens !== undefined ? { maxTokens } : {}), ...(maxCostUsd !== undefined ? { maxCostUsd } : {}) });
+        const answer = await client.setBudget(agentId, { maxTokens, maxCostUsd }); // an absent cap is left out of the JSON body
         return toolOk(`Budget of ${answer.agentId} set: ${budgetText(answer.budget)}.`, { ...answer });
       }),
   );

@@ -2,21 +2,25 @@ import type { IncomingHttpHeaders } from "node:http";
 import { Agent, request, type Dispatcher } from "undici";
 import type { Credentials, GatewayModel } from "./models.ts";
 
-/** Headers of the agent's request that never go upstream: the connection's own, and any credential the agent sent. */
-const DROPPED = new Set(["host", "connection", "keep-alive", "content-length", "transfer-encoding", "te", "upgrade", "authorization", "proxy-authorization", "x-api-key", "cookie", "accept-encoding"]);
+/**
+ * The only headers of the harness's request that go upstream: what pi-ai's provider clients send
+ * to shape a call. Anything else (a credential, `openai-organization` to bill another account with
+ * the daemon's key, `accept-encoding`, which would hide the body from the meter) stays here.
+ */
+const FORWARDED = /^(content-type|accept|user-agent|anthropic-version|anthropic-beta|anthropic-dangerous-direct-browser-access|openai-beta|x-stainless-[a-z0-9-]+)$/;
 
 /** The daemon's own connections to providers: never the process's global dispatcher (harnesses in this process route theirs). */
 export const upstreamDispatcher = new Agent({ headersTimeout: 600_000, bodyTimeout: 300_000 });
 
 /**
- * The request to send upstream: the agent's headers without credentials, the provider's headers
+ * The request to send upstream: the harness's shaping headers (`FORWARDED`), the provider's headers
  * and key added (Anthropic takes `x-api-key`, or a Bearer token for an OAuth token; OpenAI-style
- * APIs a Bearer token). `accept-encoding` is dropped so the body arrives as plain bytes to meter.
+ * APIs a Bearer token).
  */
 export function upstreamHeaders(incoming: IncomingHttpHeaders, model: GatewayModel, credentials: Credentials): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(incoming)) {
-    if (value === undefined || DROPPED.has(name)) continue;
+    if (value === undefined || !FORWARDED.test(name)) continue;
     headers[name] = Array.isArray(value) ? value.join(", ") : value;
   }
   const key = credentials.apiKey;

@@ -203,13 +203,31 @@ describe("model gateway (process sandboxes, real provider clients, local upstrea
     assert.equal(run.body.usage.calls, 2);
   });
 
-  it("refuses a spec naming an unknown model with a 400 naming spec.model, and a spawn of one likewise", async () => {
+  it("refuses a spec naming an unknown model with a 400 naming spec.model, and a spawn of a model the gateway cannot carry likewise", async () => {
     const refused = await d.call("POST", "/runs", { spec: { name: "x", model: { provider: "anthropic", id: "claude-nonexistent" } } });
     assert.equal(refused.status, 400);
     assert.match(refused.body.error, /body\.spec\.model: unknown model anthropic\/claude-nonexistent/);
     const unknownProvider = await d.call("POST", "/runs", { spec: { name: "x", model: { provider: "nowhere", id: "m" } } });
     assert.equal(unknownProvider.status, 400);
     assert.match(unknownProvider.body.error, /body\.spec\.model/);
+    const { runId, rootAgentId } = (await d.call("POST", "/runs", { spec: { name: "lead", script: [] }, keepAlive: true })).body as { runId: string; rootAgentId: string };
+    await waitState(d, rootAgentId, "running");
+    const spawn = await d.call("POST", `/runs/${runId}/agents`, { parentAgentId: rootAgentId, spec: { name: "kid", model: { provider: "google", id: "gemini-2.5-flash" } } });
+    assert.equal(spawn.status, 400);
+    assert.match(spawn.body.error, /body\.spec\.model: google\/gemini-2\.5-flash speaks the google-generative-ai API/);
+    assert.equal((await d.call("GET", `/runs/${runId}`)).body.agents.length, 1, "nothing recorded for the refused spawn");
+  });
+
+  it("keeps the keys out of the ledger and the daemon's output", async () => {
+    // Runs after the two real-model runs above: their events, results and index are in these files.
+    // The newest writes of a LevelDB sit uncompressed in its log file; what is compacted is not searched.
+    const files = allFiles(join(dataDir, "data")).filter((file) => !file.includes("/sandboxes/"));
+    assert.ok(files.some((file) => file.includes("/ledger/")), "the ledger's files are read");
+    for (const file of files) {
+      const bytes = readFileSync(file);
+      assert.ok(!bytes.includes(ANTHROPIC_KEY) && !bytes.includes(OPENAI_KEY), `no key in ${file}`);
+    }
+    assert.ok(!d.output().includes(ANTHROPIC_KEY) && !d.output().includes(OPENAI_KEY), "no key in the daemon's output");
   });
 });
 

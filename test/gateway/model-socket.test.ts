@@ -6,10 +6,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ModelGateway } from "../../src/gateway/gateway.ts";
-import type { CallUsage, ModelCaller } from "../../src/gateway/model-caller.ts";
-import { loadModelCatalog, type GatewayModel } from "../../src/gateway/models.ts";
+import type { CallUsage } from "../../src/gateway/model-caller.ts";
+import { loadModelCatalog } from "../../src/gateway/models.ts";
 import { CONTROL_FILES } from "../../src/harness/protocol.ts";
 import { startAnthropicUpstream, type Upstream } from "../support/model-upstreams.ts";
+import { standaloneCaller } from "../support/script-gateway.ts";
 
 /** A raw request on a gateway socket, as a hostile process that reached it could send. */
 function post(socketPath: string, path: string, body: string | Buffer, headers: Record<string, string> = {}, method = "POST"): Promise<{ status: number; text: string }> {
@@ -22,19 +23,6 @@ function post(socketPath: string, path: string, body: string | Buffer, headers: 
     req.on("error", reject);
     req.end(body);
   });
-}
-
-/** An agent of a real model with no budgets, never paused; its calls' usage collected in `usage`. */
-function agentCalling(model: GatewayModel, usage: CallUsage[]): ModelCaller {
-  return {
-    agentId: "a_1",
-    model,
-    cursor: { take: async () => 0, delivered: async () => undefined },
-    admit: async () => undefined,
-    holding: () => undefined,
-    record: async (call) => void usage.push(call),
-    whenRunning: async () => undefined,
-  };
 }
 
 describe("model gateway socket: what reaches the provider", () => {
@@ -54,7 +42,7 @@ describe("model gateway socket: what reaches the provider", () => {
     );
     const catalog = loadModelCatalog(modelsFile);
     gateway = new ModelGateway(catalog);
-    await gateway.open(dir, agentCalling(catalog.resolve({ provider: "local", id: "cheap" }, "spec.model"), usage));
+    await gateway.open(dir, standaloneCaller(catalog.resolve({ provider: "local", id: "cheap" }, "spec.model"), usage));
     socket = join(dir, CONTROL_FILES.modelSocket);
   });
   after(async () => {
@@ -72,15 +60,24 @@ describe("model gateway socket: what reaches the provider", () => {
     assert.equal(statSync(socket).mode & 0o777, 0o600, "the socket is its owner's alone");
   });
 
-  it("pins the model, replaces any credential the caller sent with the daemon's key, and meters the call", async () => {
+  it("pins the model, forwards only the headers that shape a call, adds the daemon's key, and meters the call", async () => {
     const body = JSON.stringify({ model: "dear", stream: true, max_tokens: 10, messages: [{ role: "user", content: "hi" }] });
-    const answer = await post(socket, `/u/${new URL(upstream.url).host}/v1/messages`, body, { "x-api-key": "agent-chosen", authorization: "Bearer agent-chosen" });
+    const answer = await post(socket, `/u/${new URL(upstream.url).host}/v1/messages`, body, {
+      "x-api-key": "agent-chosen",
+      authorization: "Bearer agent-chosen",
+      "openai-organization": "org-someone-else",
+      "accept-encoding": "gzip",
+      "anthropic-version": "2023-06-01",
+    });
     assert.equal(answer.status, 200);
     assert.match(answer.text, /message_stop/);
     const call = upstream.calls.at(-1)!;
     assert.equal((call.body as { model: string }).model, "cheap", "the agent's model, not the one it named");
     assert.equal(call.headers["x-api-key"], "the-real-key");
     assert.equal(call.headers.authorization, undefined, "the caller's credentials never go upstream");
+    assert.equal(call.headers["openai-organization"], undefined, "nor a header that would bill another account with the daemon's key");
+    assert.notEqual(call.headers["accept-encoding"], "gzip", "nor one that would hide the answer from the meter");
+    assert.equal(call.headers["anthropic-version"], "2023-06-01", "the headers that shape the call go through");
     const last = usage.at(-1)!;
     assert.deepEqual({ provider: last.provider, model: last.model, input: last.inputTokens, output: last.outputTokens }, { provider: "local", model: "cheap", input: 10, output: 2 });
     assert.ok(Math.abs(last.costUsd - 12 / 1e6) < 1e-15, "priced at the agent's model: $1 per million in and out");
@@ -116,7 +113,7 @@ describe("model gateway socket: a provider's refusal", () => {
     const gateway = new ModelGateway(catalog);
     const usage: CallUsage[] = [];
     try {
-      await gateway.open(dir, agentCalling(catalog.resolve({ provider: "local", id: "m" }, "spec.model"), usage));
+      await gateway.open(dir, standaloneCaller(catalog.resolve({ provider: "local", id: "m" }, "spec.model"), usage));
       const answer = await post(join(dir, CONTROL_FILES.modelSocket), `/u/127.0.0.1:${port}/v1/messages`, JSON.stringify({ messages: [] }));
       assert.equal(answer.status, 401);
       assert.match(answer.text, /invalid x-api-key: \[key\]/);
@@ -139,7 +136,7 @@ describe("model gateway socket: an Anthropic OAuth token", () => {
     const catalog = loadModelCatalog(modelsFile);
     const gateway = new ModelGateway(catalog);
     try {
-      await gateway.open(dir, agentCalling(catalog.resolve({ provider: "anthropic", id: "claude-3-5-haiku-20241022" }, "spec.model"), []));
+      await gateway.open(dir, standaloneCaller(catalog.resolve({ provider: "anthropic", id: "claude-3-5-haiku-20241022" }, "spec.model"), []));
       const file = JSON.parse(readFileSync(join(dir, CONTROL_FILES.model), "utf8")) as { apiKey: string };
       assert.equal(file.apiKey, "sk-ant-oat-swarmd-gateway");
       const body = JSON.stringify({ model: "x", stream: true, max_tokens: 10, messages: [{ role: "user", content: "hi" }] });

@@ -1,17 +1,22 @@
 import { ModelGateway } from "../../src/gateway/gateway.ts";
 import type { CallUsage, ModelCaller, ScriptCursor } from "../../src/gateway/model-caller.ts";
-import { loadModelCatalog } from "../../src/gateway/models.ts";
+import { loadModelCatalog, type GatewayModel } from "../../src/gateway/models.ts";
 import { SCRIPTED_MODEL } from "../../src/gateway/scripted-model.ts";
 import type { SandboxRuntime } from "../../src/sandbox/runtime.ts";
 import type { ScriptStep } from "../../src/spec/agent-spec.ts";
 
 /** A scripted agent with no daemon around it: no budgets, never paused, its place in the script in memory. */
 export function scriptCaller(script: readonly ScriptStep[], usage: CallUsage[] = []): ModelCaller {
+  return standaloneCaller(SCRIPTED_MODEL, usage, script);
+}
+
+/** An agent of `model` with no daemon around it; its calls' usage is collected in `usage`. */
+export function standaloneCaller(model: GatewayModel, usage: CallUsage[] = [], script?: readonly ScriptStep[]): ModelCaller {
   let next = 0;
   const cursor: ScriptCursor = { take: async () => next++, delivered: async () => undefined };
   return {
     agentId: "fixture",
-    model: SCRIPTED_MODEL,
+    model,
     script,
     cursor,
     admit: async () => undefined,

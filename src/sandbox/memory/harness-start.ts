@@ -1,4 +1,3 @@
-import { mkdir } from "node:fs/promises";
 import { setTimeout as delay } from "node:timers/promises";
 import { errorMessage, SwarmError } from "../../errors.ts";
 import { AgentSpecSchema } from "../../spec/agent-spec.ts";
@@ -17,8 +16,7 @@ export async function startSandboxHarness(table: SandboxTable, sandboxId: string
   signal.throwIfAborted();
   const spec = AgentSpecSchema.safeParse(sandbox.spec);
   if (!spec.success) throw new SwarmError("HARNESS_START_FAILED", `the harness exited before its socket accepted connections: ${spec.error.message}`);
-  const controlDir = controlDirOf(table, sandboxId);
-  await mkdir(controlDir, { recursive: true });
+  const controlDir = controlDirOf(table, sandboxId); // made with the sandbox
   const harness = await startMemoryHarness({
     spec: spec.data,
     controlDir,
