@@ -1,3 +1,4 @@
+import { setTimeout as delay } from "node:timers/promises";
 /** One scripted answer: text, or tool calls. */
 export type ScriptedReply = { text: string } | { toolCalls: Array<{ id: string; name: string; input: Record<string, unknown> }> };
 
@@ -72,7 +73,8 @@ export async function writeMessagesStream(write: (chunk: string) => Promise<void
   const deltaCount = split.reduce((sum, pieces) => sum + pieces.length, 0);
   const pause = delayed && deltaCount > 0 ? (options.delayMs ?? 0) / deltaCount : 0;
   const emit = async (data: { type: string } & Record<string, unknown>, sleepFirst = false) => {
-    if (sleepFirst && pause > 0) await sleep(pause, options.signal);
+    // An abort during the pause rejects with the signal's own reason, as everywhere else here.
+    if (sleepFirst && pause > 0) await delay(pause, undefined, { signal: options.signal }).catch(() => options.signal.throwIfAborted());
     options.signal.throwIfAborted();
     await options.beforePiece?.();
     options.signal.throwIfAborted();
@@ -161,19 +163,4 @@ function splitText(text: string, count: number): string[] {
   const pieces: string[] = [];
   for (let start = 0; start < points.length; start += size) pieces.push(points.slice(start, start + size).join(""));
   return pieces;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
 }
