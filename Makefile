@@ -29,6 +29,9 @@ check: $(NODE_STAMP)
 bench: $(NODE_STAMP)
 	npx tsx bench/sandbox.ts
 	node --expose-gc --import tsx bench/service.ts
+	npx tsx bench/ready.ts
+	npx tsx bench/control-plane.ts
+	node --expose-gc --import tsx bench/density.ts
 
 # The docker runtime's image, swarmd-sandbox:<version>, built from this machine's node, bash and
 # busybox with no registry access (scripts/build-sandbox-image.sh --dockerfile for node:20-slim).

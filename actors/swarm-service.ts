@@ -5,9 +5,11 @@ import type { Ledger } from "../src/ledger/ledger.ts";
 import type { ResultStore } from "../src/results/result-store.ts";
 import { DEFAULT_SANDBOX_LIMITS, type SandboxRuntime } from "../src/sandbox/runtime.ts";
 import type { SwarmApi } from "../src/swarm-api.ts";
+import { finishPurges } from "./run/purge.ts";
 import { restoreRuns } from "./run/restore.ts";
 import { Run, type RunDeps, type ServiceConfig } from "./run/run.ts";
 import { newRunId } from "./run/spawn.ts";
+import { StartQueue } from "./start-queue.ts";
 
 export type { ServiceConfig };
 
@@ -21,6 +23,8 @@ export interface SwarmServiceDeps {
   log?: (message: string) => void;
   /** The model gateway; default: pi-ai's built-in models, no models file, default pacing. */
   gateway?: ModelGateway;
+  /** Admission control of sandbox starts; default: one start per core at once. */
+  starts?: StartQueue;
 }
 
 export interface SwarmService extends SwarmApi {
@@ -35,12 +39,13 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
   const config: ServiceConfig = { ...deps.config, limits: deps.config.limits ?? DEFAULT_SANDBOX_LIMITS };
   const log = deps.log ?? (() => undefined);
   const gateway = deps.gateway ?? new ModelGateway(loadModelCatalog());
+  const starts = deps.starts ?? new StartQueue();
   const runs = new Map<string, Run>();
   /** Every agent of every known run, to find its run by id. */
   const agentRuns = new Map<string, Run>();
 
   const open = (runId: string): Run => {
-    const run: Run = new Run(runId, { ...deps, config, log, gateway, onAgent: (agentId) => agentRuns.set(agentId, run) });
+    const run: Run = new Run(runId, { ...deps, config, log, gateway, starts, onAgent: (agentId) => agentRuns.set(agentId, run) });
     runs.set(runId, run);
     return run;
   };
@@ -48,6 +53,11 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
     const run = runs.get(runId);
     if (!run) throw new SwarmError("RUN_NOT_FOUND", `run ${runId} does not exist`);
     return run;
+  };
+  /** A purged run leaves the maps at once: from then on it and its agents are 404s. */
+  const forget = (run: Run): void => {
+    runs.delete(run.runId);
+    for (const agentId of run.view.agents.keys()) agentRuns.delete(agentId);
   };
   const runOf = (agentId: string): Run => {
     const run = agentRuns.get(agentId);
@@ -57,10 +67,16 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
 
   // Every method that answers later answers errors later too: a rejected promise, never a throw.
   return {
-    restore: () => restoreRuns(open, deps.runtime, deps.ledger, log),
+    restore: async () => {
+      await finishPurges({ ...deps, log });
+      return restoreRuns(open, deps.runtime, deps.ledger, log);
+    },
     createRun: async (request) => open(newRunId()).start(request),
     getRun: (runId) => runById(runId).snapshot(),
-    deleteRun: async (runId) => runById(runId).stopAll(),
+    deleteRun: async (runId, options) => {
+      const run = runById(runId);
+      await (options?.purge ? run.purge(() => forget(run)) : run.stopAll());
+    },
     spawn: async (runId, request) => runById(runId).spawn(request),
     getAgent: async (agentId) => runOf(agentId).agent(agentId),
     setBudget: async (agentId, caps) => runOf(agentId).setBudget(agentId, caps),

@@ -2,7 +2,9 @@ import { execFile } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { errorMessage } from "../src/errors.ts";
 import { SWARMD_ROOT } from "../src/harness/launch.ts";
+import { openEngine, pingEngine } from "../src/sandbox/docker/engine.ts";
 
 const run = promisify(execFile);
 
@@ -18,6 +20,8 @@ const BENCH_LABEL = "swarmd.bench";
 export interface DockerCli {
   /** `docker create` + `docker start` of `image` idling in `sleep infinity`; the container id. */
   provision(image?: string): Promise<string>;
+  /** `docker create` + `docker start -a` of the image running `node -e 0`, to its end; the (exited) container's id. */
+  runNode(): Promise<string>;
   /** `docker commit` of a live container, then provision from that image; container and image. */
   fork(parentId: string): Promise<{ containerId: string; image: string }>;
   pause(containerId: string): Promise<void>;
@@ -31,6 +35,18 @@ export interface DockerCli {
 async function docker(args: string[]): Promise<string> {
   const { stdout } = await run("docker", args, { maxBuffer: 16 * 1024 * 1024 });
   return stdout.trim();
+}
+
+/** Why docker rows cannot run here, or undefined when engine, image and CLI are all there. */
+export async function dockerUnusable(image: string): Promise<string | undefined> {
+  try {
+    await pingEngine();
+    await openEngine().docker.getImage(image).inspect();
+  } catch (err) {
+    const status = (err as { statusCode?: number }).statusCode;
+    return status === 404 ? `image ${image} is missing (make sandbox-image)` : errorMessage(err);
+  }
+  return dockerCliUnusable();
 }
 
 /** Why the raw CLI cannot be used (no binary, no engine), or undefined when it can. */
@@ -49,10 +65,10 @@ export function createDockerCli(options: { image: string; scratchDir: string; ta
   const forkRepo = `swarmd-bench-fork-${options.tag}`;
   let made = 0;
 
-  const provision = async (image = options.image): Promise<string> => {
+  const create = async (image: string, command: string[]): Promise<string> => {
     const control = join(options.scratchDir, `cli-${made++}`);
     mkdirSync(control, { recursive: true });
-    const id = await docker([
+    return docker([
       "create",
       "--label", label,
       "--network", "none",
@@ -64,14 +80,22 @@ export function createDockerCli(options: { image: string; scratchDir: string; ta
       "-v", `${control}:/control`,
       "-v", `${SWARMD_ROOT}:/opt/swarmd:ro`,
       image,
-      "sleep", "infinity",
+      ...command,
     ]);
+  };
+  const provision = async (image = options.image): Promise<string> => {
+    const id = await create(image, ["sleep", "infinity"]);
     await docker(["start", id]);
     return id;
   };
 
   return {
     provision,
+    async runNode() {
+      const id = await create(options.image, ["node", "-e", "0"]);
+      await docker(["start", "--attach", id]);
+      return id;
+    },
     async fork(parentId) {
       const image = `${forkRepo}:${made}`;
       await docker(["commit", parentId, image]);

@@ -9,11 +9,10 @@ import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { errorMessage } from "../src/errors.ts";
 import { createDockerRuntime } from "../src/sandbox/docker/docker-runtime.ts";
-import { openEngine, pingEngine } from "../src/sandbox/docker/engine.ts";
 import { defaultSandboxImage } from "../src/sandbox/docker/sandbox-image.ts";
 import { createProcessRuntime } from "../src/sandbox/process/process-runtime.ts";
 import { scriptGateway } from "../test/support/script-gateway.ts";
-import { createDockerCli, dockerCliUnusable } from "./docker-cli.ts";
+import { createDockerCli, dockerUnusable } from "./docker-cli.ts";
 import { cliSubject, OPS, runtimeSubject, type Op, type RepTimings, type Subject } from "./sandbox-subjects.ts";
 import { fmtMs, fmtRatio, markdownTable, median, p90 } from "./stats.ts";
 
@@ -28,18 +27,6 @@ const LABELS: Record<Op, string> = {
   close: "close",
   closeFork: "close a fork (+ its image)",
 };
-
-/** Why docker rows cannot run here, or undefined when engine, image and CLI are all there. */
-async function dockerUnusable(image: string): Promise<string | undefined> {
-  try {
-    await pingEngine();
-    await openEngine().docker.getImage(image).inspect();
-  } catch (err) {
-    const status = (err as { statusCode?: number }).statusCode;
-    return status === 404 ? `image ${image} is missing (make sandbox-image)` : errorMessage(err);
-  }
-  return dockerCliUnusable();
-}
 
 async function main(): Promise<void> {
   const scratch = mkdtempSync(join(tmpdir(), "swarmd-bench-"));

@@ -147,7 +147,11 @@ export const agentMachine = agentSetup.createMachine({
                 { target: "idle" },
               ],
             },
+            // Idle between turns: the harness actor hibernates the harness once the agent has been
+            // idle long enough (SWARM_HIBERNATE_AFTER_MS); the next command wakes it. The agent is
+            // `running` all along.
             idle: {
+              entry: sendTo("harness", { type: "harness.idle" }),
               always: { guard: "canFinish", target: "#agent.finishing", actions: assign({ end: { outcome: "success" } }) },
             },
             // Every harness event restarts the quiet-turn clock; leaving for `paused` stops it, and

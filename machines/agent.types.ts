@@ -67,7 +67,12 @@ export type Fact =
 export type HarnessCommandEvent =
   | { type: "harness.prompt"; text: string }
   | { type: "harness.steer"; message: string; requestId: string }
-  | { type: "harness.abort" };
+  | { type: "harness.abort" }
+  /**
+   * The agent is idle between turns: the harness actor hibernates the harness once this has lasted
+   * SWARM_HIBERNATE_AFTER_MS with no command in between (and the agent is not paused).
+   */
+  | { type: "harness.idle" };
 
 /** What the harness actor reports back. */
 export type HarnessReportEvent =

@@ -12,8 +12,8 @@ export type BudgetDecision =
 export interface BudgetInput {
   parentId: string;
   parents: ParentMap;
-  /** Effective budget of every agent of the run. */
-  budgets: Readonly<Record<string, Budget>>;
+  /** Effective budget of an agent of the run (looked up, not copied: a run may hold 10,000). */
+  budgetOf: (agentId: string) => Budget | undefined;
   /** Accepted spawns under each agent, all descendants counted (ended ones included). */
   descendants: Readonly<Record<string, number>>;
   /** Explicit limits from the child's spec and the request: they can only tighten. */
@@ -27,12 +27,12 @@ export interface BudgetInput {
  * agents after this spawn), tightened by explicit limits.
  */
 export function decideSpawn(input: BudgetInput): BudgetDecision {
-  const parent = input.budgets[input.parentId];
+  const parent = input.budgetOf(input.parentId);
   if (!parent) throw new Error(`no budget for ${input.parentId}`);
   if (parent.spawnDepth <= 0) return { ok: false, dimension: "spawnDepth", remaining: 0 };
   let remaining = Number.POSITIVE_INFINITY;
   for (const id of [input.parentId, ...ancestorsOf(input.parentId, input.parents)]) {
-    const budget = input.budgets[id];
+    const budget = input.budgetOf(id);
     if (!budget) continue;
     remaining = Math.min(remaining, budget.maxAgents - (input.descendants[id] ?? 0));
   }

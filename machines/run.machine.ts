@@ -99,12 +99,12 @@ export const runMachine = setup({
       },
     ),
     releaseReady: enqueueActions(({ context, enqueue }) => {
+      const ready = Object.entries(context.waiting).filter(([, deps]) => deps.every((dep) => context.settled[dep]));
+      if (ready.length === 0) return;
       const waiting = { ...context.waiting };
-      for (const [agentId, deps] of Object.entries(waiting)) {
-        if (deps.every((dep) => context.settled[dep])) {
-          delete waiting[agentId];
-          enqueue.sendTo(agentId, { type: "deps.settled" });
-        }
+      for (const [agentId] of ready) {
+        delete waiting[agentId];
+        enqueue.sendTo(agentId, { type: "deps.settled" });
       }
       enqueue.assign({ waiting });
     }),
@@ -125,22 +125,23 @@ export const runMachine = setup({
       actions: [
         enqueueActions(({ context, event, enqueue }) => {
           enqueue.spawnChild("agent", { id: event.input.agentId, input: event.input });
-          enqueue.assign({
-            actors: { ...context.actors, [event.input.agentId]: true },
-            parents: { ...context.parents, [event.input.agentId]: event.parentAgentId },
-            waiting: event.input.start === "spawning" ? { ...context.waiting, [event.input.agentId]: event.waitFor } : context.waiting,
-          });
+          // `actors` and `parents` only grow, one key per agent: they are extended in place, as a copy
+          // per spawn made a 10,000-agent run quadratic (nothing keeps an older snapshot's maps).
+          context.actors[event.input.agentId] = true;
+          context.parents[event.input.agentId] = event.parentAgentId;
+          if (event.input.start === "spawning") enqueue.assign({ waiting: { ...context.waiting, [event.input.agentId]: event.waitFor } });
           if (event.parentAgentId && !event.counted && context.actors[event.parentAgentId]) enqueue.sendTo(event.parentAgentId, { type: "child.spawned" });
         }),
         "releaseReady",
       ],
     },
+    // `settled` only grows too, and is marked in place for the same reason.
     "agent.settled": {
-      actions: [assign({ settled: ({ context, event }) => ({ ...context.settled, [event.agentId]: true as const }) }), "releaseReady"],
+      actions: [enqueueActions(({ context, event }) => void (context.settled[event.agentId] = true)), "releaseReady"],
     },
     "agent.ended": {
       actions: [
-        assign({ settled: ({ context, event }) => ({ ...context.settled, [event.agentId]: true as const }) }),
+        enqueueActions(({ context, event }) => void (context.settled[event.agentId] = true)),
         enqueueActions(({ context, event, enqueue }) => {
           const parent = context.parents[event.agentId];
           if (parent && context.actors[parent]) enqueue.sendTo(parent, { type: "child.ended" });

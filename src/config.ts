@@ -2,16 +2,22 @@ import { BlockList, isIP } from "node:net";
 import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
 import { SwarmError } from "./errors.ts";
+import { DEFAULT_START_CONCURRENCY } from "../actors/start-queue.ts";
 import { DEFAULT_PACING, type PacingConfig } from "./gateway/pacing.ts";
-import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits } from "./sandbox/runtime.ts";
+import { DEFAULT_SANDBOX_LIMITS, type RuntimeKind, type SandboxLimits } from "./sandbox/runtime.ts";
+
+/** An agent idle this long between turns hibernates: its harness ends, its session and files stay. */
+export const DEFAULT_HIBERNATE_AFTER_MS = 60_000;
 
 const Env = z.object({
   SWARM_HOST: z.string().min(1).default("127.0.0.1"),
   SWARM_PORT: z.coerce.number().int().min(0).max(65535).default(4600),
   SWARM_DATA_DIR: z.string().min(1).default("./data"),
-  SWARM_RUNTIME: z.enum(["process", "docker"]).default("process"),
+  SWARM_RUNTIME: z.enum(["process", "docker", "simulated"]).default("process"),
   SWARM_TURN_MAX_MS: z.coerce.number().int().min(1).default(1_800_000),
   SWARM_MEMBER_TIMEOUT_MS: z.coerce.number().int().min(1).default(60_000),
+  SWARM_HIBERNATE_AFTER_MS: z.coerce.number().int().min(0).default(DEFAULT_HIBERNATE_AFTER_MS),
+  SWARM_START_CONCURRENCY: z.coerce.number().int().min(1).default(DEFAULT_START_CONCURRENCY),
   SWARM_TOKEN: z.string().min(1).optional(),
   SWARM_BODY_LIMIT: z.coerce.number().int().min(1024).default(1024 * 1024),
   SWARM_INSPECT: z.enum(["0", "1"]).default("0"),
@@ -43,10 +49,15 @@ export interface Config {
   host: string;
   port: number;
   dataDir: string;
-  runtime: "process" | "docker";
+  /** `simulated`: sandboxes and scripted harnesses in the daemon's memory, for test suites (README "Simulated runtime"). */
+  runtime: RuntimeKind;
   turnMaxMs: number;
   /** How long a control waits for one member's answer before recording it `failed` (SWARM_MEMBER_TIMEOUT_MS). */
   memberTimeoutMs: number;
+  /** Idle time between turns after which an agent's harness hibernates (SWARM_HIBERNATE_AFTER_MS); 0: never. */
+  hibernateAfterMs: number;
+  /** Sandbox and harness starts under way at once; the rest wait their turn (SWARM_START_CONCURRENCY). */
+  startConcurrency: number;
   token?: string;
   bodyLimitBytes: number;
   inspect: boolean;
@@ -87,6 +98,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     runtime: e.SWARM_RUNTIME,
     turnMaxMs: e.SWARM_TURN_MAX_MS,
     memberTimeoutMs: e.SWARM_MEMBER_TIMEOUT_MS,
+    hibernateAfterMs: e.SWARM_HIBERNATE_AFTER_MS,
+    startConcurrency: e.SWARM_START_CONCURRENCY,
     token: e.SWARM_TOKEN,
     bodyLimitBytes: e.SWARM_BODY_LIMIT,
     inspect: e.SWARM_INSPECT === "1",

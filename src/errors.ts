@@ -23,6 +23,7 @@ export const ERROR_CODES = {
   SANDBOX_PROVISION_FAILED: "The sandbox could not be provisioned.",
   SANDBOX_FREEZE_FAILED: "The sandbox could not be paused.",
   SANDBOX_THAW_FAILED: "The sandbox could not be resumed.",
+  SANDBOX_FROZEN: "The sandbox is frozen: thaw it first.",
   INVALID_INPUT_NAME: "An input file name is not a plain file name.",
   RUNTIME_UNAVAILABLE: "The sandbox runtime cannot be reached.",
   // Harness

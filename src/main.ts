@@ -2,10 +2,11 @@
  * swarmd: the daemon. Listens on SWARM_HOST:SWARM_PORT (default 127.0.0.1:4600) with the embedded
  * `process` runtime and a LevelDB ledger under SWARM_DATA_DIR unless configured otherwise.
  * SIGTERM/SIGINT close the server and the ledger cleanly and leave sandboxes running, so the
- * next start reconnects to them.
+ * next start reconnects to them (the simulated runtime's live in this process and end with it).
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
+import { StartQueue } from "../actors/start-queue.ts";
 import { createSwarmService } from "../actors/swarm-service.ts";
 import { loadConfig } from "./config.ts";
 import { errorMessage } from "./errors.ts";
@@ -27,11 +28,12 @@ async function main(): Promise<void> {
   const gateway = new ModelGateway(loadModelCatalog(config.modelsFile), new Pacing(config.pacing));
   const service = createSwarmService({
     inspect,
-    config: { dataDir: config.dataDir, turnMaxMs: config.turnMaxMs, memberTimeoutMs: config.memberTimeoutMs, limits: config.limits },
+    config: { dataDir: config.dataDir, turnMaxMs: config.turnMaxMs, memberTimeoutMs: config.memberTimeoutMs, hibernateAfterMs: config.hibernateAfterMs, limits: config.limits },
     runtime,
     ledger,
     results: createResultStore(config.dataDir),
     gateway,
+    starts: new StartQueue(config.startConcurrency),
     log: (message) => app.log.warn(message),
   });
   const app = buildServer({
@@ -49,12 +51,15 @@ async function main(): Promise<void> {
   const restored = await service.restore();
   await app.listen({ host: config.host, port: config.port });
   app.log.info(`swarmd listening on http://${config.host}:${config.port} (runtime ${runtime.kind}, data ${config.dataDir}, ${restored} runs restored)`);
+  if (runtime.kind === "simulated") {
+    app.log.warn("SWARM_RUNTIME=simulated: sandboxes live in this process's memory, unisolated, and end with it; for test suites and simulations, not for running agents on real work");
+  }
 
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
     closing = true;
-    app.log.info(`${signal}: closing the server and the ledger; sandboxes keep running`);
+    app.log.info(`${signal}: closing the server and the ledger; ${runtime.kind === "simulated" ? "simulated sandboxes end with the daemon" : "sandboxes keep running"}`);
     await app.close();
     await service.close();
     await ledger.close();

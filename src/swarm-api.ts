@@ -10,8 +10,12 @@ export interface SwarmApi {
   createRun(request: CreateRunRequest): Promise<CreateRunResponse>;
   /** Snapshot of a run: a fold of its ledger up to `asOf`. */
   getRun(runId: string): RunSnapshot;
-  /** Abort and close every live agent of the run (leaves first); the ledger is kept. */
-  deleteRun(runId: string): Promise<void>;
+  /**
+   * Abort and close every live agent of the run (leaves first); the ledger is kept. With `purge`
+   * the run is then removed for good (its ledger, results and sandbox folders): every call naming
+   * it or its agents answers `RUN_NOT_FOUND` / `AGENT_NOT_FOUND` from then on, after a restart too.
+   */
+  deleteRun(runId: string, options?: { purge?: boolean }): Promise<void>;
   spawn(runId: string, request: SpawnRequest): Promise<SpawnResponse>;
   /** The agent view plus `sessionStats` when the harness answers within 2 s and the agent is not paused. */
   getAgent(agentId: string): Promise<AgentDetail>;
@@ -123,6 +127,13 @@ export interface AgentView {
   endedAt: number | null;
   outcome: Outcome | null;
   pausedBy?: PausedBy;
+  /**
+   * Present (true) while the agent hibernates: still `running`, idle between turns, its harness
+   * ended to free memory; the next prompt or steer starts it again with its session and files.
+   */
+  hibernated?: true;
+  /** Present while the agent's sandbox waits for a start slot (the daemon starts a few at a time): 1 is next. */
+  queuePosition?: number;
   /** Its own model calls, and those of its whole subtree (it and every descendant). */
   usage: Usage;
   subtreeUsage: Usage;

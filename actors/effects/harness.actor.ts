@@ -6,6 +6,7 @@ import { isPersistedHarnessEvent, type HarnessEventMessage, type HostCallMessage
 import { createLimitedLog } from "../../src/harness/rate-gate.ts";
 import { capEventData } from "../../src/harness/wire-schemas.ts";
 import type { SandboxRuntime } from "../../src/sandbox/runtime.ts";
+import type { HarnessHolds } from "./harness-holds.ts";
 
 /** What the harness actor needs from the rest of the service. */
 export interface HarnessActorDeps {
@@ -25,9 +26,21 @@ export interface HarnessActorDeps {
   /** Answer a `spawn_agent` / `await_result` call made by the agent. */
   hostCall(agentId: string, call: HostCallMessage): Promise<unknown>;
   log(message: string): void;
+  /** Run a harness start once the daemon's start queue admits it (`StartQueue.run`). */
+  admit<T>(agentId: string, signal: AbortSignal, start: () => Promise<T>): Promise<T>;
+  /** Agents paused or pausing: their hibernated harness is not woken until released. */
+  holds: HarnessHolds;
+  /** Idle time between turns after which the harness hibernates (SWARM_HIBERNATE_AFTER_MS); 0: never. */
+  hibernateAfterMs: number;
+  /** Record that the agent hibernated (`agent_hibernated`), with its session's last stats. */
+  recordSleep(agentId: string, sessionStats: Record<string, unknown> | null): Promise<unknown>;
+  /** Record that the agent's harness runs again (`agent_woke`). */
+  recordWake(agentId: string): Promise<unknown>;
 }
 
 const RECONNECT_ATTEMPTS = 5;
+/** How long a hibernation waits for the harness's last session stats. */
+const STATS_TIMEOUT_MS = 2_000;
 
 /** Host calls of one agent answered at once; more are refused with a tool error until some finish. */
 export const MAX_PENDING_HOST_CALLS = 8;
@@ -64,6 +77,14 @@ export function createHarnessActor(deps: HarnessActorDeps) {
     let prompts = -1; // prompts the harness acknowledged, as recorded in the ledger
     let pendingHostCalls = 0;
     let ready: Promise<HarnessClient>;
+    /** The harness was ended by a hibernation: nothing reconnects until a command wakes it. */
+    let asleep = false;
+    /** Hibernations and wakes, one after the other; never rejects. */
+    let phase: Promise<void> = Promise.resolve();
+    /** Commands received so far: a hibernation asked for before the newest command is dropped. */
+    let commands = 0;
+    /** Hibernates the harness once the agent stayed idle long enough (`harness.idle`). */
+    let idleTimer: NodeJS.Timeout | undefined;
     // Commands observe a failed connection through their own catch; this one only keeps the
     // rejection from counting as unhandled.
     const setReady = (next: Promise<HarnessClient>) => {
@@ -86,7 +107,7 @@ export function createHarnessActor(deps: HarnessActorDeps) {
         log,
         onClose: () => {
           if (deps.clients.get(agentId) === next) deps.clients.delete(agentId);
-          if (!abort.signal.aborted) setReady(reconnect());
+          if (!abort.signal.aborted && !asleep) setReady(reconnect());
         },
       });
       client = next;
@@ -98,6 +119,11 @@ export function createHarnessActor(deps: HarnessActorDeps) {
       for (let attempt = 0; ; attempt++) {
         if (abort.signal.aborted) throw new Error("the agent left its live state");
         const info = await deps.runtime.inspect(sandboxId, abort.signal).catch(() => undefined);
+        if (info?.status === "hibernated") {
+          // Hibernated before the daemon restarted: the next command wakes it.
+          asleep = true;
+          throw new Error("the harness hibernates");
+        }
         if (!info || info.status === "gone" || attempt >= RECONNECT_ATTEMPTS) {
           const why = !info || info.status === "gone" ? (info?.reason ?? "its sandbox is gone") : "its harness stopped answering";
           if (!abort.signal.aborted) report({ type: "harness.lost", error: `agent lost: ${why}` });
@@ -150,8 +176,84 @@ export function createHarnessActor(deps: HarnessActorDeps) {
         .finally(() => pendingHostCalls--);
     }
 
+    /**
+     * End the idle harness, keeping its session and files (`SandboxRuntime.hibernate`). Dropped
+     * when a command came after it was asked, or the harness is busy or unreachable. A failed
+     * hibernation is logged and the agent goes on awake.
+     */
+    function hibernate(askedAt: number): void {
+      phase = phase.then(async () => {
+        // A paused agent's sandbox is frozen: it is not hibernated (its resume makes it idle again).
+        if (asleep || askedAt !== commands || abort.signal.aborted || deps.holds.isHeld(agentId)) return;
+        const c = await ready.catch(() => undefined);
+        if (!c || askedAt !== commands) return;
+        // The harness's own word that nothing runs or waits (a harness that lies only loses its process).
+        const state = (await c.request({ type: "get_state" }, STATS_TIMEOUT_MS).catch(() => undefined)) as { busy?: unknown; queued?: unknown; loaded?: unknown } | undefined;
+        if (!state || state.busy !== false || state.queued !== 0) return;
+        // A harness that never loaded pi has no session to report: asking would load it.
+        const stats = state.loaded === false ? null : await c.request({ type: "get_session_stats" }, STATS_TIMEOUT_MS).catch(() => null);
+        if (askedAt !== commands || abort.signal.aborted) return;
+        asleep = true;
+        c.close();
+        try {
+          await deps.runtime.hibernate(sandboxId, abort.signal);
+        } catch (err) {
+          if (abort.signal.aborted) return;
+          log(`could not hibernate: ${errorMessage(err)}`);
+          asleep = false;
+          setReady(connect().catch(() => reconnect()));
+          return;
+        }
+        await deps.recordSleep(agentId, stats && typeof stats === "object" ? (stats as Record<string, unknown>) : null).catch((err: unknown) => log(`could not record its hibernation: ${errorMessage(err)}`));
+      });
+    }
+
+    /** Start a hibernated harness again (not while its agent is paused), then connect as usual. */
+    async function wake(): Promise<void> {
+      for (;;) {
+        await deps.holds.whenReleased(agentId, abort.signal);
+        // The hold is checked in the same tick as the start is asked: see HarnessHolds.
+        const started = await deps.admit(agentId, abort.signal, async () => {
+          if (deps.holds.isHeld(agentId)) return false;
+          await deps.runtime.startHarness(sandboxId, abort.signal);
+          return true;
+        });
+        if (started) break;
+      }
+      asleep = false;
+      await deps.recordWake(agentId).catch((err: unknown) => log(`could not record its wake: ${errorMessage(err)}`));
+      setReady(connect().catch(() => reconnect()));
+    }
+
+    /** The connection for a command, waking a hibernated harness first; a wake that fails loses the agent. */
+    function awake(): Promise<HarnessClient> {
+      commands++;
+      phase = phase.then(async () => {
+        // A connection under way may find the harness hibernated (a daemon restarted meanwhile).
+        await ready.catch(() => undefined);
+        if (!asleep || abort.signal.aborted) return;
+        try {
+          await wake();
+        } catch (err) {
+          if (abort.signal.aborted) return;
+          const why = `its hibernated harness did not start again: ${errorMessage(err)}`;
+          setReady(Promise.reject(new Error(why)));
+          report({ type: "harness.lost", error: `agent lost: ${why}` });
+        }
+      });
+      return phase.then(() => ready);
+    }
+
     receive((command) => {
-      void ready
+      clearTimeout(idleTimer);
+      if (command.type === "harness.idle") {
+        const askedAt = commands;
+        if (deps.hibernateAfterMs > 0) idleTimer = setTimeout(() => hibernate(askedAt), deps.hibernateAfterMs).unref();
+        return;
+      }
+      // Nothing runs in a hibernated harness: there is nothing to abort.
+      if (command.type === "harness.abort" && asleep) return;
+      void awake()
         .then((c) => run(c, command))
         .catch((err: unknown) => {
           if (command.type === "harness.steer") report({ type: "harness.steered", requestId: command.requestId, message: command.message, ok: false, error: errorMessage(err) });
@@ -159,7 +261,7 @@ export function createHarnessActor(deps: HarnessActorDeps) {
         });
     });
 
-    async function run(c: HarnessClient, command: HarnessCommandEvent): Promise<void> {
+    async function run(c: HarnessClient, command: Exclude<HarnessCommandEvent, { type: "harness.idle" }>): Promise<void> {
       switch (command.type) {
         case "harness.prompt":
           await c.request({ type: "prompt", message: command.text });
@@ -184,6 +286,7 @@ export function createHarnessActor(deps: HarnessActorDeps) {
     }
 
     return () => {
+      clearTimeout(idleTimer);
       abort.abort();
       if (client && deps.clients.get(agentId) === client) deps.clients.delete(agentId);
       client?.close();

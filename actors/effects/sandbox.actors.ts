@@ -1,6 +1,7 @@
 import { fromPromise } from "xstate";
 import type { CloseInput, ProvisionInput, SandboxActorInput } from "../../machines/agent.types.ts";
 import type { ProvisionRequest, SandboxRuntime } from "../../src/sandbox/runtime.ts";
+import type { HarnessHolds } from "./harness-holds.ts";
 
 /** How to make one agent's sandbox: fresh or forked from its parent, and the inputs it starts with. */
 export interface ProvisionPlan {
@@ -20,21 +21,41 @@ export interface SandboxActorDeps {
   /** Serve the sandbox's model gateway socket; before its harness starts, which calls through it. */
   openGateway(agentId: string, sandboxId: string): Promise<void>;
   closeGateway(sandboxId: string): Promise<void>;
+  /** Run a sandbox start once the daemon's start queue admits it (`StartQueue.run`). */
+  admit<T>(agentId: string, signal: AbortSignal, start: () => Promise<T>): Promise<T>;
+  /** Agents paused or pausing, whose hibernated harness must not be woken meanwhile. */
+  holds: HarnessHolds;
 }
 
-export function createSandboxActors({ runtime, plan, recordEnding, openGateway, closeGateway }: SandboxActorDeps) {
+export function createSandboxActors({ runtime, plan, recordEnding, openGateway, closeGateway, admit, holds }: SandboxActorDeps) {
   return {
+    // The plan waits for the parent's sandbox; making this one and starting its harness waits for
+    // a start slot, so the harness's start deadline counts from its real start.
     provision: fromPromise<void, ProvisionInput>(async ({ input, signal }) => {
       const p = await plan(input, signal);
-      if (p.parentSandboxId) await runtime.fork(p.parentSandboxId, p.request, signal);
-      else await runtime.provision(p.request, signal);
-      if (Object.keys(p.inputs).length > 0) await runtime.writeInputs(input.sandboxId, p.inputs, signal);
-      await openGateway(input.agentId, input.sandboxId);
-      signal.throwIfAborted();
-      await runtime.startHarness(input.sandboxId, signal);
+      await admit(input.agentId, signal, async () => {
+        if (p.parentSandboxId) await runtime.fork(p.parentSandboxId, p.request, signal);
+        else await runtime.provision(p.request, signal);
+        if (Object.keys(p.inputs).length > 0) await runtime.writeInputs(input.sandboxId, p.inputs, signal);
+        await openGateway(input.agentId, input.sandboxId);
+        signal.throwIfAborted();
+        await runtime.startHarness(input.sandboxId, signal);
+      });
     }),
-    freeze: fromPromise<void, SandboxActorInput>(({ input, signal }) => runtime.freeze(input.sandboxId, signal)),
-    thaw: fromPromise<void, SandboxActorInput>(({ input, signal }) => runtime.thaw(input.sandboxId, signal)),
+    // Held from before the freeze is asked (a hibernated harness is not woken while paused) until thawed.
+    freeze: fromPromise<void, SandboxActorInput>(async ({ input, signal }) => {
+      holds.hold(input.agentId);
+      try {
+        await runtime.freeze(input.sandboxId, signal);
+      } catch (err) {
+        holds.release(input.agentId);
+        throw err;
+      }
+    }),
+    thaw: fromPromise<void, SandboxActorInput>(async ({ input, signal }) => {
+      await runtime.thaw(input.sandboxId, signal);
+      holds.release(input.agentId);
+    }),
     // Closing must finish even when the machine moves on: it is the last thing an agent does.
     close: fromPromise<void, CloseInput>(async ({ input }) => {
       await recordEnding(input);

@@ -76,8 +76,8 @@ export class AgentIndex {
     return this.#parents;
   }
 
-  budgets(): Record<string, Budget> {
-    return Object.fromEntries([...this.#entries].map(([id, e]) => [id, e.meta.budget]));
+  budgetOf(agentId: string): Budget | undefined {
+    return this.#entries.get(agentId)?.meta.budget;
   }
 
   descendants(): Readonly<Record<string, number>> {

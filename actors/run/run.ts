@@ -30,11 +30,14 @@ import {
 } from "../../src/swarm-api.ts";
 import { agentView, createRunView, foldEvent, runSnapshot, type RunView } from "../../src/views/run-view.ts";
 import { createHarnessActor } from "../effects/harness.actor.ts";
+import { HarnessHolds } from "../effects/harness-holds.ts";
 import { createSandboxActors } from "../effects/sandbox.actors.ts";
+import type { StartQueue } from "../start-queue.ts";
 import { answerAgentCall } from "./agent-calls.ts";
 import { AgentIndex, type AgentEntry } from "./agent-index.ts";
 import { pause, resume, steer, stop, stopAll } from "./controls.ts";
 import { planProvision } from "./provision-plan.ts";
+import { purgeRun } from "./purge.ts";
 import { restoreRun, type Sandboxes } from "./restore.ts";
 import { RunWriter } from "./run-writer.ts";
 import { LedgerScriptCursor } from "./script-cursor.ts";
@@ -49,6 +52,8 @@ export interface ServiceConfig {
   limits: SandboxLimits;
   /** How long a control waits for one member's answer (SWARM_MEMBER_TIMEOUT_MS); default 60 s. */
   memberTimeoutMs?: number;
+  /** Idle time after which an agent's harness hibernates (SWARM_HIBERNATE_AFTER_MS); 0 or absent: never. */
+  hibernateAfterMs?: number;
 }
 
 /** What a run needs from the daemon. */
@@ -64,6 +69,8 @@ export interface RunDeps {
   onAgent(agentId: string): void;
   /** The daemon's model gateway: every agent's model calls go through it. */
   gateway: ModelGateway;
+  /** The daemon's admission control for sandbox and harness starts, shared by every run. */
+  starts: StartQueue;
 }
 
 /** How an agent's actor begins: new (`start`), or live again after a restart (`restored`). */
@@ -87,6 +94,8 @@ export class Run {
   readonly actor: Actor<typeof runMachine>;
   /** Live harness connections by agent, for `sessionStats`. */
   readonly #clients = new Map<string, HarnessClient>();
+  /** Paused agents, whose hibernated harness stays asleep until they are resumed. */
+  readonly #holds = new HarnessHolds();
   /** Emits `<agentId>` once the ledger has the agent's result settled or its end. */
   readonly #settled = new EventEmitter().setMaxListeners(0);
   /** Emits `change` once the ledger has a state change, a model call or new caps: what held model calls wait on. */
@@ -119,7 +128,8 @@ export class Run {
 
   /** The agent machines' effects, bound to this run. */
   #effects() {
-    const { runtime, ledger, log, gateway } = this.deps;
+    const { runtime, ledger, log, gateway, starts } = this.deps;
+    const admit = <T>(agentId: string, signal: AbortSignal, start: () => Promise<T>) => starts.run(agentId, signal, start);
     return {
       ...createSandboxActors({
         runtime,
@@ -129,6 +139,8 @@ export class Run {
         recordEnding: async ({ agentId, ending }) => {
           await this.writer.put(endingKey(agentId), JSON.stringify(ending));
         },
+        admit,
+        holds: this.#holds,
       }),
       harness: createHarnessActor({
         runtime,
@@ -140,6 +152,11 @@ export class Run {
         publish: (agentId, event) => ledger.publish(this.runId, { type: event.event, agentId, data: event.data }),
         hostCall: (agentId, call) => answerAgentCall(this, agentId, call),
         log,
+        admit,
+        holds: this.#holds,
+        hibernateAfterMs: this.deps.config.hibernateAfterMs ?? 0,
+        recordSleep: (agentId, sessionStats) => this.writer.append([{ type: "agent_hibernated", agentId, data: { sessionStats } }]),
+        recordWake: (agentId) => this.writer.append([{ type: "agent_woke", agentId, data: {} }]),
       }),
     };
   }
@@ -184,6 +201,7 @@ export class Run {
     const base = { agentId, runId: this.runId, sandboxId: meta.sandboxId, keepAlive: meta.keepAlive, turnMaxMs: this.deps.config.turnMaxMs };
     const input: AgentInput = "restored" in how ? { ...base, restored: how.restored } : { ...base, ...how };
     if ("restored" in how) this.agents.sandboxReady(agentId, meta.sandboxId);
+    if ("restored" in how && how.restored.pausedBy !== null) this.#holds.hold(agentId);
     this.actor.send({ type: "agent.add", input, parentAgentId, waitFor: "restored" in how ? [] : waitFor, counted: restoring });
     this.actor.getSnapshot().children[agentId]?.on("fact", ({ fact }) => this.#record(agentId, fact));
   }
@@ -221,16 +239,24 @@ export class Run {
   }
 
   snapshot() {
-    return runSnapshot(this.view);
+    return runSnapshot(this.view, this.deps.starts.positions());
   }
 
-  /** The agent view plus `sessionStats` when its harness answers in time and it is running. */
+  /**
+   * The agent view plus `sessionStats`: asked of its harness when it answers in time and the agent
+   * is running, or those it had when it last hibernated while it sleeps.
+   */
   async agent(agentId: string): Promise<AgentDetail> {
-    const view: AgentDetail = { ...agentView(this.view.agents.get(agentId)!), budget: spendView(this, agentId) };
+    const record = this.view.agents.get(agentId)!;
+    const view: AgentDetail = { ...agentView(record), budget: spendView(this, agentId) };
+    const place = this.deps.starts.positions().get(agentId);
+    if (place !== undefined) view.queuePosition = place;
     const client = this.#clients.get(agentId);
     if (client && this.status(agentId) === "running") {
       const stats = await client.request({ type: "get_session_stats" }, SESSION_STATS_TIMEOUT_MS).catch(() => undefined);
       if (stats && typeof stats === "object") view.sessionStats = stats as Record<string, unknown>;
+    } else if (record.hibernated && record.sleptWith) {
+      view.sessionStats = record.sleptWith;
     }
     return view;
   }
@@ -290,6 +316,17 @@ export class Run {
   /** DELETE /runs/:runId: every live agent stopped, leaves first. */
   stopAll(): Promise<void> {
     return stopAll(this);
+  }
+
+  #purge: Promise<void> | undefined;
+  /** DELETE /runs/:runId?purge=true: stopped as `stopAll` stops it, then removed for good; one purge however often asked. */
+  purge(forget: () => void): Promise<void> {
+    // A purge that failed can be asked for again (one that failed after the drop is no longer reachable).
+    this.#purge ??= purgeRun(this, forget).catch((err: unknown) => {
+      this.#purge = undefined;
+      throw err;
+    });
+    return this.#purge;
   }
 
   /** Start-up: this run as its ledger left it, live agents back on their sandboxes. */

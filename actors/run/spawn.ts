@@ -82,7 +82,7 @@ export async function spawnAgent(run: Run, request: SpawnRequest, root = "body")
   const decision = decideSpawn({
     parentId: parent.agentId,
     parents: run.agents.parents(),
-    budgets: run.agents.budgets(),
+    budgetOf: (agentId) => run.agents.budgetOf(agentId),
     descendants: run.agents.descendants(),
     tighten: [{ spawnDepth: request.spec.spawnDepth, maxAgents: request.spec.maxAgents }, request.budget],
   });

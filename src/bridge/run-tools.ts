@@ -6,7 +6,7 @@ import type { AgentSpec } from "../spec/agent-spec.ts";
 import { isLive } from "../swarm-api.ts";
 import { reportProgress } from "./progress.ts";
 import { usageText } from "./spend-text.ts";
-import { CreateRunInput, RunIdInput, SpawnAgentInput, WatchEventsInput } from "./tool-inputs.ts";
+import { CreateRunInput, DeleteRunInput, RunIdInput, SpawnAgentInput, WatchEventsInput } from "./tool-inputs.ts";
 import { guarded, toolOk, ToolInputError } from "./tool-result.ts";
 
 export interface ToolDeps {
@@ -54,13 +54,15 @@ export function registerRunTools(server: McpServer, { client, specs }: ToolDeps)
     "swarm_delete_run",
     {
       title: "Delete a run",
-      description: "Stop every live agent of the run (each ends with outcome aborted) and close their sandboxes. The run's tree and events stay readable.",
-      inputSchema: RunIdInput,
+      description:
+        "Stop every live agent of the run (each ends with outcome aborted) and close their sandboxes. The run's tree and events stay readable, unless purge is set: then the run is removed for good (events, results, sandbox folders) and no longer exists.",
+      inputSchema: DeleteRunInput,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
     },
-    async ({ runId }) =>
+    async ({ runId, purge }) =>
       guarded(async () => {
-        await client.deleteRun(runId);
+        await client.deleteRun(runId, { purge });
+        if (purge) return toolOk(`Run ${runId} purged: its live agents were aborted, then its events, results and sandboxes were removed.`, { runId, deleted: true, purged: true });
         return toolOk(`Run ${runId} deleted: its live agents were aborted; its events are kept.`, { runId, deleted: true });
       }),
   );

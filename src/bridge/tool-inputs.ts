@@ -47,6 +47,14 @@ export const CreateRunInput = z.object({
 
 export const RunIdInput = z.object({ runId });
 
+export const DeleteRunInput = z.object({
+  runId,
+  purge: z
+    .boolean()
+    .default(false)
+    .describe("Also remove the run for good once its agents are stopped: its events, results and sandbox folders. The run no longer exists afterwards (swarm_get_run answers 404). Default false: the run's tree and events stay readable."),
+});
+
 export const WatchEventsInput = z.object({
   runId,
   afterSeq: z

@@ -23,7 +23,7 @@ export function trackRun(snapshot: RunSnapshot): RunTracker {
   const view: RunView = { runId: snapshot.runId, rootAgentId: snapshot.rootAgentId, asOf: snapshot.asOf, agents: new Map(), usage: { ...(snapshot.usage ?? emptyUsage()) } };
   for (const agent of snapshot.agents) {
     // A daemon older than the model gateway sends no usage.
-    view.agents.set(agent.agentId, { ...agent, usage: { ...(agent.usage ?? emptyUsage()) }, subtreeUsage: { ...(agent.subtreeUsage ?? emptyUsage()) }, waitFor: [], prompt: null, settled: null, children: [] });
+    view.agents.set(agent.agentId, { ...agent, usage: { ...(agent.usage ?? emptyUsage()) }, subtreeUsage: { ...(agent.subtreeUsage ?? emptyUsage()) }, waitFor: [], prompt: null, settled: null, children: [], sleptWith: null });
   }
   for (const agent of [...view.agents.values()].sort((a, b) => a.spawnIndex - b.spawnIndex || a.createdAt - b.createdAt)) {
     if (agent.parentAgentId) view.agents.get(agent.parentAgentId)?.children.push(agent.agentId);

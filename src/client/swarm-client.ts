@@ -39,7 +39,8 @@ export interface SwarmClient {
   health(timeoutMs?: number): Promise<boolean>;
   createRun(request: CreateRunRequest, options?: CallOptions): Promise<CreateRunResponse>;
   getRun(runId: string, options?: CallOptions): Promise<RunSnapshot>;
-  deleteRun(runId: string, options?: CallOptions): Promise<void>;
+  /** Stops every live agent of the run; with `purge` the run is then removed for good (a later call naming it is a 404). */
+  deleteRun(runId: string, options?: CallOptions & { purge?: boolean }): Promise<void>;
   spawn(runId: string, request: SpawnRequest, options?: CallOptions): Promise<SpawnResponse>;
   /** The agent view with its usage, its subtree's usage, its spend budget and (when it answers) `sessionStats`. */
   getAgent(agentId: string, options?: CallOptions): Promise<AgentDetail>;
@@ -83,7 +84,8 @@ export function createSwarmClient(endpoint: Endpoint): SwarmClient {
     createRun: (request, options) => call({ method: "POST", path: "/runs", body: request, signal: options?.signal }),
     getRun: (runId, options) => call({ method: "GET", path: run(runId), signal: options?.signal }),
     async deleteRun(runId, options) {
-      await call({ method: "DELETE", path: run(runId), signal: options?.signal, timeoutMs: CASCADE_TIMEOUT_MS });
+      const path = `${run(runId)}${options?.purge ? "?purge=true" : ""}`;
+      await call({ method: "DELETE", path, signal: options?.signal, timeoutMs: CASCADE_TIMEOUT_MS });
     },
     // Spec 4.13: a caller's timeout must exceed the hold of a spawn with `waitFor`. This service
     // answers such spawns at once, but one that holds them is given the longest hold the spec knows.

@@ -10,6 +10,7 @@ import {
   type SessionStats,
   type ToolDefinition,
 } from "@mariozechner/pi-coding-agent";
+import { join } from "node:path";
 import { TOOL_NAMES, type AgentSpec } from "../spec/agent-spec.ts";
 import { toWireEvent } from "./event-map.ts";
 import type { HostCalls } from "./host-calls.ts";
@@ -38,6 +39,12 @@ export interface HarnessAgentOptions {
   agentUser?: AgentUser;
   /** Tools that replace pi's own of the same name (the memory runtime's bash, read, write and edit on its in-memory files). */
   tools?: ToolDefinition[];
+  /**
+   * Where the conversation is kept. Default: pi's session file under `<agentDir>/sessions`,
+   * continued when one is there, so a harness started again after hibernation (or a crash) goes
+   * on with the same history. The memory runtime hands in a session it keeps across starts.
+   */
+  sessionManager?: SessionManager;
 }
 
 /** One agent: a pi coding-agent session driven turn by turn. */
@@ -49,7 +56,8 @@ export interface HarnessAgent {
   /** Abort the running turn (and its tool processes); resolves when the session is idle. */
   abort(): Promise<void>;
   stats(): SessionStats;
-  state(): { busy: boolean; queued: number };
+  /** `loaded`: pi's session exists (a lazy harness makes it at the first command that needs it). */
+  state(): { busy: boolean; queued: number; loaded?: boolean };
   dispose(): void;
 }
 
@@ -72,7 +80,7 @@ export async function createHarnessAgent(options: HarnessAgentOptions): Promise<
       ...(options.agentUser ? agentUserTools(workDir, options.agentUser, spec.tools ?? TOOL_NAMES) : []),
       ...(options.tools ?? []),
     ],
-    sessionManager: SessionManager.inMemory(workDir),
+    sessionManager: options.sessionManager ?? SessionManager.continueRecent(workDir, join(options.agentDir, "sessions")),
     settingsManager: SettingsManager.inMemory({
       compaction: { enabled: true },
       // The gateway may hold a call for hours (a spend budget, a provider's back-off): no client-side timeout.

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Socket } from "node:net";
+import type { Duplex } from "node:stream";
 import { SwarmError } from "../errors.ts";
 import { jsonLine, readJsonLines } from "./jsonl.ts";
 import type { HarnessCommand, HarnessErrorCode, HarnessEventMessage, HostCallMessage, ResponseMessage } from "./protocol.ts";
@@ -51,14 +51,15 @@ export interface HarnessClient {
 const DEFAULT_TIMEOUT_MS = 30_000;
 
 /**
- * Take over a connected socket: say hello (replay after `after`) and route what comes back.
+ * Take over a connected socket (or an in-process stream, the simulated runtime's): say hello
+ * (replay after `after`) and route what comes back.
  * Everything the harness sends is untrusted: a line is parsed against the wire schemas and dropped
  * (logged, rate-limited) when it is not JSON, does not match, is longer than
  * `MAX_HARNESS_LINE_BYTES`, or is an event whose hseq is not above the last one or jumps more than
  * `MAX_HSEQ_STEP`. Reading pauses while the harness sends faster than `HARNESS_READ_LIMITS`.
  * Handlers that throw are caught and logged; nothing a harness sends throws out of here.
  */
-export function attachHarnessClient(socket: Socket, after: number, handlers: HarnessClientHandlers): HarnessClient {
+export function attachHarnessClient(socket: Duplex, after: number, handlers: HarnessClientHandlers): HarnessClient {
   const pending = new Map<string, { resolve: (data: unknown) => void; reject: (err: Error) => void; timer: NodeJS.Timeout }>();
   let closed = false;
   let lastHseq = Math.max(0, after);

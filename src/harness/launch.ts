@@ -1,15 +1,21 @@
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { buildSync } from "esbuild";
+import { buildHarness, nodeIdentity, type HarnessBuildRecord } from "./harness-build.ts";
+import { HARNESS_FILES } from "./harness-files.ts";
 
 /** The swarmd installation folder (holds `src/` and `node_modules/`); sandboxes mount it read-only. */
 export const SWARMD_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
-/** The harness as one plain ES module (its packages stay in node_modules), relative to the root. */
-export const HARNESS_BUNDLE = "dist/harness.mjs";
-/** The source files the bundle was built from, as esbuild reported them. */
-const HARNESS_INPUTS = "dist/harness.inputs.json";
+/** The built harness (see harness-files.ts), relative to the root: what sandboxes mount of `dist/`. */
+export const HARNESS_DIR = "dist/harness";
+
+/**
+ * Node's flags for every harness. An idle agent mostly waits on its model: a small young
+ * generation costs it little time and saves ~10 MB of resident memory per agent. The code caches
+ * are made under the same flags (V8 takes a cache only under the flags it was made with).
+ */
+export const HARNESS_NODE_FLAGS = ["--max-semi-space-size=1"];
 
 /** Where the harness expects its folders, as the harness process sees them. */
 export interface HarnessPaths {
@@ -34,10 +40,8 @@ export function harnessArgv(paths: HarnessPaths): string[] {
   ensureHarnessBundle();
   return [
     paths.nodePath ?? process.execPath,
-    // An idle agent mostly waits on its model: a small young generation costs it little time and
-    // saves ~10 MB of resident memory per agent.
-    "--max-semi-space-size=1",
-    join(root, HARNESS_BUNDLE),
+    ...HARNESS_NODE_FLAGS,
+    join(root, HARNESS_DIR, HARNESS_FILES.boot),
     "--control",
     paths.controlDir,
     "--work",
@@ -47,47 +51,29 @@ export function harnessArgv(paths: HarnessPaths): string[] {
 }
 
 /**
- * Build `dist/harness.mjs` when it is missing or older than any file it was built from (esbuild's
- * own list of inputs, kept beside it, so a new import is never missed). Every sandbox runs this
- * plain module with node alone: no TypeScript loader (and its esbuild helper process) per agent,
- * a faster start and less memory per idle agent. Built to temporary names, then renamed, so a
- * concurrent starter never runs half a file.
+ * Build `dist/harness/` (harness-build.ts) when it is missing or stale: a file it was built from
+ * changed since (esbuild's own list of inputs, so a new import is never missed; a package counts as
+ * changed when its package.json does, as an install rewrites it), or this node or its flags are not
+ * the ones its code caches were made for. Every sandbox runs the built scripts with node alone: no
+ * TypeScript loader per agent, one file read instead of a thousand module loads, and V8's code
+ * cache instead of parsing. Returns the folder's host path.
  */
 export function ensureHarnessBundle(): string {
-  const out = join(SWARMD_ROOT, HARNESS_BUNDLE);
-  const inputsFile = join(SWARMD_ROOT, HARNESS_INPUTS);
-  if (isFresh(out, inputsFile)) return out;
-  mkdirSync(dirname(out), { recursive: true });
-  const temporary = `.${process.pid}.tmp`;
-  const { metafile } = buildSync({
-    absWorkingDir: SWARMD_ROOT,
-    entryPoints: ["src/harness/main.ts"],
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    packages: "external",
-    outfile: out + temporary,
-    metafile: true,
-    logLevel: "error",
-  });
-  writeFileSync(inputsFile + temporary, JSON.stringify(Object.keys(metafile.inputs)));
-  renameSync(inputsFile + temporary, inputsFile);
-  renameSync(out + temporary, out);
-  return out;
+  const dir = join(SWARMD_ROOT, HARNESS_DIR);
+  if (!isFresh(dir)) buildHarness(SWARMD_ROOT, HARNESS_NODE_FLAGS);
+  return dir;
 }
 
-/** The bundle exists and no file it was built from (paths relative to the root) changed since. */
-function isFresh(out: string, inputsFile: string): boolean {
-  const built = mtime(out);
-  if (built === undefined) return false;
-  let inputs: unknown;
+function isFresh(dir: string): boolean {
+  let record: HarnessBuildRecord;
   try {
-    inputs = JSON.parse(readFileSync(inputsFile, "utf8"));
+    record = JSON.parse(readFileSync(join(dir, HARNESS_FILES.inputs), "utf8")) as HarnessBuildRecord;
   } catch {
     return false;
   }
-  return Array.isArray(inputs) && inputs.every((path) => (mtime(join(SWARMD_ROOT, String(path))) ?? Infinity) <= built);
+  if (record.node !== nodeIdentity() || record.flags?.join(" ") !== HARNESS_NODE_FLAGS.join(" ")) return false;
+  if (![HARNESS_FILES.boot, HARNESS_FILES.main, HARNESS_FILES.pi].every((name) => mtime(join(dir, name)) !== undefined)) return false;
+  return Array.isArray(record.inputs) && record.inputs.every((path) => (mtime(join(SWARMD_ROOT, String(path))) ?? Infinity) <= record.startedAt);
 }
 
 function mtime(path: string): number | undefined {

@@ -1,60 +1,74 @@
 /**
  * The harness: the program inside every sandbox that does the agent's work. Started by a sandbox
- * runtime as `main.ts --control <dir> --work <dir>`; reads `<control>/spec.json`, serves
- * `<control>/harness.sock`, logs every event to `<control>/events.jsonl`.
+ * runtime through its boot (`dist/harness/boot.cjs --control <dir> --work <dir>`, see launch.ts),
+ * which calls `main`; reads `<control>/spec.json`, serves `<control>/harness.sock`, logs every event
+ * to `<control>/events.jsonl`. The socket answers before pi is loaded: the agent is made by the
+ * first command that needs it (lazy-agent.ts), and a harness that cannot make it ends.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { AgentSpecSchema } from "../spec/agent-spec.ts";
-import { createHarnessAgent } from "./agent.ts";
 import { openEventLog } from "./event-log.ts";
 import { createHostCalls } from "./host-calls.ts";
+import { lazyAgent } from "./lazy-agent.ts";
 import { CONTROL_FILES } from "./protocol.ts";
 import { startHarnessServer, type HarnessServer } from "./server.ts";
 
-const { values } = parseArgs({ options: { control: { type: "string" }, work: { type: "string" }, "agent-uid": { type: "string" }, "agent-gid": { type: "string" } } });
-if (!values.control || !values.work) {
-  process.stderr.write("usage: harness --control <dir> --work <dir>\n");
-  process.exit(2);
+export async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { control: { type: "string" }, work: { type: "string" }, "agent-uid": { type: "string" }, "agent-gid": { type: "string" } } });
+  if (!values.control || !values.work) {
+    process.stderr.write("usage: harness --control <dir> --work <dir>\n");
+    process.exit(2);
+  }
+  const controlDir = values.control;
+  const workDir = values.work;
+  // Given when the harness runs as a user of its own: the agent's tools then run as this one.
+  const agentUser = values["agent-uid"] ? { uid: Number(values["agent-uid"]), gid: Number(values["agent-gid"] ?? values["agent-uid"]) } : undefined;
+
+  const spec = AgentSpecSchema.parse(JSON.parse(readFileSync(join(controlDir, CONTROL_FILES.spec), "utf8")));
+  const log = openEventLog(join(controlDir, CONTROL_FILES.eventLog));
+  const host = createHostCalls();
+  let server: HarnessServer | undefined;
+
+  const agent = lazyAgent(() =>
+    import("./agent.ts")
+      .then(({ createHarnessAgent }) =>
+        createHarnessAgent({
+          spec,
+          controlDir,
+          workDir,
+          agentDir: join(controlDir, "pi"),
+          host,
+          agentUser,
+          emit(event, data) {
+            server?.publish(log.append({ event, at: Date.now(), data }));
+          },
+        }),
+      )
+      .catch((err: unknown) => {
+        // As when the agent was made before the socket answered: the harness ends, and the daemon finds why in its output.
+        process.stderr.write(`harness: cannot make the agent: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+        process.exit(1);
+      }),
+  );
+
+  const shutdown = async (code: number) => {
+    await agent.abort().catch(() => undefined);
+    await agent.dispose();
+    await server?.close();
+    log.close();
+    process.exit(code);
+  };
+
+  server = await startHarnessServer({
+    socketPath: join(controlDir, CONTROL_FILES.socket),
+    log,
+    agent,
+    host,
+    onShutdown: () => void shutdown(0),
+  });
+  process.on("SIGTERM", () => void shutdown(0));
+  process.on("SIGINT", () => void shutdown(0));
+  process.stdout.write(`harness ready on ${join(controlDir, CONTROL_FILES.socket)}\n`);
 }
-const controlDir = values.control;
-const workDir = values.work;
-// Given when the harness runs as a user of its own: the agent's tools then run as this one.
-const agentUser = values["agent-uid"] ? { uid: Number(values["agent-uid"]), gid: Number(values["agent-gid"] ?? values["agent-uid"]) } : undefined;
-
-const spec = AgentSpecSchema.parse(JSON.parse(readFileSync(join(controlDir, CONTROL_FILES.spec), "utf8")));
-const log = openEventLog(join(controlDir, CONTROL_FILES.eventLog));
-const host = createHostCalls();
-let server: HarnessServer | undefined;
-
-const agent = await createHarnessAgent({
-  spec,
-  controlDir,
-  workDir,
-  agentDir: join(controlDir, "pi"),
-  host,
-  agentUser,
-  emit(event, data) {
-    server?.publish(log.append({ event, at: Date.now(), data }));
-  },
-});
-
-const shutdown = async (code: number) => {
-  await agent.abort().catch(() => undefined);
-  agent.dispose();
-  await server?.close();
-  log.close();
-  process.exit(code);
-};
-
-server = await startHarnessServer({
-  socketPath: join(controlDir, CONTROL_FILES.socket),
-  log,
-  agent,
-  host,
-  onShutdown: () => void shutdown(0),
-});
-process.on("SIGTERM", () => void shutdown(0));
-process.on("SIGINT", () => void shutdown(0));
-process.stdout.write(`harness ready on ${join(controlDir, CONTROL_FILES.socket)}\n`);

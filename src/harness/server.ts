@@ -1,5 +1,6 @@
 import { existsSync, unlinkSync } from "node:fs";
-import { createServer, type Server, type Socket } from "node:net";
+import { createServer, type Server } from "node:net";
+import type { Duplex } from "node:stream";
 import type { HarnessAgent } from "./agent.ts";
 import { parseClientLine } from "./commands.ts";
 import type { EventLog } from "./event-log.ts";
@@ -7,13 +8,27 @@ import type { HostCalls } from "./host-calls.ts";
 import { jsonLine, readJsonLines } from "./jsonl.ts";
 import { HarnessError, MAX_LINE_BYTES, type HarnessCommand, type ResponseMessage } from "./protocol.ts";
 
-export interface HarnessServerOptions {
-  socketPath: string;
+type MaybeAsync<T> = T | Promise<T>;
+
+/** What the endpoint asks of its agent: a `HarnessAgent`, or one whose answers may wait for it to be made (lazy-agent.ts). */
+export interface EndpointAgent {
+  prompt(text: string): MaybeAsync<ReturnType<HarnessAgent["prompt"]>>;
+  steer(text: string): Promise<void>;
+  abort(): Promise<void>;
+  stats(): MaybeAsync<ReturnType<HarnessAgent["stats"]>>;
+  state(): MaybeAsync<ReturnType<HarnessAgent["state"]>>;
+}
+
+export interface HarnessEndpointOptions {
   log: EventLog;
-  agent: HarnessAgent;
+  agent: EndpointAgent;
   host: HostCalls;
   /** Called after a `shutdown` command was answered. */
   onShutdown: () => void;
+}
+
+export interface HarnessServerOptions extends HarnessEndpointOptions {
+  socketPath: string;
 }
 
 /**
@@ -28,17 +43,48 @@ export interface HarnessServer {
   close(): Promise<void>;
 }
 
+/** The server without its socket: what serves each connection, wherever it comes from. */
+export interface HarnessEndpoint {
+  /** Serve a new connection; it replaces the current client. */
+  accept(socket: Duplex): void;
+  publish(line: string): void;
+  /** Drop the current client. */
+  disconnect(): void;
+}
+
+/** Listen on the Unix socket at `socketPath` (a stale one is replaced) and serve its connections. */
 export function startHarnessServer(options: HarnessServerOptions): Promise<HarnessServer> {
+  const endpoint = createHarnessEndpoint(options);
+  return new Promise((resolve, reject) => {
+    if (existsSync(options.socketPath)) unlinkSync(options.socketPath); // stale socket of an earlier harness
+    const server: Server = createServer(endpoint.accept);
+    server.once("error", reject);
+    server.listen(options.socketPath, () => {
+      server.off("error", reject);
+      resolve({
+        publish: endpoint.publish,
+        close: () =>
+          new Promise<void>((done) => {
+            endpoint.disconnect();
+            server.close(() => done());
+          }),
+      });
+    });
+  });
+}
+
+/** The harness's side of its connections (see `HarnessServer`); the simulated runtime hands it connections made in-process. */
+export function createHarnessEndpoint(options: HarnessEndpointOptions): HarnessEndpoint {
   const { log, agent, host } = options;
-  let client: Socket | undefined;
+  let client: Duplex | undefined;
   let live = false; // the current client said hello and is caught up
 
-  const send = (socket: Socket, text: string) => {
+  const send = (socket: Duplex, text: string) => {
     if (!socket.destroyed) socket.write(text);
   };
-  const respond = (socket: Socket, message: Omit<ResponseMessage, "type">) => send(socket, jsonLine({ type: "response", ...message }));
+  const respond = (socket: Duplex, message: Omit<ResponseMessage, "type">) => send(socket, jsonLine({ type: "response", ...message }));
 
-  const onConnection = (socket: Socket) => {
+  const onConnection = (socket: Duplex) => {
     client?.destroy();
     client = socket;
     live = false;
@@ -101,29 +147,18 @@ export function startHarnessServer(options: HarnessServerOptions): Promise<Harne
       case "get_session_stats":
         return agent.stats();
       case "get_state":
-        return { ...agent.state(), lastHseq: log.lastHseq };
+        return { ...(await agent.state()), lastHseq: log.lastHseq };
       case "shutdown":
         await agent.abort();
         return undefined;
     }
   };
 
-  return new Promise((resolve, reject) => {
-    if (existsSync(options.socketPath)) unlinkSync(options.socketPath); // stale socket of an earlier harness
-    const server: Server = createServer(onConnection);
-    server.once("error", reject);
-    server.listen(options.socketPath, () => {
-      server.off("error", reject);
-      resolve({
-        publish(line) {
-          if (client && live) send(client, line);
-        },
-        close: () =>
-          new Promise<void>((done) => {
-            client?.destroy();
-            server.close(() => done());
-          }),
-      });
-    });
-  });
+  return {
+    accept: onConnection,
+    publish(line) {
+      if (client && live) send(client, line);
+    },
+    disconnect: () => client?.destroy(),
+  };
 }

@@ -88,7 +88,10 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   });
 
   app.get("/health", async () => ({ ok: true }));
-  runRoutes(app, deps.swarm);
+  const endStreams = (runId: string) => {
+    for (const stream of [...streams]) if (stream.runId === runId) stream.close("run-removed");
+  };
+  runRoutes(app, { swarm: deps.swarm, endStreams });
   agentRoutes(app, deps.swarm);
   // The plugin hooks `onRoute` when it loads, so the event routes are registered after it.
   // Messages carry their data already serialized (once per event, shared by every stream): see

@@ -40,6 +40,11 @@ export const ResultQuery = z.object({
   wait: z.string().regex(/^\d{1,3}$/, WAIT_MESSAGE).transform(Number).pipe(z.number().max(MAX_WAIT_SECONDS, WAIT_MESSAGE)).default(0),
 });
 
+/** `purge` is "true" or "false" and nothing else: a typo must not delete less, or more, than was meant. */
+export const DeleteRunQuery = z.object({
+  purge: z.enum(["true", "false"], { error: 'must be "true" or "false"' }).transform((value) => value === "true").default(false),
+});
+
 const SEQ_MESSAGE = "must be a non-negative integer event id";
 const Seq = z.string().regex(/^\d{1,15}$/, SEQ_MESSAGE).transform(Number);
 export const EventsQuery = z.object({ lastEventId: Seq.optional() });

@@ -38,8 +38,9 @@ export function runMetaKey(runId: string): string {
 /** What the service keeps of an agent beyond its events (spec, grants, budget, sandbox id). */
 export const agentKey = (agentId: string) => `agent!${agentId}`;
 
+const idempotencyPrefix = (runId: string) => `idem!${runId}!`;
 /** The answer to an earlier spawn with this idempotency key (a retried request gets it again). */
-export const idempotencyKey = (runId: string, key: string) => `idem!${runId}!${key}`;
+export const idempotencyKey = (runId: string, key: string) => `${idempotencyPrefix(runId)}${key}`;
 
 /** How an agent ends, written before its sandbox is closed: a crash mid-close is not a lost agent. */
 export const endingKey = (agentId: string) => `ending!${agentId}`;
@@ -56,3 +57,18 @@ export const promptsKey = (agentId: string) => `prompts!${agentId}`;
 
 /** Where a scripted agent is in its script (`ScriptCursor`): the next step, and the step taken but not yet delivered. */
 export const scriptKey = (agentId: string) => `script!${agentId}`;
+
+/** A run being purged: what is left to erase. Put as the run leaves the list of runs, deleted last. */
+export const PURGE_PREFIX = "purge!";
+export const purgeKey = (runId: string) => `${PURGE_PREFIX}${runId}`;
+
+/**
+ * Every index key a run owns, for a purge: the run-keyed families as prefixes, the agent-keyed ones
+ * for each of its agents. A new key family must be added here, or a purge leaves it behind.
+ */
+export function runIndexKeys(runId: string, agentIds: readonly string[]): { prefixes: string[]; keys: string[] } {
+  return {
+    prefixes: [idempotencyPrefix(runId)],
+    keys: agentIds.flatMap((id) => [agentKey(id), endingKey(id), hseqKey(id), promptsKey(id), scriptKey(id)]),
+  };
+}

@@ -88,7 +88,8 @@ export interface Ledger {
    * Resolves with the stored events (seq assigned) once durable; listeners have been notified by
    * then. Appends that arrive while a batch is being written are merged into the next single
    * batch (group commit); the order of calls is the order of seqs. An append with no events
-   * still orders and writes its index changes. Rejects with `LEDGER_CLOSED` once `close` was called.
+   * still orders and writes its index changes. Rejects with `LEDGER_CLOSED` once `close` was called,
+   * and with `RUN_NOT_FOUND` once `dropRun` was called for the run.
    */
   append(runId: string, events: NewEvent[], index?: IndexChanges): Promise<LedgerEvent[]>;
 
@@ -132,6 +133,25 @@ export interface Ledger {
    * A no-op after `close` (late harness deltas during shutdown are not errors).
    */
   publish(runId: string, event: EphemeralEvent): void;
+
+  /**
+   * The first step of removing a run for good (`DELETE /runs/:runId?purge=true`): in one atomic,
+   * fsync'd batch, ordered after every append made before the call, the run leaves the list of runs
+   * and `marker` is put in the index. From the call on, appends to the run are refused with
+   * `RUN_NOT_FOUND`; once it resolves `runIds`, `lastSeq` and `read` no longer know the run, and
+   * neither does a reopened ledger. Its events and index keys stay until `eraseRun`, which the
+   * marker is there to finish after a crash. Idempotent.
+   */
+  dropRun(runId: string, marker: IndexPut): Promise<void>;
+
+  /**
+   * The second step: delete the run's events, then every index key starting with one of
+   * `prefixes`, then `keys` in the order given (put the marker last). Page by page through the
+   * writer queue, so other runs' appends go in between; the last batch is fsync'd, and LevelDB's log
+   * keeps order, so every deletion is durable once it resolves. Idempotent: a rerun after a crash
+   * finishes the job.
+   */
+  eraseRun(runId: string, index: { prefixes: string[]; keys: string[] }): Promise<void>;
 
   /** Writer counters since open. */
   stats(): LedgerStats;

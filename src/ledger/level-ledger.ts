@@ -8,6 +8,8 @@ import { LiveListeners } from "./live-listeners.ts";
 
 const DEFAULT_READ_LIMIT = 1000;
 const ITERATE_PAGE = 1000;
+/** Keys deleted per batch while a run is erased: other runs' appends wait at most one page. */
+const ERASE_PAGE = 1000;
 
 type Db = Level<string, string>;
 // Typed through level itself: abstract-level is only a transitive dependency.
@@ -47,6 +49,8 @@ class LevelLedger implements Ledger {
   readonly #meta: Sub;
   /** Committed last seq per run; raised only after a batch commits, before listeners hear of it. */
   readonly #last = new Map<string, number>();
+  /** Runs dropped since open: their appends are refused, so a late write cannot bring one back. */
+  readonly #dropped = new Set<string>();
   readonly #listeners: LiveListeners;
   readonly #queue = new PQueue({ concurrency: 1 });
   #pending: AppendRequest[] = [];
@@ -75,6 +79,7 @@ class LevelLedger implements Ledger {
 
   append(runId: string, events: NewEvent[], index?: IndexChanges): Promise<LedgerEvent[]> {
     if (this.#closing) return Promise.reject(closedError());
+    if (this.#dropped.has(runId)) return Promise.reject(new SwarmError("RUN_NOT_FOUND", `run ${runId} was purged`));
     let prepared: Omit<AppendRequest, "resolve" | "reject">;
     try {
       prepared = prepareAppend(runId, events, index);
@@ -145,6 +150,49 @@ class LevelLedger implements Ledger {
       stored.push(out);
     }
     return { ops, next, stored };
+  }
+
+  dropRun(runId: string, marker: IndexPut): Promise<void> {
+    if (this.#closing) return Promise.reject(closedError());
+    this.#dropped.add(runId);
+    // In the writer queue: every append made before this call is committed first (a queued flush
+    // is always ahead of it), and nothing of the run can follow.
+    const dropped = this.#writeTask(async () => {
+      const ops: BatchOp[] = [
+        { type: "del", sublevel: this.#meta, key: runMetaKey(runId) },
+        { type: "put", sublevel: this.#index, key: marker.key, value: marker.value },
+      ];
+      await this.#db.batch(ops, { sync: true });
+      this.#last.delete(runId);
+    });
+    // A batch that failed wrote nothing: the run is still there and may be written again.
+    dropped.catch(() => this.#dropped.delete(runId));
+    return dropped;
+  }
+
+  async eraseRun(runId: string, index: { prefixes: string[]; keys: string[] }): Promise<void> {
+    await this.#erase(this.#events, { gt: eventKey(runId, 0), lte: eventKey(runId, MAX_SEQ) });
+    for (const prefix of index.prefixes) await this.#erase(this.#index, prefixRange(prefix));
+    const ops: BatchOp[] = index.keys.map((key) => ({ type: "del", sublevel: this.#index, key }));
+    await this.#writeTask(() => this.#db.batch(ops, { sync: true }));
+  }
+
+  /** Delete every key of `range`, a page per writer task. */
+  async #erase(sublevel: Sub, range: { gt?: string; gte?: string; lt?: string; lte?: string }): Promise<void> {
+    for (;;) {
+      const erased = await this.#writeTask(async () => {
+        const keys = await sublevel.keys({ ...range, limit: ERASE_PAGE }).all();
+        if (keys.length > 0) await this.#db.batch(keys.map((key): BatchOp => ({ type: "del", sublevel, key })));
+        return keys.length;
+      });
+      if (erased < ERASE_PAGE) return;
+    }
+  }
+
+  /** Work in the writer queue, refused once the ledger closes. */
+  #writeTask<T>(work: () => Promise<T>): Promise<T> {
+    if (this.#closing) return Promise.reject(closedError());
+    return this.#queue.add(() => this.#guard(work));
   }
 
   async read(runId: string, afterSeq: number, limit = DEFAULT_READ_LIMIT): Promise<LedgerEvent[]> {
@@ -234,6 +282,11 @@ class LevelLedger implements Ledger {
       throw err;
     }
   }
+}
+
+/** Keys starting with `prefix` (not empty): up to the prefix with its last character raised by one. */
+function prefixRange(prefix: string): { gte: string; lt: string } {
+  return { gte: prefix, lt: prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1) };
 }
 
 function closedError(cause?: unknown): SwarmError {

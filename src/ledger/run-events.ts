@@ -63,6 +63,13 @@ const RunEventSchema = z.discriminatedUnion("type", [
       usageKnown: z.boolean(),
     }),
   ),
+  /**
+   * The agent's harness was ended while it idled (hibernation): its files and session are kept,
+   * and the next prompt or steer starts it again. `sessionStats` are its session's last ones.
+   */
+  event("agent_hibernated", AgentId, z.object({ sessionStats: z.record(z.string(), z.unknown()).nullable() })),
+  /** A hibernated agent's harness was started again (a prompt or steer came). */
+  event("agent_woke", AgentId, z.object({})),
   /** A harness event of the §6.2 list: the harness's (capped) data plus its `hseq` and time. */
   z.object({
     type: z.enum(PERSISTED_HARNESS_EVENT_NAMES),

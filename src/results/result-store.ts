@@ -1,5 +1,6 @@
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { SwarmError } from "../errors.ts";
 
 /**
  * The service's own copy of every agent's result (`<dataDir>/results/<agentId>/result.md`), so
@@ -11,6 +12,8 @@ export interface ResultStore {
   write(agentId: string, text: string): string;
   /** The stored text, or null when none was written. */
   read(agentId: string): string | null;
+  /** Remove the agent's folder and everything in it (a purged run); idempotent. */
+  remove(agentId: string): void;
 }
 
 export function resultRef(agentId: string): string {
@@ -34,6 +37,11 @@ export function createResultStore(dataDir: string): ResultStore {
       } catch {
         return null;
       }
+    },
+    remove(agentId) {
+      // A recursive remove must never be steered outside `root` by a strange id.
+      if (!/^[A-Za-z0-9_-]+$/.test(agentId)) throw new SwarmError("INTERNAL", `not an agent id: ${JSON.stringify(agentId)}`);
+      rmSync(join(root, agentId), { recursive: true, force: true });
     },
   };
 }

@@ -1,6 +1,7 @@
 import type { Config } from "../config.ts";
 import { isSwarmError, SwarmError } from "../errors.ts";
 import { createDockerRuntime } from "./docker/docker-runtime.ts";
+import { createMemoryRuntime } from "./memory/memory-runtime.ts";
 import { createProcessRuntime } from "./process/process-runtime.ts";
 import type { SandboxRuntime } from "./runtime.ts";
 
@@ -10,6 +11,7 @@ import type { SandboxRuntime } from "./runtime.ts";
  * unless the operator set SWARM_ISOLATION=none.
  */
 export async function createRuntime(config: Config, log: (message: string) => void): Promise<SandboxRuntime> {
+  if (config.runtime === "simulated") return createMemoryRuntime();
   if (config.runtime === "process") {
     try {
       return createProcessRuntime({ dataDir: config.dataDir, isolation: config.isolation, bwrap: config.bwrap, logger: { warn: log, info: log } });

@@ -37,16 +37,26 @@ export function startDiskWatch(options: DiskWatchOptions): DiskWatch {
   let timer: NodeJS.Timeout | undefined;
 
   const round = async () => {
-    for (const sandbox of await options.list().catch(() => [])) {
-      if (closed) return;
-      const [used, files] = await Promise.all([usedBytes(sandbox.dirs).catch(() => undefined), usedInodes(sandbox.dirs).catch(() => undefined)]);
-      const fileLimit = inodeLimit(sandbox.limitBytes);
-      let reason: string;
-      if (used !== undefined && used > sandbox.limitBytes) reason = `its sandbox went over its disk limit: ${mib(used)} MiB used of ${mib(sandbox.limitBytes)} MiB`;
-      else if (files !== undefined && files > fileLimit) reason = `its sandbox went over its file limit: ${files} files and folders of ${fileLimit}`;
-      else continue;
-      options.log(`sandbox ${sandbox.sandboxId}: ${reason}; stopping it`);
-      await options.stop(sandbox.sandboxId, reason).catch((err: unknown) => options.log(`could not stop sandbox ${sandbox.sandboxId}: ${String(err)}`));
+    const sandboxes = await options.list().catch(() => []);
+    // Two `du` walks per round for all sandboxes, not two per sandbox: each process started from a
+    // busy daemon costs its thread ~10 ms, which a burst of starts cannot spare.
+    for (let from = 0; from < sandboxes.length && !closed; from += DIRS_PER_DU) {
+      const batch = sandboxes.slice(from, from + DIRS_PER_DU);
+      const dirs = batch.flatMap((sandbox) => sandbox.dirs);
+      const [used, files] = await Promise.all([usedBytes(dirs).catch(() => undefined), usedInodes(dirs).catch(() => undefined)]);
+      for (const sandbox of batch) {
+        if (closed) return;
+        const sumOf = (sizes: Map<string, number> | undefined) => (sizes ? sandbox.dirs.reduce<number | undefined>((total, dir) => (sizes.has(dir) ? (total ?? 0) + sizes.get(dir)! : total), undefined) : undefined);
+        const bytes = sumOf(used);
+        const count = sumOf(files);
+        const fileLimit = inodeLimit(sandbox.limitBytes);
+        let reason: string;
+        if (bytes !== undefined && bytes > sandbox.limitBytes) reason = `its sandbox went over its disk limit: ${mib(bytes)} MiB used of ${mib(sandbox.limitBytes)} MiB`;
+        else if (count !== undefined && count > fileLimit) reason = `its sandbox went over its file limit: ${count} files and folders of ${fileLimit}`;
+        else continue;
+        options.log(`sandbox ${sandbox.sandboxId}: ${reason}; stopping it`);
+        await options.stop(sandbox.sandboxId, reason).catch((err: unknown) => options.log(`could not stop sandbox ${sandbox.sandboxId}: ${String(err)}`));
+      }
     }
   };
   const check = () => {
@@ -81,18 +91,26 @@ export function inodeLimit(limitBytes: number): number {
   return Math.max(16_384, Math.floor((limitBytes / (1024 * 1024)) * 64));
 }
 
-/** Blocks used under `dirs`, in bytes, as `du` counts them (one file system, links once). */
-const usedBytes = (dirs: string[]) => duTotal(["-B1", "--", ...dirs]);
-/** Files and folders under `dirs` (inodes, links once). */
-const usedInodes = (dirs: string[]) => duTotal(["--inodes", "--", ...dirs]);
+/** Folders measured by one `du` (its command line stays far below the kernel's limit). */
+const DIRS_PER_DU = 256;
 
-function duTotal(args: string[]): Promise<number> {
+/** Blocks used under each of `dirs`, in bytes, as `du` counts them (one file system, links once). */
+const usedBytes = (dirs: string[]) => duEach(["-B1", "--", ...dirs]);
+/** Files and folders under each of `dirs` (inodes, links once). */
+const usedInodes = (dirs: string[]) => duEach(["--inodes", "--", ...dirs]);
+
+/** `du -s` of each folder named: its total by the path as given (NUL-ended lines, so any path reads back). */
+function duEach(args: string[]): Promise<Map<string, number>> {
   return new Promise((resolve, reject) => {
-    execFile("du", ["-s", "-x", "-c", ...args], { timeout: 60_000, maxBuffer: 1024 * 1024 }, (err, stdout) => {
-      // du exits 1 when a file vanished mid-walk; its total still counts what it saw.
-      const total = /^(\d+)\s+total$/m.exec(stdout);
-      if (total?.[1]) resolve(Number(total[1]));
-      else reject(err ?? new Error(`du printed no total: ${stdout.slice(0, 200)}`));
+    execFile("du", ["-s", "-x", "-0", ...args], { timeout: 60_000, maxBuffer: 16 * 1024 * 1024 }, (err, stdout) => {
+      // du exits 1 when a file vanished mid-walk; its totals still count what it saw.
+      const sizes = new Map<string, number>();
+      for (const entry of stdout.split("\0")) {
+        const match = /^(\d+)\t(.*)$/s.exec(entry);
+        if (match?.[1] !== undefined && match[2] !== undefined) sizes.set(match[2], Number(match[1]));
+      }
+      if (sizes.size > 0) resolve(sizes);
+      else reject(err ?? new Error(`du printed no totals: ${stdout.slice(0, 200)}`));
     });
   });
 }

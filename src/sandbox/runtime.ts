@@ -1,7 +1,10 @@
-import type { Socket } from "node:net";
+import type { Duplex } from "node:stream";
 
-/** The runtimes swarmd ships. `process` is the embedded default; `memory` keeps sandboxes in-process (tests, simulations). */
-export type RuntimeKind = "process" | "docker" | "memory";
+/**
+ * The runtimes swarmd ships (`SWARM_RUNTIME`). `process` is the embedded default; `simulated` keeps
+ * sandboxes in the daemon's memory (`src/sandbox/memory/`: test suites, simulations).
+ */
+export type RuntimeKind = "process" | "docker" | "simulated";
 
 /** What a runtime knows about one sandbox it owns. */
 export interface SandboxInfo {
@@ -10,9 +13,10 @@ export interface SandboxInfo {
   agentId: string;
   /**
    * `running`: processes or container alive and not frozen. `frozen`: suspended in place.
+   * `hibernated`: its harness was ended on purpose (`hibernate`), its files and session kept.
    * `gone`: the sandbox's folder or container record exists but its processes/container vanished.
    */
-  status: "running" | "frozen" | "gone";
+  status: "running" | "frozen" | "hibernated" | "gone";
   /** Why a `gone` sandbox's processes ended, when the runtime knows: a limit it hit, or a quota it broke. */
   reason?: string;
 }
@@ -96,10 +100,26 @@ export interface SandboxRuntime {
   startHarness(sandboxId: string, signal: AbortSignal): Promise<void>;
 
   /**
-   * Open a new connection to the harness socket. The harness serves one client at a time; a new
-   * connection replaces the previous one. Throws `HARNESS_UNREACHABLE`.
+   * End the harness of an idle sandbox to free its memory, keeping everything it needs to go on:
+   * the sandbox's files, its control folder (event log, pi's session file) and its limits. The
+   * status becomes `hibernated`; `startHarness` brings it back (the same session, the event log's
+   * `hseq` going on from where it stopped). Meanwhile `connect` throws `HARNESS_UNREACHABLE`,
+   * `freeze` and `thaw` do nothing, `fork` copies its files, and `close` removes it. The caller
+   * hibernates only a harness with no turn running. Idempotent; a sandbox whose harness never
+   * started is left as it is. Throws `SANDBOX_NOT_FOUND`, `SANDBOX_GONE`, and `SANDBOX_FROZEN` for
+   * a frozen sandbox (a paused agent is not hibernated).
+   *
+   * Calls on one sandbox take effect in the order they were made (the daemon relies on it: a
+   * wake's `startHarness` asked before a `freeze` is frozen by it).
    */
-  connect(sandboxId: string, signal: AbortSignal): Promise<Socket>;
+  hibernate(sandboxId: string, signal: AbortSignal): Promise<void>;
+
+  /**
+   * Open a new connection to the harness socket (a Unix socket, or for the simulated runtime a
+   * stream made in this process). The harness serves one client at a time; a new connection
+   * replaces the previous one. Throws `HARNESS_UNREACHABLE`.
+   */
+  connect(sandboxId: string, signal: AbortSignal): Promise<Duplex>;
 
   /**
    * Suspend every process of the sandbox in place. Idempotent (freezing a frozen sandbox is fine).

@@ -7,6 +7,8 @@ export interface AgentRecord extends AgentView {
   /** The newest settled result of the agent, if any turn settled. */
   settled: { outcome: Outcome; resultRef: string | null } | null;
   children: string[];
+  /** The session stats the harness had when it last hibernated (while it sleeps, the agent's stats). */
+  sleptWith: Record<string, unknown> | null;
 }
 
 /** A run as the ledger tells it: the fold of its events up to `asOf`. */
@@ -60,7 +62,7 @@ export function foldEvent(view: RunView, stored: StoredEvent): void {
 }
 
 /** The event types `applyEvent` acts on. */
-const FOLDED_TYPES: ReadonlySet<string> = new Set(["agent_spawned", "agent_provisioned", "agent_state_changed", "handle_settled", "agent_ended", "model_usage"] satisfies RunEvent["type"][]);
+const FOLDED_TYPES: ReadonlySet<string> = new Set(["agent_spawned", "agent_provisioned", "agent_state_changed", "handle_settled", "agent_ended", "model_usage", "agent_hibernated", "agent_woke"] satisfies RunEvent["type"][]);
 
 function applyEvent(view: RunView, event: RunEvent): void {
   const agent = event.agentId ? view.agents.get(event.agentId) : undefined;
@@ -83,6 +85,7 @@ function applyEvent(view: RunView, event: RunEvent): void {
         prompt: event.data.prompt,
         settled: null,
         children: [],
+        sleptWith: null,
         usage: emptyUsage(),
         subtreeUsage: emptyUsage(),
       });
@@ -110,8 +113,17 @@ function applyEvent(view: RunView, event: RunEvent): void {
       for (let at: AgentRecord | undefined = agent; at; at = at.parentAgentId ? view.agents.get(at.parentAgentId) : undefined) addUsage(at.subtreeUsage, event.data);
       return;
     }
+    case "agent_hibernated":
+      if (!agent) return;
+      agent.hibernated = true;
+      agent.sleptWith = event.data.sessionStats;
+      return;
+    case "agent_woke":
+      if (agent) delete agent.hibernated;
+      return;
     case "agent_ended":
       if (!agent) return;
+      delete agent.hibernated;
       agent.outcome = event.data.outcome;
       agent.state = agent.outcome === "aborted" ? "aborted" : "done";
       agent.endedAt = event.data.endedAt;
@@ -138,9 +150,17 @@ export function agentView(record: AgentRecord): AgentView {
     subtreeUsage: { ...record.subtreeUsage },
   };
   if (record.pausedBy) view.pausedBy = record.pausedBy;
+  if (record.hibernated) view.hibernated = true;
   return view;
 }
 
-export function runSnapshot(view: RunView): RunSnapshot {
-  return { runId: view.runId, rootAgentId: view.rootAgentId, asOf: view.asOf, agents: [...view.agents.values()].map(agentView), usage: { ...view.usage } };
+/** The run's snapshot; `queuePositions` adds each waiting agent's place in the start queue. */
+export function runSnapshot(view: RunView, queuePositions?: ReadonlyMap<string, number>): RunSnapshot {
+  const agents = [...view.agents.values()].map((record) => {
+    const agent = agentView(record);
+    const place = queuePositions?.get(record.agentId);
+    if (place !== undefined) agent.queuePosition = place;
+    return agent;
+  });
+  return { runId: view.runId, rootAgentId: view.rootAgentId, asOf: view.asOf, agents, usage: { ...view.usage } };
 }

@@ -78,6 +78,9 @@ describe("tool bridge over stdio against a live daemon", () => {
     assert.match(byName.get("swarm_watch_events").description, /model_usage.*budget_changed|budget_changed.*model_usage/);
     assert.equal(byName.get("swarm_get_run").annotations.readOnlyHint, true);
     assert.equal(byName.get("swarm_delete_run").annotations.destructiveHint, true);
+    const del = byName.get("swarm_delete_run").inputSchema;
+    assert.deepEqual([Object.keys(del.properties).sort(), del.required], [["purge", "runId"], ["runId"]]);
+    assert.deepEqual([del.properties.purge.type, del.properties.purge.default], ["boolean", false]);
   });
 
   it("drives a run through every route tool and reads back what the service says", async () => {
@@ -156,6 +159,20 @@ describe("tool bridge over stdio against a live daemon", () => {
     assert.equal(end.data.stoppedBy, "run-over");
     assert.equal(end.data.runOver, true);
     assert.ok(end.data.events.some((e: Json) => e.type === "agent_ended" && e.agentId === root && e.data.outcome === "aborted"));
+  });
+
+  it("swarm_delete_run with purge stops the run, then removes it: the service no longer knows it", async () => {
+    const created = await bridge.tool("swarm_create_run", { spec: { name: "brief", script: [] }, prompt: "hello", keepAlive: true });
+    const { runId, rootAgentId: root } = created.data;
+    assert.equal((await bridge.tool("swarm_get_result", { agentId: root, waitSeconds: 60 })).data.result, "hello");
+    const purged = await bridge.tool("swarm_delete_run", { runId, purge: true });
+    assert.equal(purged.isError, false, purged.text);
+    assert.deepEqual(purged.data, { runId, deleted: true, purged: true });
+    assert.match(purged.text, /purged/);
+    assert.equal((await bridge.tool("swarm_get_run", { runId })).data.status, 404);
+    assert.equal((await bridge.tool("swarm_get_agent", { agentId: root })).data.status, 404);
+    const again = await bridge.tool("swarm_delete_run", { runId, purge: true });
+    assert.deepEqual([again.isError, again.data.status], [true, 404]);
   });
 
   it("returns service errors as tool errors with the service's status and message", async () => {

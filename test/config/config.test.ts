@@ -28,6 +28,8 @@ describe("configuration from the environment", () => {
       SWARM_RUNTIME: "docker",
       SWARM_TURN_MAX_MS: "5000",
       SWARM_MEMBER_TIMEOUT_MS: "7000",
+      SWARM_HIBERNATE_AFTER_MS: "0",
+      SWARM_START_CONCURRENCY: "3",
       SWARM_TOKEN: "s3cret",
       SWARM_BODY_LIMIT: "2048",
       SWARM_INSPECT: "1",
@@ -53,6 +55,8 @@ describe("configuration from the environment", () => {
       runtime: "docker",
       turnMaxMs: 5000,
       memberTimeoutMs: 7000,
+      hibernateAfterMs: 0,
+      startConcurrency: 3,
       token: "s3cret",
       bodyLimitBytes: 2048,
       inspect: true,
@@ -83,10 +87,10 @@ describe("configuration from the environment", () => {
 
   it("refuses a bad value with CONFIG_INVALID naming each variable at fault", () => {
     assert.throws(
-      () => loadConfig({ SWARM_PORT: "70000", SWARM_RUNTIME: "vm", SWARM_TURN_MAX_MS: "soon" }),
+      () => loadConfig({ SWARM_PORT: "70000", SWARM_RUNTIME: "vm", SWARM_TURN_MAX_MS: "soon", SWARM_START_CONCURRENCY: "0", SWARM_HIBERNATE_AFTER_MS: "-1" }),
       (err: unknown) => {
         assert.ok(isSwarmError(err, "CONFIG_INVALID"), String(err));
-        for (const name of ["SWARM_PORT", "SWARM_RUNTIME", "SWARM_TURN_MAX_MS"]) assert.match(err.message, new RegExp(name));
+        for (const name of ["SWARM_PORT", "SWARM_RUNTIME", "SWARM_TURN_MAX_MS", "SWARM_START_CONCURRENCY", "SWARM_HIBERNATE_AFTER_MS"]) assert.match(err.message, new RegExp(name));
         return true;
       },
     );

@@ -10,4 +10,5 @@ await whenDocker("end-to-end on docker", async () => {
   await import("./spawn.test.ts");
   await import("./controls.test.ts");
   await import("./limits.test.ts");
+  await import("./hibernation.test.ts");
 });

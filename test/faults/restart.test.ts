@@ -139,9 +139,13 @@ describe("restart after SIGKILL: nothing lost, nothing twice", () => {
 });
 
 
-/** What the ledger says and what the sandbox is agree: paused ⇔ frozen. */
+/**
+ * What the ledger says and what the sandbox is agree: paused ⇔ frozen, unless the agent hibernated
+ * (idle for SWARM_HIBERNATE_AFTER_MS during this long test): then its sandbox has nothing to freeze.
+ */
 async function assertSandboxMatches(d: DaemonProcess, runtime: ReturnType<typeof createProcessRuntime>, agentId: string): Promise<void> {
   const view = (await d.call("GET", `/agents/${agentId}`)).body;
   const info = await runtime.inspect(view.sandboxId, AbortSignal.timeout(10_000));
-  assert.equal(info?.status, view.state === "paused" ? "frozen" : "running", `${agentId} is ${view.state}`);
+  const expected = view.hibernated ? "hibernated" : view.state === "paused" ? "frozen" : "running";
+  assert.equal(info?.status, expected, `${agentId} is ${view.state}${view.hibernated ? ", hibernated" : ""}`);
 }

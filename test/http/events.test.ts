@@ -157,3 +157,22 @@ test("closing the server ends open streams", { timeout: 10_000 }, async () => {
   await client.ended;
   assert.equal(events.listenerCount(RUN_ID), 0);
 });
+
+test("a purge ends the run's open streams cleanly, a plain delete does not; the stream is then a 404", { timeout: 10_000 }, async (t) => {
+  const { app, events, open, address } = await listen(t);
+  events.append(RUN_ID, "run_started", null, { runId: RUN_ID });
+  const client = open("/runs/r_1/events");
+  await client.until((f) => f.id === 1);
+
+  assert.equal((await app.inject({ method: "DELETE", url: "/runs/r_1" })).statusCode, 204);
+  events.append(RUN_ID, "agent_ended", ROOT_ID, { outcome: "aborted" });
+  await client.until((f) => f.id === 2);
+
+  assert.equal((await app.inject({ method: "DELETE", url: "/runs/r_1?purge=true" })).statusCode, 204);
+  await client.ended;
+  assert.equal((await client.response).complete, true, "the response was ended, not cut off");
+  assert.equal(events.listenerCount(RUN_ID), 0);
+  const again = new SseClient(`${address}/runs/r_1/events`);
+  t.after(() => again.close());
+  assert.equal((await again.response).statusCode, 404);
+});

@@ -38,6 +38,8 @@ export function createFakeSwarm() {
   const calls: Array<{ method: Method; args: unknown[] }> = [];
   const failures = new Map<Method, Error>();
   let result: ResultView = SETTLED;
+  /** Runs that exist: r_1 until a purge removes it. */
+  const runs = new Set([RUN_ID]);
   /** Resolves with whether the signal aborted, each time `result` ends a wait. */
   const waits: Array<Promise<"aborted" | "timeout">> = [];
 
@@ -56,8 +58,9 @@ export function createFakeSwarm() {
       record("getRun", runId);
       return { runId, rootAgentId: ROOT_ID, asOf: 7, agents: [AGENT], usage: { ...AGENT.usage } };
     },
-    async deleteRun(runId) {
-      record("deleteRun", runId);
+    async deleteRun(runId, options) {
+      record("deleteRun", runId, options);
+      if (options?.purge) runs.delete(runId);
     },
     async spawn(runId, request) {
       record("spawn", runId, request);
@@ -106,7 +109,7 @@ export function createFakeSwarm() {
     },
     hasRun(runId) {
       record("hasRun", runId);
-      return runId === RUN_ID;
+      return runs.has(runId);
     },
   };
 

@@ -41,7 +41,20 @@ test("DELETE /runs/:runId answers 204 with no body", async (t) => {
   assert.equal(res.statusCode, 204);
   assert.equal(res.body, "");
   assert.equal(res.headers["content-type"], undefined);
-  assert.deepEqual(swarm.last("deleteRun"), [RUN_ID]);
+  assert.deepEqual(swarm.last("deleteRun"), [RUN_ID, { purge: false }]);
+});
+
+test("DELETE /runs/:runId?purge=true answers as a delete does and asks for the purge; purge=false is a plain delete", async (t) => {
+  const { app, swarm } = setup();
+  t.after(() => app.close());
+  const kept = await app.inject({ method: "DELETE", url: "/runs/r_1?purge=false" });
+  assert.equal(kept.statusCode, 204);
+  assert.deepEqual(swarm.last("deleteRun"), [RUN_ID, { purge: false }]);
+  const purged = await app.inject({ method: "DELETE", url: "/runs/r_1?purge=true" });
+  assert.equal(purged.statusCode, 204);
+  assert.equal(purged.body, "");
+  assert.equal(purged.headers["content-type"], undefined);
+  assert.deepEqual(swarm.last("deleteRun"), [RUN_ID, { purge: true }]);
 });
 
 test("POST /runs/:runId/agents answers 202 with the child and its state", async (t) => {

@@ -5,7 +5,7 @@ import { setup } from "./fakes.ts";
 const SPEC = { name: "echo", script: [] };
 
 /** Each invalid request is a 400 whose message names every failing field, and the facade is never called. */
-const CASES: Array<[method: "GET" | "POST", url: string, payload: unknown, error: string]> = [
+const CASES: Array<[method: "GET" | "POST" | "DELETE", url: string, payload: unknown, error: string]> = [
   ["POST", "/runs", undefined, "body: is required"],
   ["POST", "/runs", [], "body: expected object"],
   ["POST", "/runs", {}, "body.spec: is required"],
@@ -43,6 +43,12 @@ const CASES: Array<[method: "GET" | "POST", url: string, payload: unknown, error
   ["GET", "/agents/a_1/result?wait=soon", undefined, "query.wait: must be an integer number of seconds 0..240"],
   ["GET", "/agents/a_1/result?wait=", undefined, "query.wait: must be an integer number of seconds 0..240"],
   ["GET", "/agents/a_1/result?wait=1&wait=2", undefined, "query.wait: expected string"],
+  // purge: "true" or "false", nothing else.
+  ["DELETE", "/runs/r_1?purge=yes", undefined, 'query.purge: must be "true" or "false"'],
+  ["DELETE", "/runs/r_1?purge=1", undefined, 'query.purge: must be "true" or "false"'],
+  ["DELETE", "/runs/r_1?purge=", undefined, 'query.purge: must be "true" or "false"'],
+  ["DELETE", "/runs/r_1?purge=TRUE", undefined, 'query.purge: must be "true" or "false"'],
+  ["DELETE", "/runs/r_1?purge=true&purge=false", undefined, 'query.purge: must be "true" or "false"'],
 ];
 
 for (const [method, url, payload, error] of CASES) {

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { after, test, type TestContext } from "node:test";
 import { isSwarmError } from "../../src/errors.ts";
 import { openLedger, type Ledger, type LedgerEvent, type LedgerOptions, type LiveEvent, type NewEvent } from "../../src/ledger/ledger.ts";
+import { rawLedgerKeys } from "../support/raw-ledger.ts";
 
 // Folders go once every test is over, so no folder is removed under a ledger still closing.
 const dirs: string[] = [];
@@ -282,4 +283,42 @@ test("close waits for queued appends; append after close rejects with LEDGER_CLO
 
   const { ledger: reopened } = await open(t, dir);
   assert.deepEqual((await reopened.read("r", 0)).map((e) => e.type), ["a", "b"]);
+});
+
+test("dropRun takes a run off the list at once and for good; its appends are refused, other runs go on", async (t) => {
+  const { ledger, dir } = await open(t);
+  await ledger.append("r_a", [ev("run_started"), ev("turn_start", {}, "a_1")], { put: [{ key: "agent!a_1", value: "{}" }] });
+  await ledger.append("r_b", [ev("run_started")]);
+  const late = ledger.append("r_a", [ev("turn_end", {}, "a_1")]); // queued before the drop: committed, then erased with the rest
+  await ledger.dropRun("r_a", { key: "purge!r_a", value: "marker" });
+  await late;
+  assert.deepEqual(ledger.runIds(), ["r_b"]);
+  assert.equal(ledger.lastSeq("r_a"), 0);
+  assert.deepEqual(await ledger.read("r_a", 0), []);
+  await assert.rejects(ledger.append("r_a", [ev("turn_start", {}, "a_1")]), (err: unknown) => isSwarmError(err, "RUN_NOT_FOUND"));
+  await assert.rejects(ledger.append("r_a", [], { put: [{ key: "hseq!a_1", value: "9" }] }), (err: unknown) => isSwarmError(err, "RUN_NOT_FOUND"));
+  assert.deepEqual(seqs(await ledger.append("r_b", [ev("turn_start")])), [2]);
+  assert.equal(await ledger.getIndex("purge!r_a"), "marker");
+
+  await ledger.close();
+  const reopened = await openLedger(dir);
+  t.after(() => reopened.close());
+  assert.deepEqual(reopened.runIds(), ["r_b"], "a restart does not bring the run back");
+  assert.equal(await reopened.getIndex("purge!r_a"), "marker", "the marker outlives the restart, for the sweep to finish");
+});
+
+test("eraseRun deletes a dropped run's events and index keys, the named ones last, and nothing of another run", async (t) => {
+  const { ledger, dir } = await open(t);
+  // More events than one erase page; `r_a1` starts with `r_a` and must be left alone.
+  for (let i = 0; i < 3; i++) await ledger.append("r_a", range(1, 1000).map((n) => ev("tick", { n })));
+  await ledger.append("r_a", [], { put: [{ key: "agent!a_1", value: "{}" }, { key: "idem!r_a!k1", value: "x" }, { key: "idem!r_a!k2", value: "y" }] });
+  await ledger.append("r_a1", [ev("run_started")], { put: [{ key: "agent!a_9", value: "{}" }, { key: "idem!r_a1!k1", value: "z" }] });
+  await ledger.dropRun("r_a", { key: "purge!r_a", value: "marker" });
+  const index = { prefixes: ["idem!r_a!"], keys: ["agent!a_1", "hseq!a_1", "purge!r_a"] };
+  await ledger.eraseRun("r_a", index);
+  await ledger.eraseRun("r_a", index); // idempotent: a sweep redone after a crash
+  assert.deepEqual((await ledger.listIndex("")).map((e) => e.key), ["agent!a_9", "idem!r_a1!k1"]);
+  assert.deepEqual(seqs(await ledger.read("r_a1", 0)), [1]);
+  await ledger.close();
+  assert.deepEqual((await rawLedgerKeys(dir)).sort(), ["!ev!r_a1!000000000001", "!ix!agent!a_9", "!ix!idem!r_a1!k1", "!meta!run!r_a1"]);
 });

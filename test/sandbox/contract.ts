@@ -275,6 +275,61 @@ export function runSandboxContract(name: string, setup: () => Promise<SandboxCon
       again.close();
     });
 
+    it("hibernates an idle harness and wakes it with its files, its event log and its conversation", async () => {
+      const { info, client } = await started(bashSpec("echo kept > /work/h.txt; cat /work/h.txt", "cat /work/h.txt"));
+      const id = info.sandboxId;
+      assert.deepEqual((await client.prompt("first")).toolOutputs, ["kept\n"]);
+      const before = (await client.request({ type: "get_session_stats" })).data as { sessionId: string; userMessages: number; totalMessages: number };
+      const lastHseq = client.events.at(-1)!.hseq;
+
+      await rt.hibernate(id, signal());
+      await client.closed; // the harness ended, and its connection with it
+      assert.equal(await status(id), "hibernated");
+      assert.equal((await rt.list(signal())).find((i) => i.sandboxId === id)?.status, "hibernated");
+      await rejectsWith(rt.connect(id, signal()), "HARNESS_UNREACHABLE");
+      await rt.hibernate(id, signal());
+      await rt.freeze(id, signal());
+      await rt.thaw(id, signal());
+      assert.equal(await status(id), "hibernated", "freeze and thaw leave a hibernated sandbox as it is");
+      assert.equal(await status(id, models.wrap(await env.reopen())), "hibernated", "a restarted service finds it hibernated");
+
+      const childReq = request(bashSpec("cat /work/h.txt"));
+      assert.equal((await rt.fork(id, childReq, signal())).status, "running");
+      await rt.startHarness(childReq.sandboxId, signal());
+      const childClient = await open(childReq.sandboxId);
+      assert.deepEqual((await childClient.prompt("read")).toolOutputs, ["kept\n"], "a fork of a hibernated sandbox has its files");
+      childClient.close();
+
+      await rt.startHarness(id, signal());
+      assert.equal(await status(id), "running");
+      const woken = createTestHarnessClient(await rt.connect(id, signal()));
+      woken.hello(lastHseq);
+      const { toolOutputs } = await woken.prompt("second");
+      assert.deepEqual(toolOutputs, ["kept\n"], "the second turn of the script runs: the session went on");
+      assert.equal(woken.events[0]?.hseq, lastHseq + 1, "hseq goes on from before the hibernation, nothing replayed twice");
+      const after = (await woken.request({ type: "get_session_stats" })).data as typeof before;
+      assert.equal(after.sessionId, before.sessionId);
+      assert.equal(after.userMessages, before.userMessages + 1, "the woken session holds the earlier conversation");
+      assert.ok(after.totalMessages > before.totalMessages);
+
+      await rt.hibernate(id, signal());
+      await woken.closed;
+      await rt.close(id, signal());
+      assert.equal(await rt.inspect(id, signal()), undefined, "a hibernated sandbox closes");
+      assert.deepEqual((await env.leaks?.(id)) ?? [], []);
+    });
+
+    it("leaves a sandbox whose harness never started as it is when asked to hibernate it", async () => {
+      const info = await provision(bashSpec("echo fresh"));
+      await rt.hibernate(info.sandboxId, signal());
+      assert.equal(await status(info.sandboxId), "running");
+      await rt.startHarness(info.sandboxId, signal());
+      const client = await open(info.sandboxId);
+      assert.deepEqual((await client.prompt("go")).toolOutputs, ["fresh\n"]);
+      await rejectsWith(rt.hibernate(randomUUID(), signal()), "SANDBOX_NOT_FOUND");
+      client.close();
+    });
+
     it("reports a sandbox whose processes vanished as gone and refuses to use it", async () => {
       const { info, client } = await started(bashSpec("true"));
       assert.equal((await client.request({ type: "shutdown" })).success, true);
@@ -285,6 +340,7 @@ export function runSandboxContract(name: string, setup: () => Promise<SandboxCon
       await rejectsWith(rt.startHarness(info.sandboxId, signal()), "SANDBOX_GONE");
       await rejectsWith(rt.freeze(info.sandboxId, signal()), "SANDBOX_GONE");
       await rejectsWith(rt.thaw(info.sandboxId, signal()), "SANDBOX_GONE");
+      await rejectsWith(rt.hibernate(info.sandboxId, signal()), "SANDBOX_GONE");
       const child = request(bashSpec("true"));
       await rejectsWith(rt.fork(info.sandboxId, child, signal()), "SANDBOX_GONE");
       assert.equal(await rt.inspect(child.sandboxId, signal()), undefined);
@@ -305,8 +361,8 @@ export function runSandboxContract(name: string, setup: () => Promise<SandboxCon
       await assert.rejects(rt.fork(parent.sandboxId, child, aborted), (err) => err === reason);
       assert.equal(await rt.inspect(child.sandboxId, signal()), undefined);
 
-      // The harness takes far longer than 100 ms to start, so the abort lands while it is awaited.
-      const soon = AbortSignal.timeout(100);
+      // A harness takes longer than 50 ms to start (node alone takes about that), so the abort lands while it is awaited.
+      const soon = AbortSignal.timeout(50);
       await assert.rejects(rt.startHarness(parent.sandboxId, soon), (err) => err === soon.reason);
       assert.equal(await status(parent.sandboxId), "running");
       await rt.startHarness(parent.sandboxId, signal());

@@ -126,7 +126,7 @@ function dockerSpecifics(): void {
     assert.equal(sources.includes(SWARMD_ROOT), false, "never the whole installation (the default data folder is in it)");
     assert.deepEqual(
       sources.filter((source) => source.startsWith(`${SWARMD_ROOT}/`)).sort(),
-      [`${SWARMD_ROOT}/dist/harness.mjs`, `${SWARMD_ROOT}/node_modules`],
+      [`${SWARMD_ROOT}/dist/harness`, `${SWARMD_ROOT}/node_modules`],
     );
     assert.equal(info.Config.Env.some((e) => e.startsWith("FOO=")), false, "spec env stays out of the container's configuration");
 

@@ -1,16 +1,17 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { after, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { isSwarmError } from "../../src/errors.ts";
+import { memoryControl } from "../../src/harness/memory-control.ts";
 import type { HarnessEventMessage } from "../../src/harness/protocol.ts";
 import { createMemoryRuntime } from "../../src/sandbox/memory/memory-runtime.ts";
 import { createTestHarnessClient, type TestHarnessClient } from "../support/harness-client.ts";
 import { runSandboxContract } from "./contract.ts";
 import { scriptGateway } from "../support/script-gateway.ts";
 
-const NO_BACKGROUND = "a memory sandbox runs bash in just-bash, which has no processes: `cmd &` runs to its end instead of in the background";
+const NO_BACKGROUND = "a simulated sandbox runs bash in just-bash, which has no processes: `cmd &` runs to its end instead of in the background";
 
 // Skipped: the cases whose sandbox keeps a process running after the tool call that started it
 // (`cmd &`), which just-bash runs to its end instead. What else they check is checked below:
@@ -19,22 +20,24 @@ const NO_BACKGROUND = "a memory sandbox runs bash in just-bash, which has no pro
 // - close: `sleep 1000 &` is the running tool a close kills ("closes a frozen sandbox in the middle of a tool");
 // - listWhileClosing: sandboxes busy with `sleep 1000 &` close slowly enough to race list and
 //   inspect; here those read a map, with nothing to race.
-// A start takes 150 ms so that the contract can abort one in flight.
+// Every other case runs, hibernation's included. A start takes 150 ms so that the contract can
+// abort one in flight.
 runSandboxContract(
-  "memory",
+  "simulated",
   async () => {
     const runtime = createMemoryRuntime({ startDelayMs: 150 });
     return {
       runtime,
       reopen: async () => createMemoryRuntime({ table: runtime.table, startDelayMs: 150 }),
       cleanup: () => runtime.destroy(),
-      workDir: () => assert.fail("a memory sandbox keeps /work in memory; only the skipped cases read it on the host"),
+      workDir: () => assert.fail("a simulated sandbox keeps /work in memory; only the skipped cases read it on the host"),
+      leaks: async (sandboxId) => (memoryControl(runtime.controlDir(sandboxId)) ? ["its in-memory control folder"] : []),
     };
   },
   { skip: { freeze: NO_BACKGROUND, fork: NO_BACKGROUND, close: NO_BACKGROUND, listWhileClosing: NO_BACKGROUND } },
 );
 
-describe("memory runtime", () => {
+describe("simulated runtime", () => {
   // The daemon serves each sandbox's model gateway; here the test does, answering each spec's script.
   const models = scriptGateway();
   const rt = models.wrap(createMemoryRuntime());
@@ -108,7 +111,7 @@ describe("memory runtime", () => {
     child.client.close();
   });
 
-  it("closes a frozen sandbox in the middle of a tool: the connection ends, its folder goes", async () => {
+  it("closes a frozen sandbox in the middle of a tool: the connection ends, its control folder goes", async () => {
     const { sandboxId, client } = await started(script({ tool: "bash", args: { command: "sleep 30" } }));
     await client.request({ type: "prompt", message: "go" });
     await client.waitFor((m) => m.type === "event" && m.event === "tool_start");
@@ -116,7 +119,7 @@ describe("memory runtime", () => {
     await rt.close(sandboxId, signal());
     await client.closed;
     assert.equal(await rt.inspect(sandboxId, signal()), undefined);
-    assert.equal(existsSync(rt.controlDir(sandboxId)), false);
+    assert.equal(memoryControl(rt.controlDir(sandboxId)), undefined);
     await assert.rejects(rt.connect(sandboxId, signal()), (err) => isSwarmError(err, "HARNESS_UNREACHABLE"));
     await rt.close(sandboxId, signal());
   });
@@ -127,5 +130,19 @@ describe("memory runtime", () => {
     const second = await Promise.all(agents.map(({ client }) => client.prompt("again")));
     assert.deepEqual([...first, ...second].map((t) => (t.settled.data as { text: string }).text), ["a1", "b1", "c1", "a2", "b2", "c2"]);
     for (const { client } of agents) client.close();
+  });
+
+  it("runs sandboxes with no file, no socket and no process of their own", async () => {
+    const fds = () => readdirSync("/proc/self/fd").length;
+    const opened = fds();
+    const agents = await Promise.all(Array.from({ length: 40 }, (_, i) => started(script({ tool: "bash", args: { command: `echo ${i} > n; cat n` } }, { text: "{{lastToolResult}}" }))));
+    const turns = await Promise.all(agents.map(({ client }) => client.prompt("go")));
+    assert.deepEqual(turns.map((t) => (t.settled.data as { text: string }).text), agents.map((_, i) => `${i}\n`));
+    assert.ok(fds() - opened < 10, `40 sandboxes with a turn each opened ${fds() - opened} file descriptors`);
+    assert.equal(existsSync(rt.table.root), false, "their control folders are names in memory, not folders");
+    for (const { sandboxId, client } of agents) {
+      client.close();
+      await rt.close(sandboxId, signal());
+    }
   });
 });

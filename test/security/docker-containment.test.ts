@@ -81,18 +81,18 @@ function daemonAttacks(): void {
 
   it("cannot write to the root file system, only to /work and /tmp", async () => {
     const output = await runBash(
-      "for f in /x /usr/x /etc/passwd /opt/swarmd/x /opt/swarmd/dist/harness.mjs /inputs/x /work/x /tmp/x; do (echo pwned >> $f) 2>/dev/null && echo wrote $f || echo refused $f; done",
+      "for f in /x /usr/x /etc/passwd /opt/swarmd/x /opt/swarmd/dist/harness/boot.cjs /opt/swarmd/dist/harness/x /inputs/x /work/x /tmp/x; do (echo pwned >> $f) 2>/dev/null && echo wrote $f || echo refused $f; done",
     );
     assert.equal(
       output,
-      ["/x", "/usr/x", "/etc/passwd", "/opt/swarmd/x", "/opt/swarmd/dist/harness.mjs", "/inputs/x"].map((f) => `refused ${f}\n`).join("") + "wrote /work/x\nwrote /tmp/x\n",
+      ["/x", "/usr/x", "/etc/passwd", "/opt/swarmd/x", "/opt/swarmd/dist/harness/boot.cjs", "/opt/swarmd/dist/harness/x", "/inputs/x"].map((f) => `refused ${f}\n`).join("") + "wrote /work/x\nwrote /tmp/x\n",
     );
   });
 
   it("cannot signal its harness, replace its socket or touch its control folder", async () => {
     const output = await runBash(
       [
-        "for p in /proc/[0-9]*; do grep -q 'dist/harnes[s].mjs' $p/cmdline 2>/dev/null && { kill -9 ${p#/proc/} 2>/dev/null && echo killed || echo refused-kill; }; done",
+        "for p in /proc/[0-9]*; do grep -q 'dist/harnes[s]/boot.cjs' $p/cmdline 2>/dev/null && { kill -9 ${p#/proc/} 2>/dev/null && echo killed || echo refused-kill; }; done",
         "rm -f /control/harness.sock 2>/dev/null && echo removed-socket || echo refused-rm",
         "(echo x > /control/planted) 2>/dev/null && echo planted || echo refused-write",
         "ls /control >/dev/null 2>&1 && echo listed || echo refused-list",

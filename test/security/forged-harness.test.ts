@@ -47,7 +47,7 @@ describe("a sandbox cannot take the daemon down", { skip: !hasBwrap && "bubblewr
     let forger: ChildProcess | undefined;
     try {
       // The agent tries to reach its harness: kill it, replace its socket, write beside it. All refused.
-      const takeover = "kill -9 $(pgrep -f 'dist/harnes[s].mjs') 2>&1; rm -f /control/harness.sock 2>&1; echo x > /control/planted 2>&1; true";
+      const takeover = "kill -9 $(pgrep -f 'dist/harnes[s]/boot.cjs') 2>&1; rm -f /control/harness.sock 2>&1; echo x > /control/planted 2>&1; true";
       const created = await d.call("POST", "/runs", { spec: attacker("forger", [takeover], "{{lastToolResult}}"), prompt: "go", keepAlive: true });
       assert.equal(created.status, 202);
       const { runId, rootAgentId: root } = created.body;

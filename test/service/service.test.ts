@@ -12,3 +12,4 @@ import "./restart.ts";
 import "./held-effects.ts";
 import "./budgets.ts";
 import "./gateway-faults.ts";
+import "./purge.ts";

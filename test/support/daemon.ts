@@ -2,12 +2,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { StartQueue } from "../../actors/start-queue.ts";
 import { createSwarmService, type SwarmService } from "../../actors/swarm-service.ts";
 import type { ModelGateway } from "../../src/gateway/gateway.ts";
 import { buildServer } from "../../src/http/build-server.ts";
 import { openLedger, type Ledger } from "../../src/ledger/ledger.ts";
 import { createResultStore } from "../../src/results/result-store.ts";
 import { createDockerRuntime } from "../../src/sandbox/docker/docker-runtime.ts";
+import { createMemoryRuntime } from "../../src/sandbox/memory/memory-runtime.ts";
 import { createProcessRuntime } from "../../src/sandbox/process/process-runtime.ts";
 import type { SandboxLimits, SandboxRuntime } from "../../src/sandbox/runtime.ts";
 
@@ -35,22 +37,24 @@ export interface DaemonOptions {
   limits?: SandboxLimits;
   /** The model gateway (its models file, pacing); default: pi-ai's built-in models. */
   gateway?: ModelGateway;
+  /** Idle time after which agents hibernate (SWARM_HIBERNATE_AFTER_MS); default: never. */
+  hibernateAfterMs?: number;
+  /** Sandbox starts at once (SWARM_START_CONCURRENCY); default: one per core. */
+  startConcurrency?: number;
 }
 
 /** The whole daemon in this process, on a real loopback port, with real sandboxes and a real ledger. */
 export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "swarmd-e2e-"));
   const ledger = await openLedger(join(dataDir, "ledger"));
-  const quiet = { info: () => undefined, warn: () => undefined };
-  const runtime =
-    options.runtime?.(dataDir) ??
-    (process.env.SWARM_E2E_RUNTIME === "docker" ? createDockerRuntime({ dataDir }) : createProcessRuntime({ dataDir, logger: quiet }));
+  const runtime = options.runtime?.(dataDir) ?? defaultRuntime(dataDir);
   const service = createSwarmService({
-    config: { dataDir, turnMaxMs: options.turnMaxMs ?? 1_800_000, limits: options.limits },
+    config: { dataDir, turnMaxMs: options.turnMaxMs ?? 1_800_000, limits: options.limits, hibernateAfterMs: options.hibernateAfterMs },
     runtime,
     ledger,
     results: createResultStore(dataDir),
     gateway: options.gateway,
+    starts: new StartQueue(options.startConcurrency),
     log: process.env.SWARM_TEST_LOG ? (message) => console.error(`[swarmd] ${message}`) : undefined,
   });
   const app = buildServer({
@@ -78,6 +82,22 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> 
       if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * The runtime `SWARM_E2E_RUNTIME` names for the end-to-end suites: `process` (default), `docker` or
+ * `simulated` (`SWARM_E2E_RUNTIME=simulated node --import tsx --test test/e2e/controls.test.ts`).
+ */
+function defaultRuntime(dataDir: string): SandboxRuntime {
+  const quiet = { info: () => undefined, warn: () => undefined };
+  switch (process.env.SWARM_E2E_RUNTIME) {
+    case "docker":
+      return createDockerRuntime({ dataDir });
+    case "simulated":
+      return createMemoryRuntime();
+    default:
+      return createProcessRuntime({ dataDir, logger: quiet });
+  }
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { Socket } from "node:net";
+import type { Duplex } from "node:stream";
 import { StringDecoder } from "node:string_decoder";
 import type { HarnessEventMessage, HarnessMessage, ResponseMessage } from "../../src/harness/protocol.ts";
 import { createWaitList } from "./wait-list.ts";
@@ -24,7 +24,7 @@ export interface TestHarnessClient {
 
 let nextId = 0;
 
-export function createTestHarnessClient(socket: Socket): TestHarnessClient {
+export function createTestHarnessClient(socket: Duplex): TestHarnessClient {
   const messages: HarnessMessage[] = [];
   const events: HarnessEventMessage[] = [];
   const waits = createWaitList();

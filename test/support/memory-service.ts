@@ -22,6 +22,8 @@ export interface MemoryService {
   readonly service: SwarmService;
   readonly ledger: Ledger;
   readonly runtime: MemoryRuntime;
+  /** The data folder: the ledger under `ledger/`, results under `results/`. */
+  readonly dataDir: string;
   /** Every persisted event of the run, in seq order. */
   events(runId: string): Promise<LedgerEvent[]>;
   /** The first persisted event of the run that matches (each event is offered once, in seq order), stored or to come. */
@@ -71,6 +73,7 @@ export async function startMemoryService(options: MemoryServiceOptions = {}): Pr
       return current.ledger;
     },
     runtime,
+    dataDir,
     async events(runId) {
       const events: LedgerEvent[] = [];
       for await (const event of current.ledger.iterate(runId, 0)) events.push(event);

@@ -1,10 +1,16 @@
 import type { FastifyInstance } from "fastify";
 import type { SwarmApi } from "../../swarm-api.ts";
 import { parseOrThrow } from "../../validation.ts";
-import { CreateRunBody, runIdParam, SpawnBody } from "../schemas.ts";
+import { CreateRunBody, DeleteRunQuery, runIdParam, SpawnBody } from "../schemas.ts";
+
+export interface RunRouteDeps {
+  swarm: SwarmApi;
+  /** End the open event streams of a run that no longer exists (a purge). */
+  endStreams(runId: string): void;
+}
 
 /** Spec sections 4.1, 4.2, 4.3 and 4.5. */
-export function runRoutes(app: FastifyInstance, swarm: SwarmApi): void {
+export function runRoutes(app: FastifyInstance, { swarm, endStreams }: RunRouteDeps): void {
   app.post("/runs", async (request, reply) => {
     const body = parseOrThrow(CreateRunBody, request.body, "body");
     return reply.code(202).send(await swarm.createRun(body));
@@ -13,7 +19,14 @@ export function runRoutes(app: FastifyInstance, swarm: SwarmApi): void {
   app.get<{ Params: { runId: string } }>("/runs/:runId", async (request) => swarm.getRun(runIdParam(request.params.runId)));
 
   app.delete<{ Params: { runId: string } }>("/runs/:runId", async (request, reply) => {
-    await swarm.deleteRun(runIdParam(request.params.runId));
+    const runId = runIdParam(request.params.runId);
+    const { purge } = parseOrThrow(DeleteRunQuery, request.query, "query", "INVALID_QUERY");
+    try {
+      await swarm.deleteRun(runId, { purge });
+    } finally {
+      // Also when the sweep after the drop failed: the run is gone all the same.
+      if (purge && !swarm.hasRun(runId)) endStreams(runId);
+    }
     return reply.code(204).send();
   });
 

@@ -28,7 +28,8 @@ export interface EventStreamOptions {
  */
 const REPLAY_PAGE = 64;
 
-export type CloseReason = "client" | "slow-consumer" | "shutdown" | "error";
+/** Why a stream closed; `run-removed`: its run was purged, so there is nothing more to send. */
+export type CloseReason = "client" | "slow-consumer" | "shutdown" | "error" | "run-removed";
 
 /**
  * One SSE connection of `GET /runs/:runId/events`: replay from the ledger, then live, with no gap
@@ -60,6 +61,10 @@ export class EventStream {
   constructor(options: EventStreamOptions) {
     this.#o = options;
     this.#lastSent = options.afterSeq;
+  }
+
+  get runId(): string {
+    return this.#o.runId;
   }
 
   onClose(callback: (reason: CloseReason) => void): void {
@@ -104,8 +109,10 @@ export class EventStream {
     this.#unsubscribe?.();
     this.#queue = [];
     for (const wake of this.#drainWaiters.splice(0)) wake();
-    this.#o.sse.close();
+    // A cut-off connection is destroyed first: ended cleanly, its socket would look reusable to the
+    // client's keep-alive pool, and its next request would die on it.
     if (cutOff) this.#o.raw.destroy();
+    this.#o.sse.close();
     if (reason === "slow-consumer" || this.#droppedEphemeral > 0) {
       this.#o.log.info({ runId: this.#o.runId, reason, lastSent: this.#lastSent, droppedEphemeral: this.#droppedEphemeral }, "event stream closed");
     }

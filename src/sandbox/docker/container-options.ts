@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import type Docker from "dockerode";
-import { ensureHarnessBundle, HARNESS_BUNDLE, SWARMD_ROOT } from "../../harness/launch.ts";
+import { ensureHarnessBundle, HARNESS_DIR, SWARMD_ROOT } from "../../harness/launch.ts";
 import type { SandboxLimits } from "../runtime.ts";
 
 /** Where things are inside a sandbox container. */
@@ -85,8 +85,9 @@ export function containerOptions(input: ContainerOptionsInput): Docker.Container
         `${input.controlDir}:${IN_CONTAINER.control}`,
         `${input.workDir}:${IN_CONTAINER.work}`,
         `${input.inputsDir}:${IN_CONTAINER.inputs}:ro`,
-        // A file mount keeps the bundle this container started with even if a newer one is renamed over it.
-        `${ensureHarnessBundle()}:${join(IN_CONTAINER.swarmdRoot, HARNESS_BUNDLE)}:ro`,
+        // The built harness: a rebuild renames new files over these, which a harness that started
+        // before it does not see (its boot opened the files it needs at its start).
+        `${ensureHarnessBundle()}:${join(IN_CONTAINER.swarmdRoot, HARNESS_DIR)}:ro`,
         `${join(SWARMD_ROOT, "node_modules")}:${join(IN_CONTAINER.swarmdRoot, "node_modules")}:ro`,
       ],
       ReadonlyRootfs: true,

@@ -1,4 +1,5 @@
 import { existsSync, mkdirSync } from "node:fs";
+import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { SwarmError, type ErrorCode } from "../../errors.ts";
 import { CONTROL_FILES } from "../../harness/protocol.ts";
@@ -141,7 +142,7 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
         }
         if (info.status === "frozen") throw new SwarmError("HARNESS_START_FAILED", `Sandbox ${sandboxId} is frozen: thaw it before starting its harness.`);
         const harnessExecId = await execHarness(container, controlDir, record.env);
-        await folders.update({ ...record, harnessExecId });
+        await folders.update({ ...record, harnessExecId, hibernatedAt: undefined });
         try {
           await untilListening(harnessExecId);
         } catch (err) {
@@ -153,11 +154,29 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
       }),
     );
 
+  /**
+   * End an idle harness (see `SandboxRuntime.hibernate`): its exec is killed, the container keeps
+   * its idle process and its folders (files, event log, pi's session file). Processes the agent
+   * left running in the background outlive it, unlike on the process runtime.
+   */
+  const hibernate = (sandboxId: string, signal: AbortSignal) =>
+    serialized(sandboxId, () =>
+      guarded(signal, "INTERNAL", `Hibernating sandbox ${sandboxId} failed`, async () => {
+        const { container, info, record } = await containers.live(sandboxId);
+        if (!record?.harnessExecId) return; // never started, or hibernated already
+        if (info.status === "frozen") throw new SwarmError("SANDBOX_FROZEN", `Sandbox ${sandboxId} is frozen: a paused agent is not hibernated.`);
+        await killHarness(docker, container, record.harnessExecId);
+        await rm(join(folders.controlDir(sandboxId), CONTROL_FILES.socket), { force: true });
+        await folders.update({ ...record, harnessExecId: undefined, hibernatedAt: new Date().toISOString() });
+      }),
+    );
+
   const setPaused = (sandboxId: string, signal: AbortSignal, paused: boolean) =>
     guarded(signal, paused ? "SANDBOX_FREEZE_FAILED" : "SANDBOX_THAW_FAILED", `${paused ? "Freezing" : "Thawing"} sandbox ${sandboxId} failed`, () =>
       serialized(sandboxId, async () => {
         const { container, info } = await containers.live(sandboxId);
-        if ((info.status === "frozen") === paused) return;
+        // A hibernated sandbox has nothing to suspend: its wake waits for the agent's resume.
+        if (info.status === "hibernated" || (info.status === "frozen") === paused) return;
         try {
           await (paused ? container.pause({ abortSignal: signal }) : container.unpause({ abortSignal: signal }));
         } catch (err) {
@@ -194,6 +213,7 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
     fork,
     writeInputs,
     startHarness,
+    hibernate,
     connect: (sandboxId, signal) => connectSocket(join(folders.controlDir(sandboxId), CONTROL_FILES.socket), signal),
     freeze: (sandboxId, signal) => setPaused(sandboxId, signal, true),
     thaw: (sandboxId, signal) => setPaused(sandboxId, signal, false),

@@ -47,6 +47,7 @@ export function sandboxContainers(docker: Docker, folders: SandboxFolders, setti
    */
   const statusOf = async (state: string, record: SandboxRecord | undefined): Promise<SandboxInfo["status"]> => {
     const status = statusOfState(state);
+    if (status !== "gone" && record?.hibernatedAt !== undefined && !record.harnessExecId) return "hibernated";
     if (status === "gone" || !record?.harnessExecId) return status;
     return (await execRunning(docker, record.harnessExecId)) ? status : "gone";
   };

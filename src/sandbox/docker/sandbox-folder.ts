@@ -20,6 +20,8 @@ export interface SandboxRecord {
   env: Record<string, string>;
   /** The exec running the harness, once started. */
   harnessExecId?: string;
+  /** When its harness was ended by a hibernation (cleared when started again). */
+  hibernatedAt?: string;
   /** The slirp4netns of a networked sandbox (stopped on close). */
   userNet?: UserNetProcess;
   /** `/work`'s quota in MiB, for the disk watch (absent in records made before quotas). */

@@ -1,80 +1,90 @@
 import { join } from "node:path";
+import type { Duplex } from "node:stream";
+import type { SessionManager } from "@mariozechner/pi-coding-agent";
 import type { InMemoryFs } from "just-bash";
 import { createHarnessAgent } from "../../harness/agent.ts";
+import type { EventLog } from "../../harness/event-log.ts";
 import { createHostCalls } from "../../harness/host-calls.ts";
-import { CONTROL_FILES } from "../../harness/protocol.ts";
-import { startHarnessServer, type HarnessServer } from "../../harness/server.ts";
+import { createHarnessEndpoint, type HarnessEndpoint } from "../../harness/server.ts";
+import { streamPair } from "../../harness/stream-pair.ts";
 import type { AgentSpec } from "../../spec/agent-spec.ts";
 import type { FreezeGate } from "./freeze-gate.ts";
-import { createMemoryEventLog } from "./memory-event-log.ts";
 import { WORK_DIR } from "./sandbox-files.ts";
-import { startSocketRelay, type SocketRelay } from "./socket-relay.ts";
 import { virtualTools } from "./virtual-tools.ts";
-
-/** The socket the memory runtime's `connect` dials: the relay in front of the harness's own. */
-export const RELAY_SOCKET = "relay.sock";
 
 export interface MemoryHarnessOptions {
   spec: AgentSpec;
-  /** The sandbox's control folder (it holds the two sockets and nothing else). */
+  /** The sandbox's control folder, kept in memory (its model file and gateway socket). */
   controlDir: string;
   files: InMemoryFs;
   gate: FreezeGate;
   env: Record<string, string>;
+  /** The sandbox's event log: a harness started again after hibernation goes on from its last `hseq`. */
+  log: EventLog;
+  /** The sandbox's pi session: a harness started again goes on with the same conversation. */
+  session: SessionManager;
   /** Called once when the harness ends by itself (a `shutdown` command): its sandbox is then gone. */
   onExit: () => void;
 }
 
 export interface MemoryHarness {
+  /** A new connection to the harness, through the freeze gate; it replaces the current client. */
+  connect(): Duplex;
   /** End it as a kill would: no client hears from it again, its running turn is aborted. */
   kill(): Promise<void>;
 }
 
 /**
- * `src/harness/main.ts` run in this process: the real pi agent session, host calls and socket
+ * `src/harness/main.ts` run in this process: the real pi agent session, host calls and connection
  * server, with the model the spec names (the scripted one for `script`), its tools acting on the
- * in-memory files, its event log in memory and its socket behind a relay that the freeze gate
- * holds shut. Every event is logged and published only while the gate is open, so a frozen
- * harness's log does not grow and nothing of it is sent.
+ * in-memory files, its event log in memory and its connections made in-process, through the freeze
+ * gate. Every event is logged and published only while the gate is open, so a frozen harness's log
+ * does not grow and nothing of it is sent; bytes on a connection cross only while it is open, so a
+ * frozen harness neither hears commands nor answers, as a frozen process would.
  */
 export async function startMemoryHarness(options: MemoryHarnessOptions): Promise<MemoryHarness> {
-  const { controlDir, gate } = options;
-  const log = createMemoryEventLog();
+  const { controlDir, gate, log } = options;
   const host = createHostCalls();
-  let server: HarnessServer | undefined;
+  let endpoint: HarnessEndpoint | undefined;
   const agent = await createHarnessAgent({
     spec: options.spec,
     controlDir,
     workDir: WORK_DIR,
-    agentDir: join(controlDir, "pi"), // pi is handed in-memory settings and auth: it writes nothing here
+    agentDir: join(controlDir, "pi"), // pi is handed in-memory settings, auth and session: it writes nothing here
     host,
     tools: virtualTools(options.files, gate, options.env),
+    sessionManager: options.session,
     emit(event, data) {
-      gate.defer(() => server?.publish(log.append({ event, at: Date.now(), data })));
+      gate.defer(() => endpoint?.publish(log.append({ event, at: Date.now(), data })));
     },
   });
-  const harnessSocket = join(controlDir, CONTROL_FILES.socket);
-  let relay: SocketRelay | undefined;
-  // `shutdown` ends as src/harness/main.ts does: the abort is heard, then the socket closes. A
-  // kill first cuts every client off, then opens the gate so that what waits there sees its abort.
+  const connections = new Set<Duplex>(); // both ends of every connection, for a kill
+  // `shutdown` ends as src/harness/main.ts does: the abort is heard, then the connection closes. A
+  // kill first cuts every connection off, then opens the gate so that what waits there sees its abort.
   let ended: Promise<void> | undefined;
   const end = (graceful: boolean) =>
     (ended ??= (async () => {
       if (!graceful) {
-        relay?.cut();
+        for (const socket of connections) socket.destroy();
         gate.thaw();
       }
       await agent.abort().catch(() => undefined);
       agent.dispose();
-      await server?.close();
-      await relay?.close();
+      endpoint?.disconnect();
     })());
-  try {
-    server = await startHarnessServer({ socketPath: harnessSocket, log, agent, host, onShutdown: () => void end(true).then(options.onExit) });
-    relay = await startSocketRelay(join(controlDir, RELAY_SOCKET), harnessSocket, gate);
-  } catch (err) {
-    await end(false);
-    throw err;
-  }
-  return { kill: () => end(false) };
+  endpoint = createHarnessEndpoint({ log, agent, host, onShutdown: () => void end(true).then(options.onExit) });
+  const serving = endpoint;
+  return {
+    connect() {
+      const [client, harnessSide] = streamPair((work) => gate.defer(work));
+      for (const socket of [client, harnessSide]) {
+        connections.add(socket);
+        socket.once("close", () => connections.delete(socket));
+      }
+      // A connection made while frozen reaches the harness (and replaces its client) at the thaw.
+      gate.defer(() => serving.accept(harnessSide));
+      return client;
+    },
+    kill: () => end(false),
+  };
 }

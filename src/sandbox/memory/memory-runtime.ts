@@ -1,13 +1,10 @@
-import { mkdirSync } from "node:fs";
-import { rm } from "node:fs/promises";
-import { join } from "node:path";
 import { errorMessage, SwarmError } from "../../errors.ts";
+import { dropMemoryControl, openMemoryControl } from "../../harness/memory-control.ts";
 import { assertInputNames } from "../input-names.ts";
 import type { ProvisionRequest, SandboxInfo, SandboxRuntime } from "../runtime.ts";
-import { connectSocket } from "../socket-connect.ts";
 import { createFreezeGate } from "./freeze-gate.ts";
 import { startSandboxHarness } from "./harness-start.ts";
-import { RELAY_SOCKET } from "./memory-harness.ts";
+import { createMemoryEventLog } from "./memory-event-log.ts";
 import { emptyFiles, forkFiles, writeInputFiles } from "./sandbox-files.ts";
 import { controlDirOf, createSandboxTable, infoOf, isSandboxId, liveSandbox, ownedSandbox, type MemorySandbox, type SandboxTable } from "./sandbox-table.ts";
 
@@ -19,17 +16,19 @@ export interface MemoryRuntimeOptions {
 }
 
 export interface MemoryRuntime extends SandboxRuntime {
-  readonly kind: "memory";
+  readonly kind: "simulated";
   readonly table: SandboxTable;
-  /** Close every sandbox and remove the folder of their sockets. */
+  /** Close every sandbox. */
   destroy(): Promise<void>;
 }
 
 /**
- * Sandboxes as records in this process: files in memory, the harness's real code (pi session,
- * socket server, host calls) run in-process with bash interpreted by just-bash, freezing as a gate
- * on everything the harness does. Only the Unix sockets touch the disk. Nothing is isolated: it is
- * for tests and simulations, whose agents are scripted.
+ * The simulated runtime (`SWARM_RUNTIME=simulated`): sandboxes as records in this process, files
+ * in memory, the harness's real code (pi session, connection server, host calls) run in-process
+ * with bash interpreted by just-bash, freezing as a gate on everything the harness does. No file,
+ * no process and no socket: connections to a harness and to its model gateway are streams made in
+ * this process, and the control folder is a map (`MemoryControl`). Nothing is isolated: it is for
+ * tests and simulations, whose agents are scripted.
  */
 export function createMemoryRuntime(options: MemoryRuntimeOptions = {}): MemoryRuntime {
   const table = options.table ?? createSandboxTable();
@@ -41,15 +40,26 @@ export function createMemoryRuntime(options: MemoryRuntimeOptions = {}): MemoryR
     signal.throwIfAborted();
     if (sandboxes.has(req.sandboxId)) throw new SwarmError("SANDBOX_EXISTS", `sandbox ${req.sandboxId} already exists`);
     if (!isSandboxId(req.sandboxId)) throw new SwarmError("SANDBOX_PROVISION_FAILED", `sandbox id ${JSON.stringify(req.sandboxId)} is not a UUID`);
-    const sandbox: MemorySandbox = { sandboxId: req.sandboxId, runId: req.runId, agentId: req.agentId, spec: req.spec, env: req.env ?? {}, files, gate: createFreezeGate(), gone: false };
-    sandboxes.set(req.sandboxId, sandbox);
     // Its control folder exists from now on, as on every runtime (the daemon serves its model socket there).
-    mkdirSync(controlDir(req.sandboxId), { recursive: true });
+    openMemoryControl(controlDir(req.sandboxId));
+    const sandbox: MemorySandbox = {
+      sandboxId: req.sandboxId,
+      runId: req.runId,
+      agentId: req.agentId,
+      spec: req.spec,
+      env: req.env ?? {},
+      files,
+      gate: createFreezeGate(),
+      log: createMemoryEventLog(),
+      hibernated: false,
+      gone: false,
+    };
+    sandboxes.set(req.sandboxId, sandbox);
     return infoOf(sandbox);
   };
 
   const runtime: MemoryRuntime = {
-    kind: "memory",
+    kind: "simulated",
     table,
 
     async provision(req, signal) {
@@ -73,13 +83,26 @@ export function createMemoryRuntime(options: MemoryRuntimeOptions = {}): MemoryR
 
     startHarness: (sandboxId, signal) => lock(sandboxId, () => startSandboxHarness(table, sandboxId, options.startDelayMs ?? 0, signal)),
 
+    // The harness ends; its files, event log and pi session stay in the record for the next start.
+    hibernate: (sandboxId, signal) =>
+      lock(sandboxId, async () => {
+        signal.throwIfAborted();
+        const sandbox = liveSandbox(table, sandboxId);
+        const harness = sandbox.harness;
+        if (!harness) return;
+        sandbox.harness = undefined;
+        sandbox.hibernated = true;
+        await harness.kill();
+      }),
+
     async connect(sandboxId, signal) {
       signal.throwIfAborted();
-      if (!sandboxes.get(sandboxId)?.harness) throw new SwarmError("HARNESS_UNREACHABLE", `sandbox ${sandboxId} has no harness running`);
-      return connectSocket(join(controlDir(sandboxId), RELAY_SOCKET), signal);
+      const harness = sandboxes.get(sandboxId)?.harness;
+      if (!harness) throw new SwarmError("HARNESS_UNREACHABLE", `sandbox ${sandboxId} has no harness running`);
+      return harness.connect();
     },
 
-    // A sandbox whose harness never started has nothing to suspend (as with the process runtime).
+    // A sandbox whose harness never started (or hibernates) has nothing to suspend (as with the process runtime).
     freeze: (sandboxId, signal) =>
       lock(sandboxId, async () => {
         signal.throwIfAborted();
@@ -101,7 +124,7 @@ export function createMemoryRuntime(options: MemoryRuntimeOptions = {}): MemoryR
         if (!sandbox) return;
         sandboxes.delete(sandboxId);
         await sandbox.harness?.kill();
-        await rm(controlDir(sandboxId), { recursive: true, force: true });
+        dropMemoryControl(controlDir(sandboxId));
       }),
 
     async inspect(sandboxId, signal) {
@@ -120,7 +143,6 @@ export function createMemoryRuntime(options: MemoryRuntimeOptions = {}): MemoryR
     async destroy() {
       const signal = new AbortController().signal;
       await Promise.all([...sandboxes.keys()].map((sandboxId) => runtime.close(sandboxId, signal)));
-      await rm(table.root, { recursive: true, force: true });
     },
   };
   return runtime;

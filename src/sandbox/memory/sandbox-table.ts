@@ -1,14 +1,15 @@
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { randomUUID } from "node:crypto";
 import { join } from "node:path";
+import type { SessionManager } from "@mariozechner/pi-coding-agent";
 import type { InMemoryFs } from "just-bash";
 import { SwarmError } from "../../errors.ts";
+import type { EventLog } from "../../harness/event-log.ts";
 import { createKeyedLock, type KeyedLock } from "../keyed-lock.ts";
 import type { SandboxInfo } from "../runtime.ts";
 import type { FreezeGate } from "./freeze-gate.ts";
 import type { MemoryHarness } from "./memory-harness.ts";
 
-/** One sandbox of the memory runtime: a record in this process, no process of its own. */
+/** One sandbox of the simulated runtime: a record in this process, no process, file or socket of its own. */
 export interface MemorySandbox {
   sandboxId: string;
   runId: string;
@@ -17,18 +18,24 @@ export interface MemorySandbox {
   env: Record<string, string>;
   files: InMemoryFs;
   gate: FreezeGate;
-  /** Set once started, until the sandbox is closed or its harness shut down. */
+  /** The harness's event log, kept across its starts (hibernation), so `hseq` goes on. */
+  log: EventLog;
+  /** pi's session, made at the first start and handed to every later one, so the conversation goes on. */
+  session?: SessionManager;
+  /** Set once started, until the sandbox is closed, hibernated or its harness shut down. */
   harness?: MemoryHarness;
+  /** Its harness was ended by `hibernate`; the next start brings it back. */
+  hibernated: boolean;
   /** Its harness shut down by itself (a `shutdown` command): the sandbox is `gone`. */
   gone: boolean;
 }
 
 /**
- * What the memory runtime owns, kept apart from the runtime so that a second runtime can take it
- * over, as a restarted service's runtime takes over its data folder.
+ * What the simulated runtime owns, kept apart from the runtime so that a second runtime can take
+ * it over, as a restarted service's runtime takes over its data folder.
  */
 export interface SandboxTable {
-  /** Temporary folder holding each started sandbox's control folder: its Unix sockets, nothing else. */
+  /** The path under which each sandbox's in-memory control folder is named; nothing is made there. */
   readonly root: string;
   readonly sandboxes: Map<string, MemorySandbox>;
   /** One call at a time per sandbox (a close never interleaves with a start or a freeze). */
@@ -40,19 +47,20 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Whether `sandboxId` has the shape of a sandbox id (a UUID), and so is safe in a path. */
 export const isSandboxId = (sandboxId: string) => UUID.test(sandboxId);
 
-/** A sandbox's control folder (it holds its sockets once the harness started), or `SANDBOX_NOT_FOUND`. */
+/** The name of a sandbox's control folder (a key of the in-memory folders, never a folder on disk), or `SANDBOX_NOT_FOUND`. */
 export function controlDirOf(table: SandboxTable, sandboxId: string): string {
   if (!isSandboxId(sandboxId)) throw new SwarmError("SANDBOX_NOT_FOUND", `${JSON.stringify(sandboxId)} is not a sandbox id`);
-  return join(table.root, sandboxId);
+  return join(table.root, sandboxId, "control");
 }
 
 export function createSandboxTable(): SandboxTable {
-  return { root: mkdtempSync(join(tmpdir(), "swarmd-memory-")), sandboxes: new Map(), lock: createKeyedLock() };
+  return { root: `/swarmd-simulated/${randomUUID()}`, sandboxes: new Map(), lock: createKeyedLock() };
 }
 
 export function infoOf(sandbox: MemorySandbox): SandboxInfo {
   const info: SandboxInfo = { sandboxId: sandbox.sandboxId, runId: sandbox.runId, agentId: sandbox.agentId, status: "running" };
   if (sandbox.gone) return { ...info, status: "gone", reason: "its harness shut down" };
+  if (sandbox.hibernated) return { ...info, status: "hibernated" };
   return sandbox.gate.frozen ? { ...info, status: "frozen" } : info;
 }
 

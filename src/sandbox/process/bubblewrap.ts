@@ -1,6 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { accessSync, constants, lstatSync, readlinkSync } from "node:fs";
 import { basename, delimiter, dirname, join } from "node:path";
+import { HARNESS_DIR } from "../../harness/launch.ts";
 import type { SandboxUsers } from "./sandbox-users.ts";
 
 /** Mount points the sandbox owns; nothing of the host may be mounted over or under them. */
@@ -90,8 +91,8 @@ export const NET_HOLD_FD = 6;
 /** What a harness keeps to start its agent's tools as the agent's user and to stop them (abort, timeout); nothing else. */
 const HARNESS_CAPS = ["setuid", "setgid", "setpcap", "kill"];
 
-/** What of the installation the harness needs: its bundle and packages, never the checkout or a data folder. */
-const HARNESS_FILES = ["dist", "node_modules", "package.json"];
+/** What of the installation the harness needs: its build and packages, never the checkout or a data folder. */
+const HARNESS_FILES = [HARNESS_DIR, "node_modules", "package.json"];
 
 /**
  * The bwrap command line for a harness: new pid, ipc and net namespaces, its

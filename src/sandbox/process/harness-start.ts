@@ -11,6 +11,26 @@ import { applyLimits, joinPrefix } from "./cgroup-limits.ts";
 import { DEFAULT_SANDBOX_LIMITS } from "../runtime.ts";
 
 /**
+ * End an idle harness and every process of its sandbox, keeping the folder (files, control folder
+ * with the event log and pi's session file, limits' cgroups): see `SandboxRuntime.hibernate`. The
+ * harness writes its log and session synchronously, so nothing of an idle one is lost by the kill.
+ */
+export function hibernateHarness(ctx: RuntimeContext, sandboxId: string, signal: AbortSignal): Promise<void> {
+  return ctx.lock(sandboxId, async () => {
+    signal.throwIfAborted();
+    const { layout, record } = await ownedRecord(ctx, sandboxId);
+    if (record.harness === undefined) return; // never started, or hibernated already
+    const status = await statusOf(record);
+    if (status === "gone") throw new SwarmError("SANDBOX_GONE", `the processes of sandbox ${sandboxId} are gone`);
+    if (status === "frozen") throw new SwarmError("SANDBOX_FROZEN", `sandbox ${sandboxId} is frozen: a paused agent is not hibernated`);
+    await freezerOf(record).killAll(UNABORTABLE);
+    if (record.network) await stopUserNet(sandboxId, record.userNet);
+    await rm(layout.socket, { force: true });
+    await writeRecord(layout, { ...record, harness: undefined, userNet: undefined, hibernatedAt: new Date().toISOString() });
+  });
+}
+
+/**
  * Start a sandbox's harness (see `SandboxRuntime.startHarness`). The record names the harness's
  * pid before the socket is awaited, so a service that dies meanwhile leaves a findable process;
  * a start that fails or is aborted kills what it started and leaves the sandbox as never started.
@@ -48,7 +68,7 @@ export function startHarness(ctx: RuntimeContext, sandboxId: string, signal: Abo
       throw fail(err);
     });
     if (child.pid === undefined) throw fail(new Error("the harness process has no pid"));
-    let started: SandboxRecord = { ...record, harness: { pid: child.pid, startedAt: new Date().toISOString() } };
+    let started: SandboxRecord = { ...record, hibernatedAt: undefined, harness: { pid: child.pid, startedAt: new Date().toISOString() } };
     await writeRecord(layout, started);
     try {
       if (command.awaitsNetwork) {

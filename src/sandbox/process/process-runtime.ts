@@ -9,7 +9,7 @@ import { connectSocket } from "../socket-connect.ts";
 import { findBubblewrap } from "./bubblewrap.ts";
 import { detectCgroupHierarchy } from "./cgroup-freezer.ts";
 import { detectLimitControllers, LIMIT_CONTROLLERS, releaseLimits } from "./cgroup-limits.ts";
-import { startHarness } from "./harness-start.ts";
+import { hibernateHarness, startHarness } from "./harness-start.ts";
 import { stopUserNet } from "../network/user-net.ts";
 import { writeInputFiles } from "./input-files.ts";
 import { findRecord, freezerOf, infoOf, layoutOf, liveRecord, ownedRecord, UNABORTABLE, type RuntimeContext } from "./runtime-context.ts";
@@ -131,6 +131,7 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
     },
 
     startHarness: (sandboxId, signal) => startHarness(ctx, sandboxId, signal),
+    hibernate: (sandboxId, signal) => hibernateHarness(ctx, sandboxId, signal),
 
     async connect(sandboxId, signal) {
       signal.throwIfAborted();

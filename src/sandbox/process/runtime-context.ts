@@ -55,10 +55,11 @@ export function freezerOf(record: SandboxRecord): Freezer {
 
 /**
  * `gone` once the harness was started and no process of the sandbox is left; a sandbox whose
- * harness was never started has no processes yet and counts as `running`.
+ * harness was never started has no processes yet and counts as `running`; one whose harness was
+ * ended by a hibernation is `hibernated`.
  */
 export async function statusOf(record: SandboxRecord): Promise<SandboxInfo["status"]> {
-  if (record.harness === undefined) return "running";
+  if (record.harness === undefined) return record.hibernatedAt === undefined ? "running" : "hibernated";
   const freezer = freezerOf(record);
   if ((await freezer.members()).length === 0) return "gone";
   return (await freezer.isFrozen()) ? "frozen" : "running";

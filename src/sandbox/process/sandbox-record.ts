@@ -35,6 +35,8 @@ const SandboxRecordSchema = z.object({
   users: z.object({ agent: z.number().int().positive(), harness: z.number().int().positive() }).optional(),
   /** Set when the runtime stopped the sandbox for breaking a limit (the disk watch): what its agent's end says. */
   stoppedFor: z.string().optional(),
+  /** When its harness was ended by a hibernation (cleared when started again): not `gone` either. */
+  hibernatedAt: z.string().optional(),
   /** Absent until the harness was started: such a sandbox has no processes yet and is not `gone`. */
   harness: z.object({ pid: z.number().int().positive(), startedAt: z.string() }).optional(),
   /** The slirp4netns of a networked sandbox, once its harness started (stopped on close). */

@@ -1,0 +1,259 @@
+/**
+ * Ready benchmark (issue 12): how soon an agent answers, each figure beside a baseline measured in
+ * the same run:
+ * (i) `POST /runs` → the root `running` on the process runtime, beside a bare `node -e 0` start;
+ * (ii) the same on the docker runtime, beside raw `docker create` + `docker start -a` of the
+ *     sandbox image running `node -e 0`;
+ * (iii) fan-out: children spawned at once (`POST /runs/:runId/agents`) until all are `running`,
+ *     beside as many bare `node -e 0` starts two at a time.
+ * `running` is the agent's `agent_state_changed` in the ledger: its harness answers on its socket.
+ * Not a test: nothing is asserted. `npx tsx bench/ready.ts`.
+ *
+ * BENCH_ONLY=ready,docker,fanout (default all), BENCH_READY_REPS (20) timed starts after
+ * BENCH_WARMUP (2) untimed ones, BENCH_FANOUT (100 children), BENCH_FANOUT_PROMPT (1: a second
+ * fan-out whose children each get a one-step scripted prompt; 0: idle children only).
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { cpus, loadavg, tmpdir, totalmem } from "node:os";
+import { join } from "node:path";
+import { DEFAULT_START_CONCURRENCY } from "../actors/start-queue.ts";
+import { errorMessage } from "../src/errors.ts";
+import type { Ledger, LedgerEvent, LiveEvent } from "../src/ledger/ledger.ts";
+import { createDockerRuntime } from "../src/sandbox/docker/docker-runtime.ts";
+import { defaultSandboxImage } from "../src/sandbox/docker/sandbox-image.ts";
+import { createProcessRuntime } from "../src/sandbox/process/process-runtime.ts";
+import { startDaemon, type Daemon } from "../test/support/daemon.ts";
+import { createDockerCli, dockerUnusable } from "./docker-cli.ts";
+import { fmtMs, fmtRatio, markdownTable, median, p90, since } from "./stats.ts";
+
+const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+const only = new Set((process.env.BENCH_ONLY ?? "ready,docker,fanout").split(","));
+const REPS = env("BENCH_READY_REPS", 20);
+const WARMUP = env("BENCH_WARMUP", 2);
+const FANOUT = env("BENCH_FANOUT", 100);
+const FANOUT_PROMPT = env("BENCH_FANOUT_PROMPT", 1) !== 0;
+const RUNNING_TIMEOUT_MS = 600_000;
+const IDLE_SPEC = { name: "ready", script: [] };
+
+/** Spawn → exit of a bare `node -e 0`, in ms. */
+function bareNodeStart(): Promise<number> {
+  const start = performance.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["-e", "0"], { stdio: "ignore" });
+    child.once("error", reject);
+    child.once("exit", () => resolve(since(start)));
+  });
+}
+
+/** `count` bare `node -e 0` starts, `concurrency` at a time: the whole batch's wall time, in ms. */
+async function bareNodeBatch(count: number, concurrency: number): Promise<number> {
+  const start = performance.now();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next++ < count) await bareNodeStart();
+    }),
+  );
+  return since(start);
+}
+
+/**
+ * When each agent of a run first became `running` (the event's `at`, epoch ms), read from the
+ * ledger: live events and the ones committed before the watch began alike.
+ */
+function runningAt(ledger: Ledger, runId: string) {
+  const at = new Map<string, number>();
+  const ended = new Map<string, string>();
+  const waiters = new Set<() => void>();
+  const see = (e: LedgerEvent | LiveEvent) => {
+    if (!("seq" in e) || e.agentId === null) return;
+    if (e.type === "agent_state_changed" && e.data.to === "running" && !at.has(e.agentId)) at.set(e.agentId, e.at);
+    else if (e.type === "agent_ended") ended.set(e.agentId, String(e.data.error ?? e.data.outcome));
+    else return;
+    for (const wake of waiters) wake();
+  };
+  const unsubscribe = ledger.subscribe(runId, see);
+  void (async () => {
+    for await (const e of ledger.iterate(runId, 0)) see(e);
+  })();
+  return {
+    /** Resolves with the agent's `running` time; rejects when it ended first or after `timeoutMs`. */
+    of: (agentId: string, timeoutMs = RUNNING_TIMEOUT_MS) =>
+      new Promise<number>((resolve, reject) => {
+        const check = () => {
+          const found = at.get(agentId);
+          if (found !== undefined) resolve(found);
+          else if (ended.has(agentId)) reject(new Error(`agent ${agentId} ended: ${ended.get(agentId)}`));
+          else return;
+          waiters.delete(check);
+          clearTimeout(timer);
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`agent ${agentId} not running after ${timeoutMs} ms`));
+        }, timeoutMs);
+        waiters.add(check);
+        check();
+      }),
+    stop: unsubscribe,
+  };
+}
+
+/** One `POST /runs` → root `running`, in ms; the run is deleted afterwards (untimed). */
+async function postToRunning(d: Daemon): Promise<number> {
+  const posted = Date.now();
+  const created = await d.call<{ runId: string; rootAgentId: string }>("POST", "/runs", { spec: IDLE_SPEC, keepAlive: true });
+  if (created.status !== 202) throw new Error(`POST /runs answered ${created.status}: ${JSON.stringify(created.body)}`);
+  const watch = runningAt(d.ledger, created.body.runId);
+  try {
+    return (await watch.of(created.body.rootAgentId)) - posted;
+  } finally {
+    watch.stop();
+    await d.call("DELETE", `/runs/${created.body.runId}`);
+  }
+}
+
+interface Paired {
+  ours: number[];
+  baseline: number[];
+}
+
+/** `WARMUP` + `REPS` rounds of one swarmd start and one baseline start, alternating who goes first. */
+async function paired(label: string, ours: () => Promise<number>, baseline: () => Promise<number>): Promise<Paired> {
+  const samples: Paired = { ours: [], baseline: [] };
+  for (let i = 0; i < WARMUP + REPS; i++) {
+    const pair = i % 2 === 0 ? [await ours(), await baseline()] : [await baseline(), await ours()].reverse();
+    if (i >= WARMUP) {
+      samples.ours.push(pair[0]!);
+      samples.baseline.push(pair[1]!);
+    }
+    process.stderr.write(`\r${label}: ${i < WARMUP ? "warm-up" : "rep"} ${i < WARMUP ? i + 1 : i - WARMUP + 1}/${i < WARMUP ? WARMUP : REPS}   `);
+  }
+  process.stderr.write("\n");
+  return samples;
+}
+
+const cell = (samples: number[]) => `${fmtMs(median(samples))} (${fmtMs(p90(samples))})`;
+const row = (what: string, s: Paired, baseline: string) => [what, cell(s.ours), `${cell(s.baseline)} ${baseline}`, fmtRatio(median(s.ours), median(s.baseline))];
+
+interface FanOut {
+  /** First spawn request → the last child `running`, ms. */
+  allRunningMs: number;
+  /** Per child: spawn request → its `running`, ms. */
+  each: number[];
+  failed: number;
+  errors: string[];
+}
+
+/** A root, then `count` children spawned at once (one request each, all in flight), until every one is `running`. */
+async function fanOut(d: Daemon, count: number, prompted: boolean): Promise<FanOut> {
+  const created = await d.call<{ runId: string; rootAgentId: string }>("POST", "/runs", {
+    spec: { name: "fan-out", script: [] },
+    keepAlive: true,
+    budget: { spawnDepth: 1, maxAgents: count },
+  });
+  const { runId, rootAgentId } = created.body;
+  const watch = runningAt(d.ledger, runId);
+  try {
+    await watch.of(rootAgentId);
+    const errors: string[] = [];
+    const started = Date.now();
+    const children = await Promise.all(
+      Array.from({ length: count }, async (_, i) => {
+        const spec = { name: `child-${i}`, script: prompted ? [{ text: `child ${i} done` }] : [] };
+        const res = await d.call<{ agentId: string }>("POST", `/runs/${runId}/agents`, { parentAgentId: rootAgentId, spec, keepAlive: true, ...(prompted ? { prompt: "go" } : {}) });
+        if (res.status !== 202) throw new Error(`spawn answered ${res.status}: ${JSON.stringify(res.body)}`);
+        return res.body.agentId;
+      }).map((spawned) =>
+        spawned
+          .then((agentId) => watch.of(agentId))
+          .then(
+            (at) => at - started,
+            (err: unknown) => {
+              errors.push(errorMessage(err));
+              return undefined;
+            },
+          ),
+      ),
+    );
+    const each = children.filter((ms): ms is number => ms !== undefined);
+    return { allRunningMs: Math.max(...each), each, failed: count - each.length, errors };
+  } finally {
+    watch.stop();
+    await d.call("DELETE", `/runs/${runId}`);
+  }
+}
+
+async function main(): Promise<void> {
+  console.log(`# ready benchmark: ${cpus().length} cores, ${Math.round(totalmem() / 1024 ** 3)} GiB, node ${process.version}, load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
+  const scratch = mkdtempSync(join(tmpdir(), "swarmd-bench-"));
+  const quiet = { info: () => undefined, warn: () => undefined };
+  const processRuntime = createProcessRuntime({ dataDir: join(scratch, "process"), logger: quiet });
+  console.log(`process runtime: isolation ${processRuntime.isolation}, freezer ${processRuntime.freezer}; sandbox starts at once: ${DEFAULT_START_CONCURRENCY} (SWARM_START_CONCURRENCY default)`);
+  const rows: string[][] = [];
+  const fanOutRows: string[][] = [];
+  let d: Daemon | undefined;
+  try {
+    if (only.has("ready") || only.has("fanout")) d = await startDaemon({ dataDir: join(scratch, "process"), runtime: () => processRuntime });
+    if (d && only.has("ready")) {
+      const daemon = d;
+      rows.push(row("process runtime (bubblewrap): POST /runs → root running", await paired("process", () => postToRunning(daemon), bareNodeStart), "(bare `node -e 0`, spawn → exit)"));
+    }
+    if (only.has("docker")) rows.push(await dockerRow(join(scratch, "docker")));
+    if (d && only.has("fanout")) {
+      for (const prompted of FANOUT_PROMPT ? [false, true] : [false]) {
+        process.stderr.write(`fan-out: ${FANOUT} children${prompted ? " with a prompt each" : ""}\n`);
+        const ours = await fanOut(d, FANOUT, prompted);
+        const baseline = await bareNodeBatch(FANOUT, 2);
+        for (const error of ours.errors.slice(0, 5)) console.log(`fan-out: a child failed: ${error}`);
+        fanOutRows.push([
+          prompted ? `${FANOUT} children, each with a one-step scripted prompt` : `${FANOUT} idle children (no prompt)`,
+          fmtMs(ours.allRunningMs),
+          `${fmtMs(baseline)} (${FANOUT} × \`node -e 0\`, two at a time)`,
+          fmtRatio(ours.allRunningMs, baseline),
+          `${fmtMs(median(ours.each))}, ${fmtMs(p90(ours.each))}`,
+          String(ours.failed),
+        ]);
+      }
+    }
+  } finally {
+    await d?.stop();
+    rmSync(scratch, { recursive: true, force: true });
+  }
+  if (rows.length > 0) {
+    console.log(`\n## Ready: POST → running\n\n${markdownTable([`median (p90), n=${REPS}`, "swarmd", "baseline", "swarmd / baseline"], rows)}`);
+  }
+  if (fanOutRows.length > 0) {
+    console.log(
+      `\n## Fan-out: children spawned at once until all are running\n\n${markdownTable(
+        ["children spawned at once (process runtime)", "swarmd: all running", "baseline", "swarmd / baseline", "spawn → running per child (median, p90)", "failed children"],
+        fanOutRows,
+      )}`,
+    );
+  }
+}
+
+/** (ii): the docker runtime's POST → running beside raw `docker create` + `start -a` of `node -e 0`, or a row saying why not. */
+async function dockerRow(scratch: string): Promise<string[]> {
+  const image = defaultSandboxImage();
+  const why = await dockerUnusable(image);
+  if (why !== undefined) return ["docker runtime: POST /runs → root running", "—", `skipped: ${why}`, "—"];
+  const cli = createDockerCli({ image, scratchDir: join(scratch, "cli"), tag: `ready-${process.pid}` });
+  const d = await startDaemon({ dataDir: join(scratch, "daemon"), runtime: (dataDir) => createDockerRuntime({ dataDir, image }) });
+  try {
+    const raw = async () => {
+      const start = performance.now();
+      const id = await cli.runNode();
+      const ms = since(start);
+      await cli.close(id);
+      return ms;
+    };
+    return row("docker runtime: POST /runs → root running", await paired("docker", () => postToRunning(d), raw), `(raw \`docker create\` + \`docker start -a\`, \`node -e 0\` in ${image})`);
+  } finally {
+    await d.stop();
+    await cli.cleanUp();
+  }
+}
+
+await main();
