@@ -19,6 +19,8 @@ const AGENTS = env("BENCH_DENSITY_AGENTS", 1000);
 const HIBERNATE_MS = env("BENCH_DENSITY_HIBERNATE_MS", 2000);
 const WAKES = env("BENCH_DENSITY_WAKES", 20);
 const BATCH = env("BENCH_DENSITY_SPAWN_BATCH", 50);
+/** How long the probes run again once every agent idles. */
+const REST_PROBE_MS = 30_000;
 
 /** `node -e 0`, start to exit, the same number of times as the wakes. */
 function bareNodeStarts(reps: number): number[] {
@@ -103,6 +105,10 @@ async function main(): Promise<void> {
     const allRunningMs = since(spawnStart);
     await until("every idle child hibernated", async () => (await agents()).filter((a) => a.hibernated).length >= AGENTS - 2, 600_000);
     await probes.stop();
+    // The same probes with all of them idle: what an operator sees of a settled wide run.
+    const atRest = probe(d, runId, probeAgent);
+    await sleep(REST_PROBE_MS);
+    await atRest.stop();
 
     const sandboxIds = new Set((await d.runtime.list(AbortSignal.timeout(60_000))).map((s) => s.sandboxId));
     const procs = await sandboxProcesses(sandboxIds);
@@ -110,14 +116,25 @@ async function main(): Promise<void> {
     const daemonRss = process.memoryUsage().rss;
     const sandboxRss = sum(procs, "rss");
 
-    // Wakes: a prompt to a hibernated child until its turn's result is readable.
+    // Wakes: a prompt to a hibernated child, until its harness is back (`agent_woke`, written once
+    // it answers on its socket) and until its turn's result is readable.
     const wakes: number[] = [];
+    const turns: number[] = [];
     for (const agentId of children.slice(0, WAKES)) {
+      const woke = new Promise<number>((resolve) => {
+        const off = d.ledger.subscribe(runId, (event) => {
+          if (event.type === "agent_woke" && event.agentId === agentId) {
+            off();
+            resolve(performance.now());
+          }
+        });
+      });
       const start = performance.now();
       await d.call("POST", `/agents/${agentId}/prompt`, { text: "wake up" });
       const result = (await d.call("GET", `/agents/${agentId}/result?wait=120`)).body;
       if (result.state !== "settled") throw new Error(`no result from ${agentId}`);
-      wakes.push(since(start));
+      turns.push(since(start));
+      wakes.push((await woke) - start);
     }
     const bareP50 = median(bare);
     console.log(`### Density (\`bench/density.ts\`): ${AGENTS} agents in one run, hibernating after ${HIBERNATE_MS} ms idle\n`);
@@ -126,9 +143,12 @@ async function main(): Promise<void> {
         ["measure", "swarmd", "baseline", "ratio"],
         [
           ["all agents running after the spawns began", fmtMs(allRunningMs), "—", "—"],
-          [`GET /runs/:id p99 (${probes.reads.length} reads while spawning and settling)`, fmtMs(quantile(probes.reads, 0.99)), "100 ms target", fmtRatio(quantile(probes.reads, 0.99), 100)],
-          [`pause/resume of one agent p99 (${probes.controls.length})`, fmtMs(quantile(probes.controls, 0.99)), "100 ms target", fmtRatio(quantile(probes.controls, 0.99), 100)],
-          [`hibernated agent: prompt → result p50 (${wakes.length})`, fmtMs(median(wakes)), `\`node -e 0\` ${fmtMs(bareP50)}`, fmtRatio(median(wakes), bareP50)],
+          [`GET /runs/:id p99, while the agents start and settle (${probes.reads.length} reads)`, fmtMs(quantile(probes.reads, 0.99)), "100 ms target", fmtRatio(quantile(probes.reads, 0.99), 100)],
+          [`pause or resume of one agent p99, meanwhile (${probes.controls.length})`, fmtMs(quantile(probes.controls, 0.99)), "100 ms target", fmtRatio(quantile(probes.controls, 0.99), 100)],
+          [`GET /runs/:id p99, all ${AGENTS} idle (${atRest.reads.length} reads)`, fmtMs(quantile(atRest.reads, 0.99)), "100 ms target", fmtRatio(quantile(atRest.reads, 0.99), 100)],
+          [`pause or resume of one agent p99, all idle (${atRest.controls.length})`, fmtMs(quantile(atRest.controls, 0.99)), "100 ms target", fmtRatio(quantile(atRest.controls, 0.99), 100)],
+          [`hibernated agent: prompt → harness back (\`agent_woke\`) p50 (${wakes.length})`, fmtMs(median(wakes)), `\`node -e 0\` ${fmtMs(bareP50)}`, fmtRatio(median(wakes), bareP50)],
+          [`hibernated agent: prompt → its turn's result p50 (${turns.length})`, fmtMs(median(turns)), `\`node -e 0\` ${fmtMs(bareP50)}`, fmtRatio(median(turns), bareP50)],
           ["memory per idle agent (daemon RSS + sandbox processes) / agents", fmtMiB((daemonRss + sandboxRss) / AGENTS), "—", "—"],
           ["daemon RSS", fmtMiB(daemonRss), "—", "—"],
           [`sandbox processes left (${procs.length})`, fmtMiB(sandboxRss), "—", "—"],
