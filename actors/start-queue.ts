@@ -1,6 +1,9 @@
 import { availableParallelism } from "node:os";
 import PQueue from "p-queue";
 
+/** Run a sandbox or harness start once the start line admits it: `StartQueue.run`, as the effects get it. */
+export type Admit = <T>(agentId: string, signal: AbortSignal, start: () => Promise<T>) => Promise<T>;
+
 /** Harness starts at once by default: one per core, as a start is mostly one core's work. */
 export const DEFAULT_START_CONCURRENCY = Math.max(1, availableParallelism());
 
@@ -46,10 +49,5 @@ export class StartQueue {
     let place = 0;
     for (const agentId of this.#waiting) places.set(agentId, ++place);
     return places;
-  }
-
-  /** Starts under way now. */
-  get running(): number {
-    return this.#queue.pending;
   }
 }

@@ -13,6 +13,7 @@ import { errorMessage } from "./errors.ts";
 import { ModelGateway } from "./gateway/gateway.ts";
 import { loadModelCatalog } from "./gateway/models.ts";
 import { Pacing } from "./gateway/pacing.ts";
+import { ensureHarnessBundle } from "./harness/launch.ts";
 import { buildServer } from "./http/build-server.ts";
 import { openLedger } from "./ledger/ledger.ts";
 import { createResultStore } from "./results/result-store.ts";
@@ -23,6 +24,9 @@ async function main(): Promise<void> {
   mkdirSync(config.dataDir, { recursive: true });
   const ledger = await openLedger(join(config.dataDir, "ledger"));
   const runtime = await createRuntime(config, (message) => console.error(`swarmd: ${message}`));
+  // Build the harness (bundles and code caches) now if a source changed, not in a first start that
+  // would hold up the daemon; simulated sandboxes run the harness's modules in this process.
+  if (runtime.kind !== "simulated") ensureHarnessBundle();
   const inspect = config.inspect ? await startInspector(config.inspectPort) : undefined;
   // Keys stay here, in the daemon: read from its environment or the models file when a call is made.
   const gateway = new ModelGateway(loadModelCatalog(config.modelsFile), new Pacing(config.pacing));

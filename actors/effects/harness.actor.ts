@@ -6,6 +6,7 @@ import { isPersistedHarnessEvent, type HarnessEventMessage, type HostCallMessage
 import { createLimitedLog } from "../../src/harness/rate-gate.ts";
 import { capEventData } from "../../src/harness/wire-schemas.ts";
 import type { SandboxRuntime } from "../../src/sandbox/runtime.ts";
+import type { Admit } from "../start-queue.ts";
 import type { HarnessHolds } from "./harness-holds.ts";
 
 /** What the harness actor needs from the rest of the service. */
@@ -26,8 +27,8 @@ export interface HarnessActorDeps {
   /** Answer a `spawn_agent` / `await_result` call made by the agent. */
   hostCall(agentId: string, call: HostCallMessage): Promise<unknown>;
   log(message: string): void;
-  /** Run a harness start once the daemon's start queue admits it (`StartQueue.run`). */
-  admit<T>(agentId: string, signal: AbortSignal, start: () => Promise<T>): Promise<T>;
+  /** Start a hibernated harness once the start line admits it. */
+  admit: Admit;
   /** Agents paused or pausing: their hibernated harness is not woken until released. */
   holds: HarnessHolds;
   /** Idle time between turns after which the harness hibernates (SWARM_HIBERNATE_AFTER_MS); 0: never. */
@@ -147,7 +148,7 @@ export function createHarnessActor(deps: HarnessActorDeps) {
       }
       report({ type: "harness.activity" });
       if (event.event === "prompt_accepted") return; // the ledger keeps the count (recordPrompts)
-      const capped = { ...event, data: capEventData(event) };
+      const capped = { ...event, data: capEventData(event.data) };
       try {
         if (isPersistedHarnessEvent(event.event)) {
           deps.persist(agentId, capped).catch((err: unknown) => log(`could not persist ${event.event}: ${errorMessage(err)}`));
@@ -204,7 +205,9 @@ export function createHarnessActor(deps: HarnessActorDeps) {
           setReady(connect().catch(() => reconnect()));
           return;
         }
-        await deps.recordSleep(agentId, stats && typeof stats === "object" ? (stats as Record<string, unknown>) : null).catch((err: unknown) => log(`could not record its hibernation: ${errorMessage(err)}`));
+        // The harness's stats go into the ledger: capped like its events' data.
+        const kept = stats && typeof stats === "object" && !Array.isArray(stats) ? capEventData(stats as Record<string, unknown>) : null;
+        await deps.recordSleep(agentId, kept).catch((err: unknown) => log(`could not record its hibernation: ${errorMessage(err)}`));
       });
     }
 

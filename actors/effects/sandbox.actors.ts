@@ -1,6 +1,7 @@
 import { fromPromise } from "xstate";
 import type { CloseInput, ProvisionInput, SandboxActorInput } from "../../machines/agent.types.ts";
 import type { ProvisionRequest, SandboxRuntime } from "../../src/sandbox/runtime.ts";
+import type { Admit } from "../start-queue.ts";
 import type { HarnessHolds } from "./harness-holds.ts";
 
 /** How to make one agent's sandbox: fresh or forked from its parent, and the inputs it starts with. */
@@ -21,8 +22,8 @@ export interface SandboxActorDeps {
   /** Serve the sandbox's model gateway socket; before its harness starts, which calls through it. */
   openGateway(agentId: string, sandboxId: string): Promise<void>;
   closeGateway(sandboxId: string): Promise<void>;
-  /** Run a sandbox start once the daemon's start queue admits it (`StartQueue.run`). */
-  admit<T>(agentId: string, signal: AbortSignal, start: () => Promise<T>): Promise<T>;
+  /** Make the sandbox and start its harness once the start line admits it. */
+  admit: Admit;
   /** Agents paused or pausing, whose hibernated harness must not be woken meanwhile. */
   holds: HarnessHolds;
 }

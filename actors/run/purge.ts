@@ -52,7 +52,7 @@ export async function finishPurges(deps: PurgeDeps): Promise<void> {
     const marker = parseMarker(value);
     if (!marker) {
       deps.log(`run ${runId}: its purge marker is unreadable; its events and index keys are erased, its sandboxes and results are left`);
-      await deps.ledger.eraseRun(runId, { ...runIndexKeys(runId, []), keys: [key] });
+      await deps.ledger.eraseRun(runId, { ...runIndexKeys(runId, []), keys: [key] }).catch((err: unknown) => deps.log(`run ${runId}: erasing it failed, to be retried at the next start: ${errorMessage(err)}`));
       continue;
     }
     deps.log(`run ${runId}: finishing its purge, cut short when the service stopped`);

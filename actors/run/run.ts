@@ -32,7 +32,7 @@ import { agentView, createRunView, foldEvent, runSnapshot, type RunView } from "
 import { createHarnessActor } from "../effects/harness.actor.ts";
 import { HarnessHolds } from "../effects/harness-holds.ts";
 import { createSandboxActors } from "../effects/sandbox.actors.ts";
-import type { StartQueue } from "../start-queue.ts";
+import type { Admit, StartQueue } from "../start-queue.ts";
 import { answerAgentCall } from "./agent-calls.ts";
 import { AgentIndex, type AgentEntry } from "./agent-index.ts";
 import { pause, resume, steer, stop, stopAll } from "./controls.ts";
@@ -129,7 +129,7 @@ export class Run {
   /** The agent machines' effects, bound to this run. */
   #effects() {
     const { runtime, ledger, log, gateway, starts } = this.deps;
-    const admit = <T>(agentId: string, signal: AbortSignal, start: () => Promise<T>) => starts.run(agentId, signal, start);
+    const admit: Admit = (agentId, signal, start) => starts.run(agentId, signal, start);
     return {
       ...createSandboxActors({
         runtime,

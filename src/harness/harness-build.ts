@@ -98,7 +98,6 @@ export function buildHarness(root: string, flags: readonly string[]): HarnessBui
   }
 }
 
-/** The node binary the caches are made with (a cache is only good for the V8 that made it). */
 /**
  * What a code cache depends on: V8 takes one only from its own version (and flags, kept apart). Not
  * the binary's path: the daemon in a container (swarm_start_service) runs the same node from another

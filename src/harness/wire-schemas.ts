@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { HARNESS_ERROR_CODES, MAX_LINE_BYTES, type HarnessEventMessage, type HarnessEventType, type HarnessMessage } from "./protocol.ts";
+import { HARNESS_ERROR_CODES, MAX_LINE_BYTES, type HarnessEventType, type HarnessMessage } from "./protocol.ts";
 
 /**
  * What the service accepts from a harness. A harness runs beside code chosen by a model, and the
@@ -111,16 +111,17 @@ function describe(error: z.ZodError): string {
 }
 
 /**
- * The `data` to persist or publish for a harness event: itself when its JSON is at most
- * `MAX_EVENT_DATA_BYTES`, else a note saying what was dropped (also when it cannot be serialized).
+ * What to persist or publish of an object a harness sent (an event's `data`, the session stats a
+ * hibernation records): itself when its JSON is at most `MAX_EVENT_DATA_BYTES`, else a note saying
+ * what was dropped (also when it cannot be serialized).
  */
-export function capEventData(event: HarnessEventMessage): Record<string, unknown> {
+export function capEventData(data: Record<string, unknown>): Record<string, unknown> {
   let bytes: number;
   try {
-    bytes = Buffer.byteLength(JSON.stringify(event.data));
+    bytes = Buffer.byteLength(JSON.stringify(data));
   } catch {
     return { truncated: true, note: "data could not be serialized" };
   }
-  if (bytes <= MAX_EVENT_DATA_BYTES) return event.data;
+  if (bytes <= MAX_EVENT_DATA_BYTES) return data;
   return { truncated: true, bytes, note: `data of ${bytes} bytes exceeded ${MAX_EVENT_DATA_BYTES} and was dropped` };
 }

@@ -99,6 +99,21 @@ describe(`hibernation (${runtimeKind()} runtime)`, () => {
     await d.call("POST", `/agents/${agentId}/stop`, {});
   });
 
+  it("a subtree steer wakes the hibernated parent with the composed message; its hibernated child stays asleep", async () => {
+    const { runId, agentId } = await sleepingRoot([{ text: "first" }, { text: "root: {{lastUserMessage}}" }]);
+    const child = (await d.call("POST", `/runs/${runId}/agents`, { parentAgentId: agentId, spec: { name: "kid", script: [] }, keepAlive: true })).body.agentId as string;
+    await asleep(d.call, child);
+    await asleep(d.call, agentId);
+    const steered = await d.call("POST", `/agents/${agentId}/steer`, { message: "all of you", scope: "subtree" });
+    assert.equal(steered.status, 202);
+    assert.equal(steered.body.delivery, "turn");
+    const text = await resultAfter(runId, agentId, 2);
+    assert.ok(text?.startsWith("root: ") && text.includes("all of you") && text.includes(child), `the composed message reached the woken root: ${text}`);
+    assert.equal((await eventsOf(runId, agentId, "agent_woke")).length, 1);
+    assert.equal((await eventsOf(runId, child, "agent_woke")).length, 0, "children get nothing directly");
+    await d.call("POST", `/agents/${agentId}/stop`, { scope: "subtree" });
+  });
+
   it("pause marks a hibernated agent paused without waking it; resume returns it to hibernation; a prompt while paused waits", async () => {
     const { runId, agentId } = await sleepingRoot();
     const paused = await d.call("POST", `/agents/${agentId}/pause`, {});

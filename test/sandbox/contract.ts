@@ -330,6 +330,16 @@ export function runSandboxContract(name: string, setup: () => Promise<SandboxCon
       client.close();
     });
 
+    it("refuses to hibernate a frozen sandbox and leaves it frozen", async () => {
+      const { info, client } = await started(bashSpec("echo still"));
+      await rt.freeze(info.sandboxId, signal());
+      await rejectsWith(rt.hibernate(info.sandboxId, signal()), "SANDBOX_FROZEN");
+      assert.equal(await status(info.sandboxId), "frozen");
+      await rt.thaw(info.sandboxId, signal());
+      assert.deepEqual((await client.prompt("go")).toolOutputs, ["still\n"], "the harness it kept answers");
+      client.close();
+    });
+
     it("reports a sandbox whose processes vanished as gone and refuses to use it", async () => {
       const { info, client } = await started(bashSpec("true"));
       assert.equal((await client.request({ type: "shutdown" })).success, true);

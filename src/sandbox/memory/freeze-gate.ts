@@ -7,23 +7,17 @@
 export interface FreezeGate {
   readonly frozen: boolean;
   freeze(): void;
-  /** Open the gate: deferred work and waiters go on in the order they came, then watchers are told. */
+  /** Open the gate: deferred work and waiters go on in the order they came. */
   thaw(): void;
   /** Resolves at once while open, else at the thaw. */
   passed(): Promise<void>;
   /** Run `work` now while open, else at the thaw (in call order). */
   defer(work: () => void): void;
-  /** Call `listener` at every freeze and thaw; returns the unsubscribe. */
-  watch(listener: () => void): () => void;
 }
 
 export function createFreezeGate(): FreezeGate {
   let frozen = false;
   let deferred: Array<() => void> = [];
-  const listeners = new Set<() => void>();
-  const tell = () => {
-    for (const listener of [...listeners]) listener();
-  };
 
   const gate: FreezeGate = {
     get frozen() {
@@ -32,7 +26,6 @@ export function createFreezeGate(): FreezeGate {
     freeze() {
       if (frozen) return;
       frozen = true;
-      tell();
     },
     thaw() {
       if (!frozen) return;
@@ -40,16 +33,11 @@ export function createFreezeGate(): FreezeGate {
       const due = deferred;
       deferred = [];
       for (const work of due) work();
-      tell();
     },
     passed: () => new Promise((resolve) => gate.defer(resolve)),
     defer(work) {
       if (frozen) deferred.push(work);
       else work();
-    },
-    watch(listener) {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
     },
   };
   return gate;

@@ -90,6 +90,8 @@ export function createMemoryRuntime(options: MemoryRuntimeOptions = {}): MemoryR
         const sandbox = liveSandbox(table, sandboxId);
         const harness = sandbox.harness;
         if (!harness) return;
+        // As on every runtime: a paused agent is not hibernated (ending the harness opens its gate).
+        if (sandbox.gate.frozen) throw new SwarmError("SANDBOX_FROZEN", `sandbox ${sandboxId} is frozen: a paused agent is not hibernated`);
         sandbox.harness = undefined;
         sandbox.hibernated = true;
         await harness.kill();
