@@ -84,7 +84,9 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
     steer: async (agentId, request) => runOf(agentId).steer(agentId, request.message, request.scope),
     pause: async (agentId, scope) => runOf(agentId).pause(agentId, scope),
     resume: async (agentId, scope) => runOf(agentId).resume(agentId, scope),
-    stop: async (agentId, request) => runOf(agentId).stop(agentId, request.scope),
+    stop: async (agentId, request) => runOf(agentId).stop(agentId, request),
+    listPermissions: (runId, state = "pending") => ({ permissions: runById(runId).listPermissions(state) }),
+    resolvePermission: async (agentId, requestId, answer) => runOf(agentId).resolvePermission(agentId, requestId, answer),
     result: async (agentId, waitSeconds, signal) => runOf(agentId).result(agentId, waitSeconds, signal),
     hasRun: (runId) => runs.has(runId),
     async close() {

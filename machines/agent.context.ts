@@ -1,4 +1,4 @@
-import type { AgentInput, ControlOutcome, Delivery, EndOutcome, PausedBy } from "./agent.types.ts";
+import type { AgentInput, ControlOutcome, Delivery, Drain, EndReason, Ending, PausedBy } from "./agent.types.ts";
 
 /** What one agent's machine remembers between events. */
 export interface AgentContext {
@@ -28,8 +28,14 @@ export interface AgentContext {
   quietAbort: boolean;
   /** Model calls the gateway holds for the agent now: held time is paused time for the quiet-turn limit. */
   gatewayHolds: number;
+  /** Approval requests waiting for a decision: that time is paused time for the quiet-turn limit too. */
+  approvalHolds: number;
+  /** Set once a drain reached the agent (never cleared: a drain ends the agent). */
+  draining: Drain | null;
+  /** Why a stop under way stops it, when not the operator's abort. */
+  stopReason: EndReason | null;
   failure: string | null;
-  end: { outcome: EndOutcome; error?: string };
+  end: Ending;
 }
 
 /** Parameters of the `reply` action: one member's answer to one control request. */
@@ -61,6 +67,9 @@ export function initialContext(input: AgentInput): AgentContext {
     resumeAfterPause: null,
     quietAbort: false,
     gatewayHolds: 0,
+    approvalHolds: restored?.approvals ?? 0,
+    draining: restored?.draining ?? null,
+    stopReason: null,
     failure: null,
     end: { outcome: "success" },
   };

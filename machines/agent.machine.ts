@@ -23,6 +23,8 @@ export const agentMachine = agentSetup.createMachine({
     "child.ended": { actions: assign({ liveChildren: ({ context }) => Math.max(0, context.liveChildren - 1) }) },
     "gateway.hold": { actions: assign({ gatewayHolds: ({ context }) => context.gatewayHolds + 1 }) },
     "gateway.release": { actions: assign({ gatewayHolds: ({ context }) => Math.max(0, context.gatewayHolds - 1) }) },
+    "approval.hold": { actions: assign({ approvalHolds: ({ context }) => context.approvalHolds + 1 }) },
+    "approval.release": { actions: assign({ approvalHolds: ({ context }) => Math.max(0, context.approvalHolds - 1) }) },
   },
   states: {
     // New agents start in spawning or provisioning; restored ones where the ledger left them.
@@ -70,10 +72,12 @@ export const agentMachine = agentSetup.createMachine({
             "control.stop": {
               target: "#agent.aborted",
               actions: [
-                { type: "fact", params: { kind: "ended", outcome: "aborted" } },
+                { type: "fact", params: ({ event }) => ({ kind: "ended", outcome: "aborted", ...(event.reason ? { reason: event.reason } : {}) }) },
                 { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "applied" }) },
               ],
             },
+            // A drain starts nothing new: an agent still waiting for its inputs never starts.
+            drain: { target: "#agent.aborted", actions: { type: "fact", params: { kind: "ended", outcome: "aborted", reason: "drained" } } },
           },
         },
         provisioning: {
@@ -94,7 +98,12 @@ export const agentMachine = agentSetup.createMachine({
             },
           },
           on: {
-            "control.stop": { target: "#agent.stopping", actions: assign({ request: ({ event }) => ({ requestId: event.requestId, by: "operator" as const }) }) },
+            "control.stop": {
+              target: "#agent.stopping",
+              actions: assign({ request: ({ event }) => ({ requestId: event.requestId, by: "operator" as const }), stopReason: ({ event }) => event.reason ?? null }),
+            },
+            // Its sandbox is still being made: it is closed, and the agent never starts.
+            drain: { target: "#agent.stopping", actions: assign({ stopReason: "drained" }) },
           },
         },
       },
@@ -123,8 +132,18 @@ export const agentMachine = agentSetup.createMachine({
           target: "stopping",
           actions: [
             { type: "abandonRequests", params: { error: "the agent was stopped before this finished" } },
-            assign({ request: ({ event }) => ({ requestId: event.requestId, by: "operator" as const }) }),
+            assign({ request: ({ event }) => ({ requestId: event.requestId, by: "operator" as const }), stopReason: ({ event }) => event.reason ?? null }),
           ],
+        },
+        // Marked; `idle` and `paused` end it once its accepted work is done (the `drained` guard).
+        drain: {
+          // A second drain widens a first one to the subtree; the earlier deadline stands.
+          actions: assign({
+            draining: ({ context, event }) => ({
+              subtree: event.drain.subtree || (context.draining?.subtree ?? false),
+              deadline: Math.min(event.drain.deadline, context.draining?.deadline ?? Infinity),
+            }),
+          }),
         },
       },
       states: {
@@ -152,7 +171,10 @@ export const agentMachine = agentSetup.createMachine({
             // `running` all along.
             idle: {
               entry: sendTo("harness", { type: "harness.idle" }),
-              always: { guard: "canFinish", target: "#agent.finishing", actions: assign({ end: { outcome: "success" } }) },
+              always: [
+                { guard: "drained", target: "#agent.finishing", actions: assign({ end: { outcome: "success", reason: "drained" } }) },
+                { guard: "canFinish", target: "#agent.finishing", actions: assign({ end: { outcome: "success" } }) },
+              ],
             },
             // Every harness event restarts the quiet-turn clock; leaving for `paused` stops it, and
             // so does a model call the gateway holds: paused and held time never count.
@@ -160,13 +182,13 @@ export const agentMachine = agentSetup.createMachine({
               initial: "clock",
               states: {
                 clock: {
-                  always: { guard: "gatewayHolding", target: "held" },
+                  always: { guard: "holding", target: "held" },
                   after: {
                     quietLimit: { actions: [assign({ quietAbort: true }), sendTo("harness", { type: "harness.abort" })] },
                   },
                 },
                 held: {
-                  always: { guard: not("gatewayHolding"), target: "clock" },
+                  always: { guard: not("holding"), target: "clock" },
                 },
               },
               on: { "harness.activity": { target: "turn", reenter: true } },
@@ -241,6 +263,8 @@ export const agentMachine = agentSetup.createMachine({
         },
         paused: {
           tags: ["paused"],
+          // Drained while paused with nothing left to run: it ends without being resumed.
+          always: { guard: "drained", target: "#agent.finishing", actions: assign({ end: { outcome: "success", reason: "drained" } }) },
           on: {
             "control.pause": { actions: { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "noop" }) } },
             "control.resume": { target: "resuming", actions: assign({ request: ({ event }) => ({ requestId: event.requestId, by: "operator" as const }) }) },
@@ -270,11 +294,14 @@ export const agentMachine = agentSetup.createMachine({
       tags: ["ending"],
       invoke: {
         src: "close",
-        input: ({ context }) => ({ agentId: context.agentId, sandboxId: context.sandboxId, ending: { outcome: "aborted" as const } }),
+        input: ({ context }) => ({ agentId: context.agentId, sandboxId: context.sandboxId, ending: { outcome: "aborted" as const, ...(context.stopReason ? { reason: context.stopReason } : {}) } }),
         onDone: { target: "aborted" },
         onError: { target: "aborted" },
       },
-      exit: [{ type: "fact", params: { kind: "ended", outcome: "aborted" } }, { type: "replyToRequest", params: { outcome: "applied" } }],
+      exit: [
+        { type: "fact", params: ({ context }) => ({ kind: "ended", outcome: "aborted", ...(context.stopReason ? { reason: context.stopReason } : {}) }) },
+        { type: "replyToRequest", params: { outcome: "applied" } },
+      ],
     },
     finishing: {
       tags: ["ending"],

@@ -22,7 +22,16 @@ export const agentSetup = setup({
   guards: {
     hasPendingPause: ({ context }) => context.pendingPause !== null,
     busy: ({ context }) => context.inflight > 0,
-    gatewayHolding: ({ context }) => context.gatewayHolds > 0,
+    /** A model call the gateway holds or an approval that waits: the quiet-turn clock stands still. */
+    holding: ({ context }) => context.gatewayHolds > 0 || context.approvalHolds > 0,
+    /** A draining agent whose accepted work is done (and, in a subtree drain, whose children ended). */
+    drained: ({ context }) =>
+      context.draining !== null &&
+      context.inflight === 0 &&
+      context.prompts.length === 0 &&
+      context.steers.length === 0 &&
+      context.steering.length === 0 &&
+      (!context.draining.subtree || context.liveChildren === 0),
     turnFailed: ({ context }) => context.failure !== null,
     canFinish: ({ context }) =>
       context.turns > 0 &&

@@ -1,6 +1,6 @@
-import type { Delivery, LiveState, MemberResult, Outcome, PausedBy } from "../src/swarm-api.ts";
+import type { Delivery, EndReason, LiveState, MemberResult, Outcome, PausedBy } from "../src/swarm-api.ts";
 
-export type { Delivery, PausedBy };
+export type { Delivery, EndReason, PausedBy };
 /** Why a member of a control request ended up as it did. */
 export type ControlOutcome = MemberResult["outcome"];
 export type ControlOp = "pause" | "resume" | "stop" | "steer";
@@ -29,6 +29,19 @@ export interface RestoredLive {
   inflight: number;
   /** Children still live. */
   liveChildren: number;
+  /** The drain that reached it before the restart, if one did. */
+  draining?: Drain | null;
+  /** Its approval requests still waiting for a decision (each holds the quiet-turn clock). */
+  approvals?: number;
+}
+
+/**
+ * A drain as one agent keeps it: a subtree drain also waits for the agent's children to end.
+ * `deadline` (epoch ms) is when the run aborts what is still live; the machine does not use it.
+ */
+export interface Drain {
+  subtree: boolean;
+  deadline: number;
 }
 
 interface AgentInputBase {
@@ -61,7 +74,7 @@ export type Fact =
   | { kind: "steered"; message: string }
   /** `hseq` of the harness event that settled the turn, recorded so a replay never settles it twice. */
   | { kind: "settled"; outcome: TurnOutcome; text: string | null; hseq: number }
-  | { kind: "ended"; outcome: EndOutcome; error?: string };
+  | { kind: "ended"; outcome: EndOutcome; error?: string; reason?: EndReason };
 
 /** Commands the machine sends to its `harness` actor. */
 export type HarnessCommandEvent =
@@ -86,7 +99,8 @@ export type HarnessReportEvent =
 export type ControlEvent =
   | { type: "control.pause"; requestId: string; by: PausedBy }
   | { type: "control.resume"; requestId: string }
-  | { type: "control.stop"; requestId: string }
+  /** `reason`: why it is stopped, when not the operator's abort (a drain past its deadline). */
+  | { type: "control.stop"; requestId: string; reason?: EndReason }
   | { type: "control.steer"; requestId: string; message: string };
 
 export type AgentEvent =
@@ -98,7 +112,15 @@ export type AgentEvent =
   | { type: "child.ended" }
   /** The model gateway started or stopped holding one of the agent's calls (a spend budget, a provider's pacing). */
   | { type: "gateway.hold" }
-  | { type: "gateway.release" };
+  | { type: "gateway.release" }
+  /** An approval request of the agent waits for a decision, or got one: waiting is paused time for the quiet-turn limit. */
+  | { type: "approval.hold" }
+  | { type: "approval.release" }
+  /**
+   * A drain reached the agent: it ends once its turns (and, for a subtree drain, its children)
+   * are done; one not yet started ends at once. No reply: the run answers for it.
+   */
+  | { type: "drain"; drain: Drain };
 
 export interface MemberReply {
   type: "member.reply";
@@ -130,5 +152,12 @@ export interface SandboxActorInput {
 
 /** Closing a sandbox because the agent ends: how it ends, recorded before the sandbox goes. */
 export interface CloseInput extends SandboxActorInput {
-  ending: { outcome: EndOutcome; error?: string };
+  ending: Ending;
+}
+
+/** How an agent ends: recorded before its sandbox closes, so a restart can finish the end. */
+export interface Ending {
+  outcome: EndOutcome;
+  error?: string;
+  reason?: EndReason;
 }

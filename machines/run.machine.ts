@@ -1,7 +1,7 @@
 import { assign, emit, enqueueActions, sendTo, setup } from "xstate";
 import { agentMachine } from "./agent.machine.ts";
 import type { MemberResult } from "../src/swarm-api.ts";
-import type { AgentInput, ControlOp, Delivery, MemberReply, PausedBy } from "./agent.types.ts";
+import type { AgentInput, ControlOp, Delivery, EndReason, MemberReply, PausedBy } from "./agent.types.ts";
 
 /** One member of a control request, in the order the cascade must visit them. */
 export interface ControlMember {
@@ -14,6 +14,8 @@ export interface ControlRequest {
   op: ControlOp;
   members: ControlMember[];
   message?: string;
+  /** A stop's reason, when it is not the operator's abort (a drain past its deadline). */
+  reason?: EndReason;
 }
 
 /** One member's answer as the supervisor collected it: the API's member result and, for a steer, its delivery. */
@@ -92,7 +94,7 @@ export const runMachine = setup({
           case "resume":
             return { type: "control.resume" as const, requestId: request.requestId };
           case "stop":
-            return { type: "control.stop" as const, requestId: request.requestId };
+            return { type: "control.stop" as const, requestId: request.requestId, ...(request.reason ? { reason: request.reason } : {}) };
           case "steer":
             return { type: "control.steer" as const, requestId: request.requestId, message: request.message ?? "" };
         }

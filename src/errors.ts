@@ -15,6 +15,9 @@ export const ERROR_CODES = {
   AGENT_NOT_FOUND: "Agent does not exist.",
   AGENT_NOT_LIVE: "Agent is not live.",
   AGENT_NOT_PAUSED: "Agent is not paused.",
+  AGENT_DRAINING: "Agent is draining: it takes no new prompt, steer or spawn.",
+  PERMISSION_NOT_FOUND: "No such approval request for this agent.",
+  PERMISSION_RESOLVED: "The approval request was already resolved.",
   BUDGET_EXCEEDS_PARENT: "A spend cap would exceed what the agent's parent has left.",
   // Sandboxes
   SANDBOX_EXISTS: "A sandbox with this id already exists.",

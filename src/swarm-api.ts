@@ -25,7 +25,16 @@ export interface SwarmApi {
   steer(agentId: string, request: { message: string; scope: Scope }): Promise<ControlResponse & { delivery: Delivery }>;
   pause(agentId: string, scope: Scope): Promise<ControlResponse>;
   resume(agentId: string, scope: Scope): Promise<ControlResponse>;
-  stop(agentId: string, request: { mode: "abort" | "drain"; scope: Scope }): Promise<ControlResponse>;
+  /**
+   * `abort` ends the members now, leaves first. `drain` marks them draining, parents first, and
+   * answers; each then ends once its running turn settled (and, in a subtree drain, its children
+   * ended), or is aborted at the deadline (`drainTimeoutMs`, default 10 minutes).
+   */
+  stop(agentId: string, request: StopRequest): Promise<ControlResponse>;
+  /** The run's approval requests: `pending` (default), `resolved` or `all`, oldest first. */
+  listPermissions(runId: string, state?: PermissionState | "all"): { permissions: PermissionView[] };
+  /** Answer an agent's pending approval request (404 unknown, 409 already resolved). */
+  resolvePermission(agentId: string, requestId: string, answer: PermissionAnswer): Promise<PermissionView>;
   /** The agent's result, waiting up to `waitSeconds` while it is pending (resolves early when `signal` aborts). */
   result(agentId: string, waitSeconds: number, signal?: AbortSignal): Promise<ResultView>;
   /** Whether a run exists (for the event stream's 404). */
@@ -33,6 +42,53 @@ export interface SwarmApi {
 }
 
 export type Scope = "agent" | "subtree";
+
+export type StopMode = "abort" | "drain";
+/** How long a drain may take before its members still live are aborted, unless the request says. */
+export const DEFAULT_DRAIN_TIMEOUT_MS = 10 * 60_000;
+export const MAX_DRAIN_TIMEOUT_MS = 24 * 3_600_000;
+
+export interface StopRequest {
+  mode: StopMode;
+  scope: Scope;
+  /** `drain` only: how long the members may take to finish before they are aborted. */
+  drainTimeoutMs?: number;
+}
+
+/** Why an agent ended as it did, when it was not just its own work that ended it. */
+export type EndReason = "drained" | "drain-timeout";
+
+export type PermissionDecision = "allow" | "deny";
+export type PermissionState = "pending" | "resolved";
+/** Who decided: the operator, a stop of the agent (any end), a deleted run, or `approveTimeoutMs`. */
+export type PermissionBy = "operator" | "stop" | "run-deleted" | "timeout";
+
+/** The longest `message` of a decision, in characters. */
+export const MAX_PERMISSION_MESSAGE_CHARS = 10_000;
+
+export interface PermissionAnswer {
+  decision: PermissionDecision;
+  /** For a deny: what the model is told (the tool call's error). */
+  message?: string;
+}
+
+/** One approval request: a tool call an agent's `approve` policy holds for the operator. */
+export interface PermissionView {
+  requestId: string;
+  runId: string;
+  agentId: string;
+  tool: string;
+  /** The call's arguments (dropped, with a note, when they exceed the event size limit). */
+  args: Record<string, unknown>;
+  at: number;
+  /** When `approveTimeoutMs` denies it; null: no timeout. */
+  expiresAt: number | null;
+  state: PermissionState;
+  decision: PermissionDecision | null;
+  message: string | null;
+  by: PermissionBy | null;
+  resolvedAt: number | null;
+}
 export type Delivery = "steer" | "turn" | "queued";
 /** Who paused an agent: the operator, a pause of a subtree above it, or a spend budget it or an ancestor ran out of. */
 export type PausedBy = "operator" | "cascade" | "budget";
@@ -132,6 +188,10 @@ export interface AgentView {
    * ended to free memory; the next prompt or steer starts it again with its session and files.
    */
   hibernated?: true;
+  /** Present (true) once a drain reached the agent: it takes no new prompt, steer or spawn and ends when its turn settles. */
+  draining?: true;
+  /** Ids of its approval requests that wait for a decision (`GET /runs/:runId/permissions`). */
+  pendingPermissions: string[];
   /** Present while the agent's sandbox waits for a start slot (the daemon starts a few at a time): 1 is next. */
   queuePosition?: number;
   /** Its own model calls, and those of its whole subtree (it and every descendant). */

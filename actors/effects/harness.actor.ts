@@ -2,7 +2,7 @@ import { fromCallback, type AnyEventObject } from "xstate";
 import type { HarnessActorInput, HarnessCommandEvent, HarnessReportEvent } from "../../machines/agent.types.ts";
 import { errorMessage } from "../../src/errors.ts";
 import { attachHarnessClient, HarnessRejected, type HarnessClient } from "../../src/harness/client.ts";
-import { isPersistedHarnessEvent, type HarnessEventMessage, type HostCallMessage, type TurnSettledData } from "../../src/harness/protocol.ts";
+import { isHarnessRecordedEvent, isPersistedHarnessEvent, type HarnessEventMessage, type HostCallMessage, type TurnSettledData } from "../../src/harness/protocol.ts";
 import { createLimitedLog } from "../../src/harness/rate-gate.ts";
 import { capEventData } from "../../src/harness/wire-schemas.ts";
 import type { SandboxRuntime } from "../../src/sandbox/runtime.ts";
@@ -151,6 +151,8 @@ export function createHarnessActor(deps: HarnessActorDeps) {
       const capped = { ...event, data: capEventData(event.data) };
       try {
         if (isPersistedHarnessEvent(event.event)) {
+          // Approval events are the daemon's record, never a harness's word.
+          if (!isHarnessRecordedEvent(event.event)) return refusals(`dropped a ${event.event} event: approvals are recorded by the daemon`);
           deps.persist(agentId, capped).catch((err: unknown) => log(`could not persist ${event.event}: ${errorMessage(err)}`));
         } else {
           deps.publish(agentId, capped);

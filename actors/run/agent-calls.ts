@@ -4,6 +4,8 @@ import type { HostCallMessage } from "../../src/harness/protocol.ts";
 import { AgentSpecSchema, BudgetSchema } from "../../src/spec/agent-spec.ts";
 import { MAX_WAIT_SECONDS } from "../../src/swarm-api.ts";
 import { parseOrThrow } from "../../src/validation.ts";
+import { DAEMON_GATED_TOOLS } from "../../src/spec/approve.ts";
+import { denialText } from "./permissions.ts";
 import type { Run } from "./run.ts";
 
 const SpawnParams = z.strictObject({
@@ -13,14 +15,30 @@ const SpawnParams = z.strictObject({
   budget: BudgetSchema.optional(),
 });
 const AwaitParams = z.strictObject({ agentId: z.string(), waitSeconds: z.number().int().min(0).max(MAX_WAIT_SECONDS).default(MAX_WAIT_SECONDS) });
+/** A tool call the harness holds for the agent's `approve` policy (the tools other than the two above). */
+const PermissionParams = z.strictObject({ tool: z.string().min(1).max(64), args: z.record(z.string(), z.unknown()), toolCallId: z.string().max(256).optional() });
 
 /**
  * An agent's own `spawn_agent` / `await_result`. Spawns go through the same path as
  * `POST /runs/:runId/agents`, under the calling agent, with the harness's call id as idempotency
  * key (a call re-sent after a reconnect or a restart returns the same child). An agent can only
- * reach agents of its own run.
+ * reach agents of its own run. Both wait for the operator first when the agent's `approve` policy
+ * holds them; `permission` asks the same for the tools the harness gates.
  */
 export async function answerAgentCall(run: Run, agentId: string, call: HostCallMessage): Promise<unknown> {
+  const policy = run.agents.require(agentId).meta.approve ?? [];
+  if (call.method === "permission") {
+    const { tool, args } = parseOrThrow(PermissionParams, call.params, "params");
+    // The daemon decides whether the policy holds the call: a harness cannot fill the inbox with others.
+    if (DAEMON_GATED_TOOLS.has(tool) || !run.permissions.gates(policy, tool, args)) return { decision: "allow", message: null };
+    const { decision, message, by } = await run.permissions.ask(agentId, call.id, tool, args);
+    return { decision, message: decision === "deny" ? denialText({ decision, message, by }) : message };
+  }
+  // spawn_agent and await_result are gated here, before they do anything.
+  if (run.permissions.gates(policy, call.method, call.params)) {
+    const decided = await run.permissions.ask(agentId, call.id, call.method, call.params);
+    if (decided.decision === "deny") throw new Error(denialText(decided));
+  }
   if (call.method === "spawn_agent") {
     const params = parseOrThrow(SpawnParams, call.params, "params");
     return run.spawn({ ...params, parentAgentId: agentId, idempotencyKey: `host:${call.id}` }, "params");

@@ -4,6 +4,7 @@ import type { Grants } from "../../src/spec/grants.ts";
 import { ancestorsOf, type ParentMap } from "../../machines/tree.ts";
 import type { Budget } from "../../machines/budget.ts";
 import type { SpendCaps } from "../../src/swarm-api.ts";
+import type { ApproveRule } from "../../src/spec/approve.ts";
 
 /** What swarmd keeps of an agent beyond its ledger events (stored under `agentKey`). */
 export interface AgentMeta {
@@ -17,6 +18,10 @@ export interface AgentMeta {
   /** Spend caps of its subtree (absent in ledgers older than the model gateway: none). */
   spend?: SpendCaps;
   keepAlive: boolean;
+  /** Its approval policy: its ancestors' rules and its own (absent in older ledgers: none). */
+  approve?: ApproveRule[];
+  /** Its own `approveTimeoutMs`, or the nearest ancestor's. */
+  approveTimeoutMs?: number;
 }
 
 /** One agent of the run as the service tracks it: its meta and its place in the tree. */

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { ControlOp, PausedBy } from "../../machines/agent.types.ts";
+import type { ControlOp, EndReason, PausedBy } from "../../machines/agent.types.ts";
 import type { ControlMember, MemberAnswer } from "../../machines/run.machine.ts";
 import { leavesFirst, parentsFirst } from "../../machines/tree.ts";
 import { SwarmError } from "../../src/errors.ts";
@@ -12,7 +12,7 @@ import { subtreeSteerMessage } from "./steer-message.ts";
  * supervisor records a member that does not answer in time as `failed`), then for the ledger
  * writes they caused, so the answer and a following snapshot agree.
  */
-async function carryOut(run: Run, op: ControlOp, members: ControlMember[], message?: string): Promise<MemberAnswer[]> {
+export async function carryOut(run: Run, op: ControlOp, members: ControlMember[], message?: string, reason?: EndReason): Promise<MemberAnswer[]> {
   if (members.length === 0) return [];
   const requestId = randomUUID();
   const done = new Promise<MemberAnswer[]>((resolve) => {
@@ -22,26 +22,26 @@ async function carryOut(run: Run, op: ControlOp, members: ControlMember[], messa
       resolve(event.results);
     });
   });
-  run.actor.send({ type: "control", request: { requestId, op, members, message } });
+  run.actor.send({ type: "control", request: { requestId, op, members, message, ...(reason ? { reason } : {}) } });
   const results = await done;
   await run.writer.flushed();
   return results;
 }
 
 /** Live members of the subtree under `agentId` in the order the operation needs; the named agent is `operator`. */
-function members(run: Run, agentId: string, scope: Scope, order: "parentsFirst" | "leavesFirst"): ControlMember[] {
+export function members(run: Run, agentId: string, scope: Scope, order: "parentsFirst" | "leavesFirst"): ControlMember[] {
   if (scope === "agent") return [{ agentId, by: "operator" }];
   const parents = run.agents.parents();
   const ids = order === "parentsFirst" ? parentsFirst(agentId, parents) : leavesFirst(agentId, parents);
   return ids.filter((id) => id === agentId || isLiveIn(run, id)).map((id) => ({ agentId: id, by: (id === agentId ? "operator" : "cascade") as PausedBy }));
 }
 
-const isLiveIn = (run: Run, agentId: string) => {
+export const isLiveIn = (run: Run, agentId: string) => {
   const status = run.status(agentId);
   return status !== null && isLive(status);
 };
 
-const strip = (results: MemberAnswer[]): MemberResult[] => results.map(({ agentId, outcome, error }) => ({ agentId, outcome, ...(error ? { error } : {}) }));
+export const strip = (results: MemberAnswer[]): MemberResult[] => results.map(({ agentId, outcome, error }) => ({ agentId, outcome, ...(error ? { error } : {}) }));
 
 export async function pause(run: Run, agentId: string, scope: Scope): Promise<ControlResponse> {
   run.requireLive(agentId);
@@ -72,16 +72,22 @@ export async function pauseForBudget(run: Run, agentId: string): Promise<void> {
 /** Stop leaves first; an agent that had already ended keeps its outcome and its sandbox is released. */
 export async function stop(run: Run, agentId: string, scope: Scope): Promise<ControlResponse> {
   const results = await carryOut(run, "stop", members(run, agentId, scope, "leavesFirst"));
+  await releaseEnded(run, results);
+  return { results: strip(results) };
+}
+
+/** Members a stop (or drain) found ended (`noop`): whatever is left of their sandboxes is released. */
+export async function releaseEnded(run: Run, results: readonly MemberResult[]): Promise<void> {
   for (const r of results) {
     if (r.outcome !== "noop") continue;
     const sandboxId = run.agents.get(r.agentId)?.meta.sandboxId;
     if (sandboxId) await run.deps.runtime.close(sandboxId, AbortSignal.timeout(60_000)).catch(() => undefined);
   }
-  return { results: strip(results) };
 }
 
 export async function steer(run: Run, agentId: string, message: string, scope: Scope): Promise<ControlResponse & { delivery: Delivery }> {
   run.requireLive(agentId);
+  run.requireNotDraining(agentId);
   const text = scope === "subtree" ? subtreeSteerMessage(run, agentId, message) : message;
   const results = await carryOut(run, "steer", [{ agentId, by: "operator" }], text);
   const own = results[0];

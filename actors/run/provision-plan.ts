@@ -19,7 +19,8 @@ export async function planProvision(run: Run, agentId: string, signal: AbortSign
       sandboxId: meta.sandboxId,
       runId: run.runId,
       agentId,
-      spec: grantedSpec(meta.spec, meta.grants),
+      // The harness gates calls on the whole policy (its ancestors' rules too), not the spec's own.
+      spec: { ...grantedSpec(meta.spec, meta.grants), approve: meta.approve ?? [] },
       env: meta.grants.env,
       network: meta.grants.network,
       image: meta.grants.image,

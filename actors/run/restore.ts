@@ -5,7 +5,9 @@ import type { Ledger } from "../../src/ledger/ledger.ts";
 import type { SandboxInfo, SandboxRuntime } from "../../src/sandbox/runtime.ts";
 import { rootGrants } from "../../src/spec/grants.ts";
 import { foldEvent } from "../../src/views/run-view.ts";
+import type { Ending } from "../../machines/agent.types.ts";
 import type { AgentMeta } from "./agent-index.ts";
+import { rearmDrains } from "./drain.ts";
 import type { Run } from "./run.ts";
 
 /** The runtime's sandboxes at start-up, and those a live agent took back. */
@@ -69,10 +71,10 @@ export async function restoreRun(run: Run, sandboxes: Sandboxes, log: (message: 
     const ending = await ledger.getIndex(endingKey(agent.agentId));
     if (ending) {
       // The agent was ending when the service stopped: finish closing and record the end it had.
-      const { outcome, error } = JSON.parse(ending) as { outcome: "success" | "failed" | "aborted" | "lost"; error?: string };
+      const { outcome, error, reason } = JSON.parse(ending) as Ending;
       log(`agent ${agent.agentId} was ending (${outcome}) when the service stopped: closing its sandbox`);
       await closeSoon(runtime, sandboxId).catch(() => undefined);
-      await run.writer.ended(agent.agentId, outcome, error ?? null);
+      await run.writer.ended(agent.agentId, outcome, error ?? null, reason);
     } else if (agent.state === "provisioning") {
       log(`agent ${agent.agentId} was provisioning when the service stopped: provisioning it again`);
       await closeSoon(runtime, sandboxId).catch(() => undefined);
@@ -97,6 +99,8 @@ export async function restoreRun(run: Run, sandboxes: Sandboxes, log: (message: 
     sandboxes.kept.add(entry.meta.sandboxId);
     if (agent.state === "spawning" || agent.state === "provisioning") {
       run.addAgent(agentId, { start: agent.state, prompt: agent.prompt ?? undefined }, true);
+      // Drained before the daemon stopped but not yet ended: it still never starts.
+      if (agent.drain) run.actor.getSnapshot().children[agentId]?.send({ type: "drain", drain: agent.drain });
       continue;
     }
     const paused = agent.state === "paused";
@@ -111,8 +115,22 @@ export async function restoreRun(run: Run, sandboxes: Sandboxes, log: (message: 
     } catch (err) {
       log(`agent ${agentId}: its model gateway could not be opened again: ${errorMessage(err)}`);
     }
-    run.addAgent(agentId, { restored: { pausedBy: paused ? (agent.pausedBy ?? "operator") : null, turns: accepted, inflight: accepted - settled, liveChildren } }, true);
+    const restored = {
+      pausedBy: paused ? (agent.pausedBy ?? "operator") : null,
+      turns: accepted,
+      inflight: accepted - settled,
+      liveChildren,
+      draining: agent.drain ?? null,
+      approvals: agent.pendingPermissions.length,
+    };
+    run.addAgent(agentId, { restored }, true);
   }
+
+  // Approvals and drains under way go on: requests of agents that ended meanwhile are denied, the
+  // rest keep their timeouts; drains keep their deadlines.
+  for (const agent of agents.values()) if (agent.outcome !== null && agent.pendingPermissions.length > 0) await run.permissions.agentEnded(agent.agentId, "stop");
+  run.permissions.rearm();
+  rearmDrains(run);
 }
 
 /**

@@ -1,10 +1,12 @@
 import type { Fact } from "../../machines/agent.types.ts";
 import type { HarnessEventMessage } from "../../src/harness/protocol.ts";
-import { isPersistedHarnessEvent } from "../../src/harness/protocol.ts";
+import { isHarnessRecordedEvent } from "../../src/harness/protocol.ts";
 import { hseqKey } from "../../src/ledger/ledger-keys.ts";
 import type { IndexPut, Ledger } from "../../src/ledger/ledger.ts";
 import type { RunEventInput } from "../../src/ledger/run-events.ts";
 import type { ResultStore } from "../../src/results/result-store.ts";
+
+type EndedData = Extract<RunEventInput, { type: "agent_ended" }>["data"];
 
 /**
  * The run's only way into the ledger: typed events, appended in call order. It remembers the newest
@@ -53,17 +55,17 @@ export class RunWriter {
         return this.append([{ type: "handle_settled", agentId, data: { outcome: fact.outcome, resultRef } }], [{ key: hseqKey(agentId), value: String(fact.hseq) }]);
       }
       case "ended":
-        return this.ended(agentId, fact.outcome, fact.error ?? null);
+        return this.ended(agentId, fact.outcome, fact.error ?? null, fact.reason);
     }
   }
 
-  ended(agentId: string, outcome: Extract<RunEventInput, { type: "agent_ended" }>["data"]["outcome"], error: string | null): Promise<unknown> {
-    return this.append([{ type: "agent_ended", agentId, data: { outcome, endedAt: Date.now(), error } }]);
+  ended(agentId: string, outcome: EndedData["outcome"], error: string | null, reason?: EndedData["reason"]): Promise<unknown> {
+    return this.append([{ type: "agent_ended", agentId, data: { outcome, endedAt: Date.now(), error, ...(reason ? { reason } : {}) } }]);
   }
 
-  /** One harness event of the §6.2 list, with its hseq recorded in the same batch; others are not persisted. */
+  /** One harness event of the §6.2 list (approval events excepted: the daemon writes those), with its hseq recorded in the same batch; others are not persisted. */
   harnessEvent(agentId: string, event: HarnessEventMessage): Promise<unknown> {
-    if (!isPersistedHarnessEvent(event.event)) return Promise.resolve();
+    if (!isHarnessRecordedEvent(event.event)) return Promise.resolve();
     const data = { ...event.data, hseq: event.hseq, harnessAt: event.at };
     return this.append([{ type: event.event, agentId, data }], [{ key: hseqKey(agentId), value: String(event.hseq) }]);
   }

@@ -2,7 +2,7 @@ import { EventEmitter, once } from "node:events";
 import { createActor, type Actor, type InspectionEvent, type Observer } from "xstate";
 import { agentMachine } from "../../machines/agent.machine.ts";
 import { holdsPendingPause, statusOf } from "../../machines/agent-status.ts";
-import type { AgentInput, Fact, PausedBy, RestoredLive, StartState } from "../../machines/agent.types.ts";
+import type { AgentInput, Drain, Fact, PausedBy, RestoredLive, StartState } from "../../machines/agent.types.ts";
 import { runMachine } from "../../machines/run.machine.ts";
 import { SwarmError } from "../../src/errors.ts";
 import type { ModelGateway } from "../../src/gateway/gateway.ts";
@@ -27,6 +27,11 @@ import {
   type SpawnResponse,
   type CapChange,
   type SpendView,
+  type PermissionAnswer,
+  type PermissionState,
+  type PermissionView,
+  type StopRequest,
+  DEFAULT_DRAIN_TIMEOUT_MS,
 } from "../../src/swarm-api.ts";
 import { agentView, createRunView, foldEvent, runSnapshot, type RunView } from "../../src/views/run-view.ts";
 import { createHarnessActor } from "../effects/harness.actor.ts";
@@ -36,6 +41,8 @@ import type { Admit, StartQueue } from "../start-queue.ts";
 import { answerAgentCall } from "./agent-calls.ts";
 import { AgentIndex, type AgentEntry } from "./agent-index.ts";
 import { pause, resume, steer, stop, stopAll } from "./controls.ts";
+import { drain } from "./drain.ts";
+import { Permissions } from "./permissions.ts";
 import { planProvision } from "./provision-plan.ts";
 import { purgeRun } from "./purge.ts";
 import { restoreRun, type Sandboxes } from "./restore.ts";
@@ -102,6 +109,12 @@ export class Run {
   readonly changes = new EventEmitter().setMaxListeners(0);
   /** Agents whose subtree is being paused for a spend cap now (one pause, however many calls are held). */
   readonly budgetPausing = new Set<string>();
+  /** The run's approval inbox. */
+  readonly permissions: Permissions;
+  /** Timers the run armed (drain deadlines): cleared when it closes. */
+  readonly #timers = new Set<NodeJS.Timeout>();
+  /** Set by `DELETE /runs/:runId`: approvals its agents still wait for are denied `run-deleted`. */
+  #deleting = false;
   readonly #unsubscribe: () => void;
 
   constructor(
@@ -110,9 +123,11 @@ export class Run {
   ) {
     this.view = createRunView(runId);
     this.writer = new RunWriter(deps.ledger, runId, deps.results, deps.log);
+    this.permissions = new Permissions(this);
     this.#unsubscribe = deps.ledger.subscribe(runId, (event) => {
       if (!event.persisted) return;
       foldEvent(this.view, event);
+      if (event.type === "permission_resolved") this.permissions.folded((event.data as { requestId: string }).requestId);
       if ((event.type === "handle_settled" || event.type === "agent_ended") && event.agentId) this.#settled.emit(event.agentId);
       if (CHANGE_TYPES.has(event.type)) this.changes.emit("change");
     });
@@ -209,7 +224,29 @@ export class Run {
   #record(agentId: string, fact: Fact): void {
     void this.writer.fact(agentId, fact);
     if (fact.kind === "provisioned") this.agents.sandboxReady(agentId, fact.sandboxId);
-    if (fact.kind === "ended") this.agents.sandboxGone(agentId);
+    if (fact.kind === "ended") {
+      this.agents.sandboxGone(agentId);
+      void this.permissions.agentEnded(agentId, this.#deleting ? "run-deleted" : "stop");
+    }
+  }
+
+  /** The drain that reached the agent, as its machine has it; null when none did (or it has no actor). */
+  drainOf(agentId: string): Drain | null {
+    return this.actor.getSnapshot().children[agentId]?.getSnapshot().context.draining ?? null;
+  }
+
+  /** 409 when a drain reached the agent: it takes no new prompt, steer or spawn. */
+  requireNotDraining(agentId: string): void {
+    if (this.drainOf(agentId)) throw new SwarmError("AGENT_DRAINING", `agent ${agentId} is draining: it takes no new prompt, steer or spawn, and ends once its turn settles`);
+  }
+
+  /** A timer of the run's (unref'd), cleared if the run closes first. */
+  timer(fire: () => void, delayMs: number): void {
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer);
+      fire();
+    }, Math.max(0, delayMs)).unref();
+    this.#timers.add(timer);
   }
 
   /** The agent's status from its machine's tags; `null` when the run holds no actor for it and the ledger shows no end. */
@@ -263,6 +300,7 @@ export class Run {
 
   prompt(agentId: string, text: string): void {
     this.requireLive(agentId);
+    this.requireNotDraining(agentId);
     this.actor.getSnapshot().children[agentId]?.send({ type: "prompt", text });
   }
 
@@ -305,8 +343,17 @@ export class Run {
     return resume(this, agentId, scope);
   }
 
-  stop(agentId: string, scope: Scope): Promise<ControlResponse> {
-    return stop(this, agentId, scope);
+  stop(agentId: string, request: StopRequest): Promise<ControlResponse> {
+    if (request.mode === "drain") return drain(this, agentId, request.scope, request.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS);
+    return stop(this, agentId, request.scope);
+  }
+
+  listPermissions(state: PermissionState | "all"): PermissionView[] {
+    return this.permissions.list(state);
+  }
+
+  resolvePermission(agentId: string, requestId: string, answer: PermissionAnswer): Promise<PermissionView> {
+    return this.permissions.resolve(agentId, requestId, answer, "operator");
   }
 
   steer(agentId: string, message: string, scope: Scope): Promise<ControlResponse & { delivery: Delivery }> {
@@ -315,6 +362,7 @@ export class Run {
 
   /** DELETE /runs/:runId: every live agent stopped, leaves first. */
   stopAll(): Promise<void> {
+    this.#deleting = true;
     return stopAll(this);
   }
 
@@ -336,6 +384,8 @@ export class Run {
 
   /** Stop the supervisor and drop the harness connections; sandboxes keep running for the next start. */
   close(): void {
+    for (const timer of this.#timers) clearTimeout(timer);
+    this.permissions.close();
     this.actor.stop();
     this.#unsubscribe();
     for (const client of this.#clients.values()) client.close();

@@ -4,10 +4,13 @@ import { SwarmError } from "../../src/errors.ts";
 import { agentKey, idempotencyKey } from "../../src/ledger/ledger-keys.ts";
 import type { RunEventInput } from "../../src/ledger/run-events.ts";
 import { DEFAULT_MAX_AGENTS, DEFAULT_SPAWN_DEPTH } from "../../src/spec/agent-spec.ts";
+import { combinePolicies, type ApproveRule } from "../../src/spec/approve.ts";
+import type { AgentSpec } from "../../src/spec/agent-spec.ts";
 import { childGrants, rootGrants } from "../../src/spec/grants.ts";
 import type { CreateRunRequest, CreateRunResponse, SpawnRequest, SpawnResponse, SpendCaps } from "../../src/swarm-api.ts";
 import type { AgentMeta } from "./agent-index.ts";
 import type { Run } from "./run.ts";
+import { markDraining } from "./drain.ts";
 import { childSpendCaps } from "./spend.ts";
 
 /** A root's caps: the request's budget over the spec's. */
@@ -15,6 +18,14 @@ function rootSpendCaps([spec, budget]: [SpendCaps, SpendCaps | undefined]): Spen
   const maxTokens = budget?.maxTokens ?? spec.maxTokens;
   const maxCostUsd = budget?.maxCostUsd ?? spec.maxCostUsd;
   return { ...(maxTokens !== undefined ? { maxTokens } : {}), ...(maxCostUsd !== undefined ? { maxCostUsd } : {}) };
+}
+
+/** The agent's approval policy and timeout: its parent's rules and its own; its own timeout, else its parent's. */
+function approvalPolicy(parent: Pick<AgentMeta, "approve" | "approveTimeoutMs"> | null, spec: AgentSpec, root: string): Pick<AgentMeta, "approve" | "approveTimeoutMs"> {
+  const combined = combinePolicies(parent?.approve ?? [], spec.approve ?? []);
+  if ("problem" in combined) throw new SwarmError("INVALID_BODY", `${root}.approve: ${combined.problem}`);
+  const approveTimeoutMs = spec.approveTimeoutMs ?? parent?.approveTimeoutMs;
+  return { approve: combined.rules satisfies ApproveRule[], ...(approveTimeoutMs !== undefined ? { approveTimeoutMs } : {}) };
 }
 
 export const newRunId = () => `r_${randomBytes(8).toString("hex")}`;
@@ -43,7 +54,8 @@ export async function startRun(run: Run, request: CreateRunRequest): Promise<Cre
   const grants = rootGrants(request.spec, run.deps.config.limits, "body.spec");
   const spend = rootSpendCaps([request.spec, request.budget]);
   if (request.spec.model) run.deps.gateway.catalog.resolve(request.spec.model, "body.spec.model");
-  const meta: AgentMeta = { runId: run.runId, sandboxId: randomUUID(), spec: request.spec, grants, budget, spend, keepAlive: request.keepAlive ?? false };
+  const policy = approvalPolicy(null, request.spec, "body.spec");
+  const meta: AgentMeta = { runId: run.runId, sandboxId: randomUUID(), spec: request.spec, grants, budget, spend, keepAlive: request.keepAlive ?? false, ...policy };
   run.track(rootAgentId, { meta, parentAgentId: null, depth: 0, waitFor: [] });
   await run.writer.append(
     [
@@ -74,10 +86,12 @@ export async function spawnAgent(run: Run, request: SpawnRequest, root = "body")
   }
   // A parent without an actor (ended, or not held by the supervisor) cannot be forked.
   const parentStatus = run.requireLive(parent.agentId);
+  if (run.drainOf(parent.agentId)) throw new SwarmError("AGENT_DRAINING", `agent ${parent.agentId} is draining: it starts no new children`);
   const parentEntry = run.agents.require(parent.agentId);
   const parentMeta = parentEntry.meta;
   // Asking for more than the parent has is a bad request, refused before anything is recorded.
   const grants = childGrants(parentMeta.grants, request.spec, `${root}.spec`);
+  const policy = approvalPolicy(parentMeta, request.spec, `${root}.spec`);
   if (request.spec.model) run.deps.gateway.catalog.resolve(request.spec.model, `${root}.spec.model`);
   const decision = decideSpawn({
     parentId: parent.agentId,
@@ -97,6 +111,7 @@ export async function spawnAgent(run: Run, request: SpawnRequest, root = "body")
     budget: decision.ok ? decision.child : { spawnDepth: 0, maxAgents: 0 },
     spend: childSpendCaps(run, parent.agentId, [request.spec, request.budget]),
     keepAlive: request.keepAlive ?? false,
+    ...policy,
   };
   const place = { parentAgentId: parent.agentId, depth: parentEntry.depth + 1, spawnIndex: run.agents.childCount(parent.agentId) };
   run.track(agentId, { meta, parentAgentId: parent.agentId, depth: place.depth, waitFor });
@@ -122,5 +137,8 @@ export async function spawnAgent(run: Run, request: SpawnRequest, root = "body")
   // A child forked under a paused parent joins the pause (spec §3 rule 3).
   const pendingPause = parentStatus === "paused" ? ("cascade" as const) : undefined;
   run.addAgent(agentId, { start: response.state, prompt: request.prompt, pendingPause });
+  // A subtree drain that reached the parent while this spawn was being recorded takes the child too.
+  const drain = run.drainOf(parent.agentId);
+  if (drain?.subtree) markDraining(run, [agentId], drain);
   return response;
 }

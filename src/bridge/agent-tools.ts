@@ -13,7 +13,7 @@ export function registerAgentTools(server: McpServer, { client }: ToolDeps): voi
     {
       title: "Read an agent",
       description:
-        'One agent\'s view: parent, depth, state (pausedBy "operator", "cascade" or "budget" when paused), outcome, sandbox; usage (its own model calls: tokens, costUsd, calls) and subtreeUsage (it and every descendant); budget (maxTokens and maxCostUsd caps, null for none, and remainingTokens and remainingCostUsd it may still spend, ancestors\' caps included); and sessionStats when its harness answers and it is not paused.',
+        'One agent\'s view: parent, depth, state (pausedBy "operator", "cascade" or "budget" when paused; draining true once a drain stop reached it), outcome, sandbox, pendingPermissions (its approval requests waiting for swarm_resolve_permission); usage (its own model calls: tokens, costUsd, calls) and subtreeUsage (it and every descendant); budget (maxTokens and maxCostUsd caps, null for none, and remainingTokens and remainingCostUsd it may still spend, ancestors\' caps included); and sessionStats when its harness answers and it is not paused.',
       inputSchema: AgentIdInput,
       annotations: { readOnlyHint: true, openWorldHint: true },
     },
@@ -101,14 +101,15 @@ export function registerAgentTools(server: McpServer, { client }: ToolDeps): voi
     {
       title: "Stop an agent",
       description:
-        "End an agent: abort its current turn and close its sandbox; it ends with outcome aborted. An agent that had already finished keeps its outcome. With scope subtree, leaves are stopped first. One result per agent.",
+        'End an agent. Mode "abort" (default): abort its current turn and close its sandbox; it ends with outcome aborted, and with scope subtree leaves are stopped first. Mode "drain": the agents are marked draining (parents first) and this answers at once; each waits for its running turn, then ends as done (agent_ended reason "drained"); aborted at the deadline (drainTimeoutMs, default 10 minutes; reason "drain-timeout"). An agent that had already finished keeps its outcome. One result per agent.',
       inputSchema: StopAgentInput,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
     },
-    async ({ agentId, scope, mode }) =>
+    async ({ agentId, scope, mode, drainTimeoutMs }) =>
       guarded(async () => {
-        const answer = await client.stop(agentId, { mode, scope });
-        return toolOk(`Stop ${agentId}${scope === "subtree" ? " and its subtree" : ""}: ${membersLine(answer)}.`, { agentId, scope, mode, ...answer });
+        const answer = await client.stop(agentId, { mode, scope, drainTimeoutMs }); // an absent timeout is left out of the JSON body
+        const what = mode === "drain" ? "Drain" : "Stop";
+        return toolOk(`${what} ${agentId}${scope === "subtree" ? " and its subtree" : ""}: ${membersLine(answer)}.`, { agentId, scope, mode, ...answer });
       }),
   );
 

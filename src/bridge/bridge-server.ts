@@ -6,6 +6,7 @@ import type { SwarmClient } from "../client/swarm-client.ts";
 import { SWARMD_ROOT } from "../harness/launch.ts";
 import { registerAgentTools } from "./agent-tools.ts";
 import { registerLocalTools } from "./local-tools.ts";
+import { registerPermissionTools } from "./permission-tools.ts";
 import { registerRunTools } from "./run-tools.ts";
 
 export interface BridgeDeps {
@@ -24,12 +25,13 @@ export function createBridgeServer(deps: BridgeDeps): McpServer {
     { name: "swarmd", title: "swarmd tool bridge", version: packageVersion() },
     {
       instructions:
-        "Tools for swarmd, a service running trees of sandboxed AI coding agents. Typical flow: swarm_create_run (spec + prompt) → swarm_watch_events or swarm_get_result (waitSeconds) on the root agent → swarm_spawn_agent / swarm_prompt_agent / swarm_steer_agent as needed → swarm_delete_run when done. If calls fail because the service is unreachable, swarm_start_service starts it.",
+        "Tools for swarmd, a service running trees of sandboxed AI coding agents. Typical flow: swarm_create_run (spec + prompt) → swarm_watch_events or swarm_get_result (waitSeconds) on the root agent → swarm_spawn_agent / swarm_prompt_agent / swarm_steer_agent as needed → swarm_delete_run when done. Tool calls a spec's approve rules hold wait for swarm_resolve_permission (see swarm_list_permissions). If calls fail because the service is unreachable, swarm_start_service starts it.",
     },
   );
   const tools = { client: deps.client, specs: deps.specs };
   registerRunTools(server, tools);
   registerAgentTools(server, tools);
+  registerPermissionTools(server, tools);
   registerLocalTools(server, tools, deps.env);
   return server;
 }

@@ -38,7 +38,7 @@ export function registerRunTools(server: McpServer, { client, specs }: ToolDeps)
     {
       title: "Read a run's tree",
       description:
-        "The run's spawn tree: every agent with its parent, depth, state (spawning, provisioning, running, paused, done, aborted; pausedBy operator, cascade or budget), outcome (success, failed, aborted, budget-exceeded, lost), usage (its own model calls: tokens, costUsd, calls) and subtreeUsage (it and every descendant); usage at the top sums the whole run. Budgets (caps and what is left) are in swarm_get_agent. asOf is the newest event seq it reflects; pass it as afterSeq to swarm_watch_events to follow from here.",
+        "The run's spawn tree: every agent with its parent, depth, state (spawning, provisioning, running, paused, done, aborted; pausedBy operator, cascade or budget; draining true once a drain stop reached it), pendingPermissions (ids of its approval requests waiting for swarm_resolve_permission), outcome (success, failed, aborted, budget-exceeded, lost), usage (its own model calls: tokens, costUsd, calls) and subtreeUsage (it and every descendant); usage at the top sums the whole run. Budgets (caps and what is left) are in swarm_get_agent. asOf is the newest event seq it reflects; pass it as afterSeq to swarm_watch_events to follow from here.",
       inputSchema: RunIdInput,
       annotations: { readOnlyHint: true, openWorldHint: true },
     },
@@ -72,7 +72,7 @@ export function registerRunTools(server: McpServer, { client, specs }: ToolDeps)
     {
       title: "Watch a run's events",
       description:
-        "Collect the run's events for a bounded window: those after afterSeq already recorded, then new ones as they happen, until maxEvents, an untilTypes event, the end of the run, or maxWaitSeconds. Returns the events and lastSeq: call again with afterSeq = lastSeq to continue without gaps. Lifecycle events: run_started, agent_spawned, agent_provisioned, agent_state_changed, agent_steered, handle_settled (a result is ready), agent_ended, budget_denied (a spawn refused, or a model call held because the agent or an ancestor ran out of maxTokens or maxCostUsd: its subtree is then paused), budget_changed (new spend caps), model_usage (one model call: provider, model, tokens, costUsd); harness events: agent_start, agent_end, turn_start, turn_end, tool_start, tool_end, ...",
+        "Collect the run's events for a bounded window: those after afterSeq already recorded, then new ones as they happen, until maxEvents, an untilTypes event, the end of the run, or maxWaitSeconds. Returns the events and lastSeq: call again with afterSeq = lastSeq to continue without gaps. Lifecycle events: run_started, agent_spawned, agent_provisioned, agent_state_changed, agent_steered, handle_settled (a result is ready), agent_ended, budget_denied (a spawn refused, or a model call held because the agent or an ancestor ran out of maxTokens or maxCostUsd: its subtree is then paused), budget_changed (new spend caps), model_usage (one model call: provider, model, tokens, costUsd), permission_request (a tool call held for a decision: requestId, tool, args), permission_resolved (requestId, decision, message, by), agent_draining (a drain reached the agent: subtree, deadline; its agent_ended then has reason drained or drain-timeout); harness events: agent_start, agent_end, turn_start, turn_end, tool_start, tool_end, ...",
       inputSchema: WatchEventsInput,
       annotations: { readOnlyHint: true, openWorldHint: true },
     },

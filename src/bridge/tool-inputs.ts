@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { AgentSpecSchema } from "../spec/agent-spec.ts";
-import { MAX_WAIT_SECONDS } from "../swarm-api.ts";
+import { MAX_PERMISSION_MESSAGE_CHARS } from "../client/swarm-client.ts";
+import { DEFAULT_DRAIN_TIMEOUT_MS, MAX_DRAIN_TIMEOUT_MS, MAX_WAIT_SECONDS } from "../swarm-api.ts";
 
 /**
  * Input schemas of the bridge's tools. Descriptions are written for the model calling them: what
@@ -114,11 +115,25 @@ export const SteerAgentInput = z.object({
 
 export const ControlInput = z.object({ agentId, scope });
 
-export const StopAgentInput = z.object({
-  agentId,
-  scope,
-  mode: z.enum(["abort", "drain"]).default("abort").describe('"abort" (default) ends the current turn at once; "drain" currently behaves the same.'),
-});
+export const StopAgentInput = z
+  .object({
+    agentId,
+    scope,
+    mode: z
+      .enum(["abort", "drain"])
+      .default("abort")
+      .describe(
+        '"abort" (default) ends the current turn at once. "drain" waits for the running turn, then ends the agent as done; aborted at the deadline (drainTimeoutMs). A draining agent takes no new prompt, steer or spawn (HTTP 409).',
+      ),
+    drainTimeoutMs: z
+      .number()
+      .int()
+      .min(1_000)
+      .max(MAX_DRAIN_TIMEOUT_MS)
+      .optional()
+      .describe(`Mode "drain" only: how long, in ms (1000..${MAX_DRAIN_TIMEOUT_MS}), the agents may take to finish their turn before they are aborted. Default ${DEFAULT_DRAIN_TIMEOUT_MS} (${DEFAULT_DRAIN_TIMEOUT_MS / 60_000} minutes).`),
+  })
+  .refine((input) => input.drainTimeoutMs === undefined || input.mode === "drain", { message: 'drainTimeoutMs is only for mode "drain".', path: ["drainTimeoutMs"] });
 
 export const SetBudgetInput = z
   .object({
@@ -127,6 +142,26 @@ export const SetBudgetInput = z
     maxCostUsd: maxCostUsd.optional().describe(`${maxCostUsd.description} The new absolute cap, not an increment.`),
   })
   .refine((input) => input.maxTokens !== undefined || input.maxCostUsd !== undefined, { message: "Give maxTokens, maxCostUsd or both." });
+
+export const ListPermissionsInput = z.object({
+  runId,
+  state: z
+    .enum(["pending", "resolved", "all"])
+    .default("pending")
+    .describe('"pending" (default): requests waiting for a decision; "resolved": decided ones (decision, by, message); "all": both. Oldest first.'),
+});
+
+export const ResolvePermissionInput = z.object({
+  agentId: z.string().min(1).describe("The agent that asked: the agentId of the request in swarm_list_permissions."),
+  requestId: z.string().min(1).describe('Approval request id, "p_<hex>", as returned by swarm_list_permissions.'),
+  decision: z.enum(["allow", "deny"]).describe('"allow" runs the held tool call; "deny" makes it fail.'),
+  message: z
+    .string()
+    .min(1)
+    .max(MAX_PERMISSION_MESSAGE_CHARS)
+    .optional()
+    .describe(`For a deny: what the agent's model is told as the tool call's error (1..${MAX_PERMISSION_MESSAGE_CHARS} characters), e.g. why, or what to do instead.`),
+});
 
 export const GetResultInput = z.object({
   agentId,

@@ -1,6 +1,7 @@
 import { pathToFileURL } from "node:url";
 import { endpointFromEnv } from "../client/endpoint.ts";
 import { createSwarmClient } from "../client/swarm-client.ts";
+import type { PermissionDecision } from "../swarm-api.ts";
 import type { CliContext, CliIo } from "./cli-context.ts";
 import type { ControlVerb } from "./control-command.ts";
 import { describeFailure, EXIT, type ExitCode } from "./exit-codes.ts";
@@ -11,6 +12,7 @@ type Command = (ctx: CliContext, args: string[]) => Promise<ExitCode>;
 // Commands load on use: a CLI started once per command should not compile the bridge, the spec
 // schema and every other command first (startup time is most of a short command's run time).
 const control = (verb: ControlVerb): Command => async (ctx, args) => (await import("./control-command.ts")).controlCommand(ctx, verb, args);
+const decide = (decision: PermissionDecision): Command => async (ctx, args) => (await import("./decision-command.ts")).decisionCommand(ctx, decision, args);
 const COMMANDS: Record<string, () => Promise<Command>> = {
   run: async () => (await import("./run-command.ts")).runCommand,
   tree: async () => (await import("./tree-command.ts")).treeCommand,
@@ -18,6 +20,9 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   result: async () => (await import("./result-command.ts")).resultCommand,
   specs: async () => (await import("./specs-command.ts")).specsCommand,
   budget: async () => (await import("./budget-command.ts")).budgetCommand,
+  approvals: async () => (await import("./approvals-command.ts")).approvalsCommand,
+  allow: async () => decide("allow"),
+  deny: async () => decide("deny"),
   pause: async () => control("pause"),
   resume: async () => control("resume"),
   stop: async () => control("stop"),

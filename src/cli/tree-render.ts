@@ -45,7 +45,8 @@ export function trackActivity(activity: Map<string, string>, event: SwarmEvent):
 /**
  * The spawn tree as lines: a header (with the run's model spend once it has any), then one line
  * per agent in tree order with box-drawing branches, its spec name and id, state, outcome (once
- * ended), what its subtree has spent (what its spend caps count) and current activity.
+ * ended), whether it drains, how many approval requests wait on the operator, what its subtree has
+ * spent (what its spend caps count) and current activity.
  */
 export function renderTree(tracker: RunTracker, activity: ReadonlyMap<string, string> = new Map()): string[] {
   const agents = tracker.ordered();
@@ -71,13 +72,20 @@ function describe(agent: AgentRecord, activity: string | undefined): string {
   const parts = [`${MARK[agent.state] ?? "?"} ${agent.specName} ${agent.agentId}`, agent.state];
   if (agent.outcome) parts.push(agent.outcome);
   if (agent.state === "paused" && agent.pausedBy) parts.push(`(by ${agent.pausedBy})`);
+  if (agent.draining) parts.push("(draining)");
+  // What waits on the operator comes before spend and activity: it is what they must act on.
+  const waiting = agent.pendingPermissions.length;
+  if (waiting > 0) parts.push(`· ${waiting} approval${waiting === 1 ? "" : "s"} pending`);
   const spent = usageSummary(agent.subtreeUsage);
   if (spent) parts.push(`· ${spent}`);
   if (activity && agent.state === "running") parts.push(`· ${activity}`);
   return parts.join(" ");
 }
 
-/** The final tree as JSON: the run's usage, and agents in tree order with their usage and child ids. */
+/**
+ * The final tree as JSON: the run's usage, and agents in tree order with their usage and child ids
+ * (`draining` and `pendingPermissions` only when set, so trees without them read as before).
+ */
 export function treeJson(tracker: RunTracker): Record<string, unknown> {
   const { view } = tracker;
   return {
@@ -95,6 +103,8 @@ export function treeJson(tracker: RunTracker): Record<string, unknown> {
       state: a.state,
       outcome: a.outcome,
       ...(a.pausedBy ? { pausedBy: a.pausedBy } : {}),
+      ...(a.draining ? { draining: true } : {}),
+      ...(a.pendingPermissions.length > 0 ? { pendingPermissions: a.pendingPermissions } : {}),
       usage: a.usage,
       subtreeUsage: a.subtreeUsage,
       children: a.children,

@@ -1,3 +1,5 @@
+import { DEFAULT_DRAIN_TIMEOUT_MS } from "../swarm-api.ts";
+
 /** `swarm --help`, and the line shown under a usage error of each command. */
 export const USAGE = `swarm: operate swarmd (runs of sandboxed AI coding agents) at SWARM_URL
 
@@ -8,12 +10,19 @@ Usage:
                                            (tokens and cost per agent count its whole subtree)
   swarm events <runId> [--after SEQ] [--follow] [--ephemeral]
   swarm pause|resume <agentId> [--subtree]
-  swarm stop <agentId> [--subtree] [--mode abort|drain]
+  swarm stop <agentId> [--subtree] [--mode abort|drain] [--drain-timeout MS]
+                                           drain: no new work; each ends once its turn settles,
+                                           aborted after MS milliseconds (default ${DEFAULT_DRAIN_TIMEOUT_MS})
   swarm steer <agentId> <message...> [--subtree]
   swarm result <agentId> [--wait SECONDS]  (0..240)
   swarm budget <agentId> [--max-tokens N] [--max-cost-usd X]
                                            set the subtree's spend caps (none given: show them);
                                            resumes nothing: follow with swarm resume --subtree
+  swarm approvals <runId> [--state pending|resolved|all]
+                                           tool calls held by an approve policy (default pending)
+  swarm allow <agentId> <requestId>
+  swarm deny <agentId> <requestId> [--message TEXT]
+                                           the message is what the agent is told as the tool's error
   swarm specs add <spec.json> [--name NAME] [--no-overwrite]
   swarm specs list
   swarm specs rm <name>
@@ -35,10 +44,13 @@ export const COMMAND_USAGE: Record<string, string> = {
   events: "swarm events <runId> [--after SEQ] [--follow] [--ephemeral] [--json]",
   pause: "swarm pause <agentId> [--subtree] [--json]",
   resume: "swarm resume <agentId> [--subtree] [--json]",
-  stop: "swarm stop <agentId> [--subtree] [--mode abort|drain] [--json]",
+  stop: "swarm stop <agentId> [--subtree] [--mode abort|drain] [--drain-timeout MS] [--json]",
   steer: "swarm steer <agentId> <message...> [--subtree] [--json]",
   result: "swarm result <agentId> [--wait SECONDS] [--json]",
   budget: "swarm budget <agentId> [--max-tokens N] [--max-cost-usd X] [--json]",
+  approvals: "swarm approvals <runId> [--state pending|resolved|all] [--json]",
+  allow: "swarm allow <agentId> <requestId> [--json]",
+  deny: "swarm deny <agentId> <requestId> [--message TEXT] [--json]",
   specs: "swarm specs add <spec.json> [--name NAME] [--no-overwrite] | swarm specs list [--json] | swarm specs rm <name>",
   mcp: "swarm mcp [--url URL]   (stdio MCP server; configure with SWARM_URL, SWARM_TOKEN, SWARM_SPECS_DIR; also the swarmd-mcp bin)",
 };

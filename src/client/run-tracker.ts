@@ -1,4 +1,4 @@
-import { isLive, type RunSnapshot } from "../swarm-api.ts";
+import { isLive, type PermissionView, type RunSnapshot } from "../swarm-api.ts";
 import { emptyUsage, foldEvent, type AgentRecord, type RunView } from "../views/run-view.ts";
 import type { SwarmEvent } from "./event-stream.ts";
 
@@ -20,10 +20,14 @@ export interface RunTracker {
 }
 
 export function trackRun(snapshot: RunSnapshot): RunTracker {
-  const view: RunView = { runId: snapshot.runId, rootAgentId: snapshot.rootAgentId, asOf: snapshot.asOf, agents: new Map(), usage: { ...(snapshot.usage ?? emptyUsage()) } };
+  const view: RunView = { runId: snapshot.runId, rootAgentId: snapshot.rootAgentId, asOf: snapshot.asOf, agents: new Map(), usage: { ...(snapshot.usage ?? emptyUsage()) }, permissions: new Map() };
   for (const agent of snapshot.agents) {
-    // A daemon older than the model gateway sends no usage.
-    view.agents.set(agent.agentId, { ...agent, usage: { ...(agent.usage ?? emptyUsage()) }, subtreeUsage: { ...(agent.subtreeUsage ?? emptyUsage()) }, waitFor: [], prompt: null, settled: null, children: [], sleptWith: null });
+    // A daemon older than the model gateway sends no usage; one older than approvals, no pending ids.
+    const pendingPermissions = [...(agent.pendingPermissions ?? [])];
+    view.agents.set(agent.agentId, { ...agent, pendingPermissions, usage: { ...(agent.usage ?? emptyUsage()) }, subtreeUsage: { ...(agent.subtreeUsage ?? emptyUsage()) }, waitFor: [], prompt: null, settled: null, children: [], sleptWith: null });
+    // The snapshot names pending requests by id only. The fold resolves only requests it knows, so
+    // each is known here, with what the snapshot does not tell (tool, args, times) left blank.
+    for (const requestId of pendingPermissions) view.permissions.set(requestId, pendingStub(snapshot.runId, agent.agentId, requestId));
   }
   for (const agent of [...view.agents.values()].sort((a, b) => a.spawnIndex - b.spawnIndex || a.createdAt - b.createdAt)) {
     if (agent.parentAgentId) view.agents.get(agent.parentAgentId)?.children.push(agent.agentId);
@@ -51,4 +55,9 @@ export function trackRun(snapshot: RunSnapshot): RunTracker {
       return out;
     },
   };
+}
+
+/** A pending request known from a snapshot only: enough for its `permission_resolved` to fold. */
+function pendingStub(runId: string, agentId: string, requestId: string): PermissionView {
+  return { requestId, runId, agentId, tool: "", args: {}, at: 0, expiresAt: null, state: "pending", decision: null, message: null, by: null, resolvedAt: null };
 }

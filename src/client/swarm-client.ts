@@ -5,6 +5,9 @@ import {
   type CreateRunRequest,
   type CreateRunResponse,
   type Delivery,
+  type PermissionAnswer,
+  type PermissionState,
+  type PermissionView,
   type ResultView,
   type RunSnapshot,
   type Scope,
@@ -12,6 +15,7 @@ import {
   type SpawnResponse,
   type SpendCaps,
   type SpendView,
+  type StopMode,
 } from "../swarm-api.ts";
 import type { Endpoint } from "./endpoint.ts";
 import { streamEvents, type StreamOptions, type SwarmEvent } from "./event-stream.ts";
@@ -23,6 +27,7 @@ export const DEFAULT_TIMEOUT_MS = 30_000;
 export const CASCADE_TIMEOUT_MS = 120_000;
 /** Headroom added on top of any hold the client itself asks for, so the client never gives up first. */
 export const WAIT_MARGIN_MS = 30_000;
+export { MAX_PERMISSION_MESSAGE_CHARS } from "../swarm-api.ts";
 
 export interface CallOptions {
   signal?: AbortSignal;
@@ -54,7 +59,20 @@ export interface SwarmClient {
   steer(agentId: string, request: { message: string; scope?: Scope }, options?: CallOptions): Promise<ControlResponse & { delivery: Delivery }>;
   pause(agentId: string, scope?: Scope, options?: CallOptions): Promise<ControlResponse>;
   resume(agentId: string, scope?: Scope, options?: CallOptions): Promise<ControlResponse>;
-  stop(agentId: string, request?: { mode?: "abort" | "drain"; scope?: Scope }, options?: CallOptions): Promise<ControlResponse>;
+  /**
+   * `abort` (default) ends the members now. `drain` answers at once: each member then ends once its
+   * running turn settles, or is aborted after `drainTimeoutMs` (drain only; the service's default
+   * is 10 minutes). A draining agent refuses prompts, steers and spawns with a 409.
+   */
+  stop(agentId: string, request?: { mode?: StopMode; scope?: Scope; drainTimeoutMs?: number }, options?: CallOptions): Promise<ControlResponse>;
+  /** The run's approval requests, oldest first: `pending` (the service's default), `resolved` or `all`. */
+  listPermissions(runId: string, state?: PermissionState | "all", options?: CallOptions): Promise<{ permissions: PermissionView[] }>;
+  /**
+   * Allow or deny a pending approval request of the agent; resolves with the request as resolved.
+   * Rejects with a 404 `ServiceError` for an unknown request (or one of another agent) and a 409
+   * when it was already resolved (by the operator, a stop, a deleted run or its timeout).
+   */
+  resolvePermission(agentId: string, requestId: string, answer: PermissionAnswer, options?: CallOptions): Promise<PermissionView>;
   /** Settled (200) or still pending after `waitSeconds` (202); both resolve. */
   result(agentId: string, waitSeconds?: number, options?: CallOptions): Promise<ResultView>;
   /** The run's event stream; see `streamEvents`. */
@@ -107,6 +125,10 @@ export function createSwarmClient(endpoint: Endpoint): SwarmClient {
     pause: (agentId, scope = "agent", options) => control(agentId, "pause", { scope }, options?.signal),
     resume: (agentId, scope = "agent", options) => control(agentId, "resume", { scope }, options?.signal),
     stop: (agentId, request = {}, options) => control(agentId, "stop", request, options?.signal),
+    listPermissions: (runId, state, options) =>
+      call({ method: "GET", path: `${run(runId)}/permissions${state ? `?state=${encodeURIComponent(state)}` : ""}`, signal: options?.signal }),
+    resolvePermission: (agentId, requestId, answer, options) =>
+      call({ method: "POST", path: `${agent(agentId)}/permissions/${encodeURIComponent(requestId)}`, body: answer, signal: options?.signal }),
     result: (agentId, waitSeconds = 0, options) =>
       call({
         method: "GET",

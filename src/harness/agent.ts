@@ -6,6 +6,7 @@ import {
   SessionManager,
   SettingsManager,
   type AgentSession,
+  type Extension,
   type ResourceLoader,
   type SessionStats,
   type ToolDefinition,
@@ -15,6 +16,7 @@ import { TOOL_NAMES, type AgentSpec } from "../spec/agent-spec.ts";
 import { toWireEvent } from "./event-map.ts";
 import type { HostCalls } from "./host-calls.ts";
 import { agentUserTools, type AgentUser } from "./agent-user.ts";
+import { approvalGate } from "./approval-gate.ts";
 import { createHostTools } from "./host-tools.ts";
 import { gatewayModel } from "./model.ts";
 import { HarnessError, type HarnessEventType, type TurnSettledData } from "./protocol.ts";
@@ -73,7 +75,7 @@ export async function createHarnessAgent(options: HarnessAgentOptions): Promise<
     thinkingLevel: "off",
     authStorage,
     modelRegistry,
-    resourceLoader: minimalResources(spec.systemPrompt ?? DEFAULT_SYSTEM_PROMPT),
+    resourceLoader: minimalResources(spec.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, approvalGate(spec.approve ?? [], options.host)),
     tools: [...(spec.tools ?? TOOL_NAMES)],
     customTools: [
       ...createHostTools(options.host),
@@ -183,9 +185,11 @@ function settle(turn: AgentMessage[], error: string | undefined): TurnSettledDat
   return { outcome: "success", text };
 }
 
-function minimalResources(systemPrompt: string): ResourceLoader {
+/** No skills, prompts, themes or context files; the only extension is swarmd's own approval gate, when the policy has rules. */
+function minimalResources(systemPrompt: string, gate: Extension | undefined): ResourceLoader {
+  const runtime = createExtensionRuntime();
   return {
-    getExtensions: () => ({ extensions: [], errors: [], runtime: createExtensionRuntime() }),
+    getExtensions: () => ({ extensions: gate ? [gate] : [], errors: [], runtime }),
     getSkills: () => ({ skills: [], diagnostics: [] }),
     getPrompts: () => ({ prompts: [], diagnostics: [] }),
     getThemes: () => ({ themes: [], diagnostics: [] }),

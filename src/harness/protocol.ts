@@ -111,7 +111,8 @@ export interface HarnessEventMessage {
 export interface HostCallMessage {
   type: "host_call";
   id: string;
-  method: "spawn_agent" | "await_result";
+  /** `permission`: a tool call the agent's `approve` policy holds; answered `{decision, message}` once decided. */
+  method: "spawn_agent" | "await_result" | "permission";
   params: Record<string, unknown>;
 }
 
@@ -142,5 +143,14 @@ export const PERSISTED_HARNESS_EVENT_NAMES = [
   "extension_error",
 ] as const;
 export type PersistedHarnessEventName = (typeof PERSISTED_HARNESS_EVENT_NAMES)[number];
+/**
+ * The persisted events a harness may report. `permission_request` and `permission_resolved` are
+ * the daemon's own (it holds the approval inbox): the same names sent by a harness are dropped.
+ */
+export type HarnessRecordedEventName = Exclude<PersistedHarnessEventName, "permission_request" | "permission_resolved">;
+export const HARNESS_RECORDED_EVENT_NAMES = PERSISTED_HARNESS_EVENT_NAMES.filter(
+  (name): name is HarnessRecordedEventName => name !== "permission_request" && name !== "permission_resolved",
+) as [HarnessRecordedEventName, ...HarnessRecordedEventName[]];
+export const isHarnessRecordedEvent = (name: string): name is HarnessRecordedEventName => (HARNESS_RECORDED_EVENT_NAMES as readonly string[]).includes(name);
 export const PERSISTED_HARNESS_EVENTS: ReadonlySet<string> = new Set(PERSISTED_HARNESS_EVENT_NAMES);
 export const isPersistedHarnessEvent = (name: string): name is PersistedHarnessEventName => PERSISTED_HARNESS_EVENTS.has(name);

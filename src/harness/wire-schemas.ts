@@ -75,7 +75,7 @@ const ResponseMessageSchema = z.object({
 const HostCallMessageSchema = z.object({
   type: z.literal("host_call"),
   id: z.string().min(1).max(128),
-  method: z.enum(["spawn_agent", "await_result"]),
+  method: z.enum(["spawn_agent", "await_result", "permission"]),
   params: DataRecord,
 });
 

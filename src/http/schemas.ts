@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { SwarmError } from "../errors.ts";
 import { AgentSpecSchema, BudgetSchema } from "../spec/agent-spec.ts";
-import { MAX_WAIT_SECONDS } from "../swarm-api.ts";
+import { MAX_DRAIN_TIMEOUT_MS, MAX_PERMISSION_MESSAGE_CHARS, MAX_WAIT_SECONDS } from "../swarm-api.ts";
 
 /** Request bodies and queries of spec section 4. Bodies are strict: an unknown field is a 400 naming it. */
 
@@ -30,9 +30,25 @@ export const PromptBody = z.strictObject({ text: Text });
 export const SteerBody = z.strictObject({ message: Text, scope: Scope });
 // pause, resume and stop take an optional body: `prefault({})` parses a missing one as `{}`.
 export const ScopeBody = z.strictObject({ scope: Scope }).prefault({});
+const DRAIN_MESSAGE = `must be an integer number of milliseconds 1000..${MAX_DRAIN_TIMEOUT_MS}`;
 export const StopBody = z
-  .strictObject({ mode: z.enum(["abort", "drain"], { error: 'must be "abort" or "drain"' }).default("abort"), scope: Scope })
+  .strictObject({
+    mode: z.enum(["abort", "drain"], { error: 'must be "abort" or "drain"' }).default("abort"),
+    scope: Scope,
+    drainTimeoutMs: z.number().int(DRAIN_MESSAGE).min(1_000, DRAIN_MESSAGE).max(MAX_DRAIN_TIMEOUT_MS, DRAIN_MESSAGE).optional(),
+  })
+  .refine((body) => body.drainTimeoutMs === undefined || body.mode === "drain", { message: 'is only for mode "drain"', path: ["drainTimeoutMs"] })
   .prefault({});
+
+/** `POST /agents/:agentId/permissions/:requestId`. */
+export const PermissionAnswerBody = z.strictObject({
+  decision: z.enum(["allow", "deny"], { error: 'must be "allow" or "deny"' }),
+  message: z.string().min(1, "must not be empty").max(MAX_PERMISSION_MESSAGE_CHARS).optional(),
+});
+
+export const PermissionsQuery = z.object({
+  state: z.enum(["pending", "resolved", "all"], { error: 'must be "pending", "resolved" or "all"' }).default("pending"),
+});
 
 const WAIT_MESSAGE = `must be an integer number of seconds 0..${MAX_WAIT_SECONDS}`;
 /** Unknown query parameters are ignored (proxies and cache-busters add them); known ones are checked. */
@@ -56,6 +72,12 @@ export const LastEventIdHeader = Seq;
  */
 export function runIdParam(value: string): string {
   if (!/^r_[0-9a-f]+$/.test(value)) throw new SwarmError("RUN_NOT_FOUND", `Run ${value} does not exist.`);
+  return value;
+}
+
+/** Approval request ids are `p_<hex>`; anything else names no request. */
+export function permissionIdParam(value: string): string {
+  if (!/^p_[0-9a-f]+$/.test(value)) throw new SwarmError("PERMISSION_NOT_FOUND", `Approval request ${value} does not exist.`);
   return value;
 }
 

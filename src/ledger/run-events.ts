@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { PERSISTED_HARNESS_EVENT_NAMES } from "../harness/protocol.ts";
+import { HARNESS_RECORDED_EVENT_NAMES } from "../harness/protocol.ts";
 
 /**
  * Every persisted event of a run (spec §6.1, §6.2) as one typed union, inferred from the schemas
@@ -37,7 +37,20 @@ const RunEventSchema = z.discriminatedUnion("type", [
   event("agent_steered", AgentId, z.object({ message: z.string() })),
   /** A turn's result; its text is in the result store under `resultRef`. */
   event("handle_settled", AgentId, z.object({ outcome: Outcome, resultRef: z.string().nullable() })),
-  event("agent_ended", AgentId, z.object({ outcome: Outcome, endedAt: z.number(), error: z.string().nullable() })),
+  /** `reason`: present when a drain ended it (`drained`) or its deadline aborted it (`drain-timeout`). */
+  event("agent_ended", AgentId, z.object({ outcome: Outcome, endedAt: z.number(), error: z.string().nullable(), reason: z.enum(["drained", "drain-timeout"]).optional() })),
+  /** A drain reached the agent: no new prompt, steer or spawn; it ends once its turn settles, or is aborted at `deadline`. */
+  event("agent_draining", AgentId, z.object({ subtree: z.boolean(), deadline: z.number() })),
+  /**
+   * A tool call the agent's `approve` policy holds until a decision (`expiresAt`: when
+   * `approveTimeoutMs` denies it). The request's time is the event's `at`.
+   */
+  event("permission_request", AgentId, z.object({ requestId: z.string(), tool: z.string(), args: z.record(z.string(), z.unknown()), expiresAt: z.number().nullable() })),
+  event(
+    "permission_resolved",
+    AgentId,
+    z.object({ requestId: z.string(), decision: z.enum(["allow", "deny"]), message: z.string().nullable(), by: z.enum(["operator", "stop", "run-deleted", "timeout"]) }),
+  ),
   /** A spawn refused (`childAgentId` the refused child), or a model call held on a spend cap (the subtree is paused). */
   event(
     "budget_denied",
@@ -72,7 +85,7 @@ const RunEventSchema = z.discriminatedUnion("type", [
   event("agent_woke", AgentId, z.object({})),
   /** A harness event of the §6.2 list: the harness's (capped) data plus its `hseq` and time. */
   z.object({
-    type: z.enum(PERSISTED_HARNESS_EVENT_NAMES),
+    type: z.enum(HARNESS_RECORDED_EVENT_NAMES),
     agentId: AgentId,
     data: z.looseObject({ hseq: z.number().int(), harnessAt: z.number() }),
   }),

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { approveRuleSchema, MAX_APPROVE_RULES } from "./approve.ts";
 
 /** One tool call a scripted model makes. */
 const ScriptToolCallSchema = z.strictObject({
@@ -18,6 +19,9 @@ const ScriptStepSchema = z.union([
 ]);
 
 export const TOOL_NAMES = ["bash", "read", "write", "edit", "spawn_agent", "await_result"] as const;
+
+/** The longest delay a Node timer takes (2^31 − 1 ms, about 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 const NAME = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -62,6 +66,10 @@ export const AgentSpecSchema = z
     env: EnvSchema.optional(),
     network: z.boolean().optional(),
     limits: LimitsSchema.optional(),
+    /** Tool calls that wait for an operator's decision; a child's policy is its parent's plus this. */
+    approve: z.array(approveRuleSchema(TOOL_NAMES)).max(MAX_APPROVE_RULES).optional(),
+    /** A request nobody answered within this many ms is denied (`by: "timeout"`); a child without one has its parent's. */
+    approveTimeoutMs: z.number().int().min(1).max(MAX_TIMER_MS).optional(),
   })
   .refine((s) => (s.model === undefined) !== (s.script === undefined), {
     message: "exactly one of model or script is required",

@@ -1,5 +1,5 @@
 import { decodeRunEvent, type RunEvent } from "../ledger/run-events.ts";
-import type { AgentView, Outcome, RunSnapshot, Usage } from "../swarm-api.ts";
+import type { AgentView, Outcome, PermissionView, RunSnapshot, Usage } from "../swarm-api.ts";
 
 export interface AgentRecord extends AgentView {
   waitFor: string[];
@@ -9,6 +9,8 @@ export interface AgentRecord extends AgentView {
   children: string[];
   /** The session stats the harness had when it last hibernated (while it sleeps, the agent's stats). */
   sleptWith: Record<string, unknown> | null;
+  /** The drain under way on the agent (its view shows `draining: true`). */
+  drain?: { subtree: boolean; deadline: number };
 }
 
 /** A run as the ledger tells it: the fold of its events up to `asOf`. */
@@ -19,10 +21,12 @@ export interface RunView {
   agents: Map<string, AgentRecord>;
   /** Every model call of the run. */
   usage: Usage;
+  /** Every approval request of the run, in the order they were asked (the inbox). */
+  permissions: Map<string, PermissionView>;
 }
 
 export function createRunView(runId: string): RunView {
-  return { runId, rootAgentId: "", asOf: 0, agents: new Map(), usage: emptyUsage() };
+  return { runId, rootAgentId: "", asOf: 0, agents: new Map(), usage: emptyUsage(), permissions: new Map() };
 }
 
 export const emptyUsage = (): Usage => ({ inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0, calls: 0 });
@@ -62,7 +66,19 @@ export function foldEvent(view: RunView, stored: StoredEvent): void {
 }
 
 /** The event types `applyEvent` acts on. */
-const FOLDED_TYPES: ReadonlySet<string> = new Set(["agent_spawned", "agent_provisioned", "agent_state_changed", "handle_settled", "agent_ended", "model_usage", "agent_hibernated", "agent_woke"] satisfies RunEvent["type"][]);
+const FOLDED_TYPES: ReadonlySet<string> = new Set([
+  "agent_spawned",
+  "agent_provisioned",
+  "agent_state_changed",
+  "handle_settled",
+  "agent_ended",
+  "model_usage",
+  "agent_hibernated",
+  "agent_woke",
+  "agent_draining",
+  "permission_request",
+  "permission_resolved",
+] satisfies RunEvent["type"][]);
 
 function applyEvent(view: RunView, event: RunEvent): void {
   const agent = event.agentId ? view.agents.get(event.agentId) : undefined;
@@ -86,6 +102,7 @@ function applyEvent(view: RunView, event: RunEvent): void {
         settled: null,
         children: [],
         sleptWith: null,
+        pendingPermissions: [],
         usage: emptyUsage(),
         subtreeUsage: emptyUsage(),
       });
@@ -121,9 +138,33 @@ function applyEvent(view: RunView, event: RunEvent): void {
     case "agent_woke":
       if (agent) delete agent.hibernated;
       return;
+    case "agent_draining":
+      if (!agent || agent.outcome !== null) return;
+      agent.draining = true;
+      // As the machine keeps it: a later drain widens to the subtree, the earlier deadline stands.
+      agent.drain = { subtree: event.data.subtree || (agent.drain?.subtree ?? false), deadline: Math.min(event.data.deadline, agent.drain?.deadline ?? Infinity) };
+      return;
+    case "permission_request": {
+      if (!agent || view.permissions.has(event.data.requestId)) return;
+      const { requestId, tool, args, expiresAt } = event.data;
+      view.permissions.set(requestId, { requestId, runId: view.runId, agentId: agent.agentId, tool, args, at: event.at, expiresAt, state: "pending", decision: null, message: null, by: null, resolvedAt: null });
+      agent.pendingPermissions.push(requestId);
+      return;
+    }
+    case "permission_resolved": {
+      // The agent's list loses the id even when the request itself is not in the view (a view
+      // that began at a snapshot, as the CLI's, knows pending requests by id only).
+      if (agent) agent.pendingPermissions = agent.pendingPermissions.filter((id) => id !== event.data.requestId);
+      const request = view.permissions.get(event.data.requestId);
+      if (!request || request.state === "resolved" || request.agentId !== event.agentId) return;
+      Object.assign(request, { state: "resolved", decision: event.data.decision, message: event.data.message, by: event.data.by, resolvedAt: event.at });
+      return;
+    }
     case "agent_ended":
       if (!agent) return;
       delete agent.hibernated;
+      delete agent.draining;
+      delete agent.drain;
       agent.outcome = event.data.outcome;
       agent.state = agent.outcome === "aborted" ? "aborted" : "done";
       agent.endedAt = event.data.endedAt;
@@ -146,11 +187,13 @@ export function agentView(record: AgentRecord): AgentView {
     createdAt: record.createdAt,
     endedAt: record.endedAt,
     outcome: record.outcome,
+    pendingPermissions: [...record.pendingPermissions],
     usage: { ...record.usage },
     subtreeUsage: { ...record.subtreeUsage },
   };
   if (record.pausedBy) view.pausedBy = record.pausedBy;
   if (record.hibernated) view.hibernated = true;
+  if (record.draining) view.draining = true;
   return view;
 }
 

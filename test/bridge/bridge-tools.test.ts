@@ -21,6 +21,8 @@ const TOOL_NAMES = [
   "swarm_resume_agent",
   "swarm_stop_agent",
   "swarm_get_result",
+  "swarm_list_permissions",
+  "swarm_resolve_permission",
   "swarm_start_service",
   "swarm_spec_add",
   "swarm_spec_list",
@@ -81,6 +83,17 @@ describe("tool bridge over stdio against a live daemon", () => {
     const del = byName.get("swarm_delete_run").inputSchema;
     assert.deepEqual([Object.keys(del.properties).sort(), del.required], [["purge", "runId"], ["runId"]]);
     assert.deepEqual([del.properties.purge.type, del.properties.purge.default], ["boolean", false]);
+
+    const list = byName.get("swarm_list_permissions");
+    assert.deepEqual([list.inputSchema.required, list.inputSchema.properties.state.enum, list.inputSchema.properties.state.default], [["runId"], ["pending", "resolved", "all"], "pending"]);
+    assert.equal(list.annotations.readOnlyHint, true);
+    const resolve = byName.get("swarm_resolve_permission").inputSchema;
+    assert.deepEqual([Object.keys(resolve.properties).sort(), [...resolve.required].sort()], [["agentId", "decision", "message", "requestId"], ["agentId", "decision", "requestId"]]);
+    assert.deepEqual([resolve.properties.decision.enum, resolve.properties.message.minLength, resolve.properties.message.maxLength], [["allow", "deny"], 1, 10_000]);
+    const stop = byName.get("swarm_stop_agent").inputSchema.properties;
+    assert.deepEqual([stop.drainTimeoutMs.type, stop.drainTimeoutMs.minimum, stop.drainTimeoutMs.maximum], ["integer", 1_000, 86_400_000]);
+    assert.match(stop.mode.description, /waits for the running turn, then ends the agent as done; aborted at the deadline/);
+    assert.match(byName.get("swarm_watch_events").description, /permission_request.*permission_resolved.*agent_draining/);
   });
 
   it("drives a run through every route tool and reads back what the service says", async () => {
@@ -159,6 +172,77 @@ describe("tool bridge over stdio against a live daemon", () => {
     assert.equal(end.data.stoppedBy, "run-over");
     assert.equal(end.data.runOver, true);
     assert.ok(end.data.events.some((e: Json) => e.type === "agent_ended" && e.agentId === root && e.data.outcome === "aborted"));
+  });
+
+  it("swarm_list_permissions and swarm_resolve_permission: a held call waits for allow; a deny fails it with its message; a second answer is a 409", async () => {
+    const held = async (name: string) => {
+      const spec = { name, approve: [{ tool: "bash" }], script: [{ tool: "bash", args: { command: "echo hi" } }, { text: "done: {{lastToolResult}}" }] };
+      const created = await bridge.tool("swarm_create_run", { spec, prompt: "go", keepAlive: true });
+      assert.equal(created.isError, false, created.text);
+      const { runId, rootAgentId: root } = created.data;
+      const asked = await bridge.tool("swarm_watch_events", { runId, untilTypes: ["permission_request"], maxWaitSeconds: 60 });
+      assert.equal(asked.data.stoppedBy, "until-type", asked.text);
+      return { runId, root, requestId: asked.data.events.at(-1).data.requestId };
+    };
+    const first = await held("careful");
+    const listed = await bridge.tool("swarm_list_permissions", { runId: first.runId });
+    assert.equal(listed.isError, false, listed.text);
+    assert.deepEqual(listed.data.permissions.map((p: Json) => [p.requestId, p.agentId, p.tool, p.args.command, p.state]), [[first.requestId, first.root, "bash", "echo hi", "pending"]]);
+    assert.match(listed.text, new RegExp(`^1 pending approval request\\(s\\) in ${first.runId}: ${first.requestId} \\(${first.root} bash\\)\\.\n`));
+    assert.deepEqual((await bridge.tool("swarm_get_agent", { agentId: first.root })).data.pendingPermissions, [first.requestId]);
+    const allowed = await bridge.tool("swarm_resolve_permission", { agentId: first.root, requestId: first.requestId, decision: "allow" });
+    assert.equal(allowed.isError, false, allowed.text);
+    assert.deepEqual([allowed.data.requestId, allowed.data.state, allowed.data.decision, allowed.data.by], [first.requestId, "resolved", "allow", "operator"]);
+    assert.match(allowed.text, new RegExp(`^Allowed: bash call of ${first.root} \\(request ${first.requestId}\\)\\.`));
+    assert.equal((await bridge.tool("swarm_get_result", { agentId: first.root, waitSeconds: 60 })).data.result, "done: hi\n", "echo's output");
+    const again = await bridge.tool("swarm_resolve_permission", { agentId: first.root, requestId: first.requestId, decision: "deny" });
+    assert.deepEqual([again.isError, again.data.status], [true, 409]);
+    assert.deepEqual((await bridge.tool("swarm_list_permissions", { runId: first.runId })).data.permissions, []);
+
+    const second = await held("refused");
+    const denied = await bridge.tool("swarm_resolve_permission", { agentId: second.root, requestId: second.requestId, decision: "deny", message: "no" });
+    assert.equal(denied.isError, false, denied.text);
+    assert.deepEqual([denied.data.decision, denied.data.message, denied.data.by], ["deny", "no", "operator"]);
+    assert.match(denied.text, /^Denied \("no"\): bash call of /);
+    const result = (await bridge.tool("swarm_get_result", { agentId: second.root, waitSeconds: 60 })).data.result;
+    assert.match(result, /^done: .*\bno\b/s);
+    assert.doesNotMatch(result, /\bhi\b/, "the command did not run");
+    const all = await bridge.tool("swarm_list_permissions", { runId: second.runId, state: "all" });
+    assert.deepEqual(all.data.permissions.map((p: Json) => [p.requestId, p.decision, p.by, p.message]), [[second.requestId, "deny", "operator", "no"]]);
+
+    const unknown = await bridge.tool("swarm_resolve_permission", { agentId: first.root, requestId: "p_0000", decision: "allow" });
+    assert.deepEqual([unknown.isError, unknown.data.status], [true, 404]);
+    assert.equal((await bridge.tool("swarm_list_permissions", { runId: "r_00" })).data.status, 404);
+    for (const bad of [{ decision: "maybe" }, { decision: "deny", message: "" }, { decision: "deny", message: "x".repeat(10_001) }]) {
+      const answer = await bridge.tool("swarm_resolve_permission", { agentId: second.root, requestId: second.requestId, ...bad });
+      assert.equal(answer.isError, true, JSON.stringify(bad).slice(0, 60));
+      assert.match(answer.text, /decision|message/);
+    }
+    assert.equal((await bridge.tool("swarm_list_permissions", { runId: second.runId, state: "open" })).isError, true);
+    await bridge.tool("swarm_delete_run", { runId: first.runId });
+    await bridge.tool("swarm_delete_run", { runId: second.runId });
+  });
+
+  it("swarm_stop_agent mode drain ends an idle keepAlive root as done (reason drained); drainTimeoutMs with mode abort is refused", async () => {
+    const created = await bridge.tool("swarm_create_run", { spec: { name: "idle", script: [] }, keepAlive: true });
+    const { runId, rootAgentId: root } = created.data;
+    await waitForState(d, root, "running");
+    const refused = await bridge.tool("swarm_stop_agent", { agentId: root, drainTimeoutMs: 5_000 });
+    assert.equal(refused.isError, true);
+    assert.match(refused.text, /drainTimeoutMs is only for mode "drain"/);
+    assert.equal((await bridge.tool("swarm_get_agent", { agentId: root })).data.state, "running", "a refused stop stops nothing");
+
+    const drained = await bridge.tool("swarm_stop_agent", { agentId: root, mode: "drain", drainTimeoutMs: 60_000 });
+    assert.equal(drained.isError, false, drained.text);
+    assert.deepEqual([drained.data.mode, drained.data.results], ["drain", [{ agentId: root, outcome: "applied" }]]);
+    assert.match(drained.text, new RegExp(`^Drain ${root}: 1 applied\\.`));
+    const end = await bridge.tool("swarm_watch_events", { runId, untilTypes: ["agent_ended"], maxWaitSeconds: 60 });
+    const ended = end.data.events.at(-1);
+    assert.deepEqual([ended.type, ended.agentId, ended.data.reason], ["agent_ended", root, "drained"]);
+    const marked = end.data.events.find((e: Json) => e.type === "agent_draining");
+    assert.deepEqual([marked?.agentId, marked?.data.subtree], [root, false]);
+    assert.ok(Math.abs(marked.data.deadline - marked.at - 60_000) < 5_000, "drainTimeoutMs sets the deadline");
+    assert.equal((await bridge.tool("swarm_get_agent", { agentId: root })).data.state, "done");
   });
 
   it("swarm_delete_run with purge stops the run, then removes it: the service no longer knows it", async () => {

@@ -2,17 +2,16 @@ import assert from "node:assert/strict";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { renderTree } from "../../src/cli/tree-render.ts";
+import { renderTree, treeJson } from "../../src/cli/tree-render.ts";
 import { compactTokens, compactUsd } from "../../src/cli/spend-format.ts";
+import { parseFrame } from "../../src/client/event-stream.ts";
 import { trackRun } from "../../src/client/run-tracker.ts";
+import { persistedMessage } from "../../src/http/sse/sse-message.ts";
 import type { AgentView, Usage } from "../../src/swarm-api.ts";
 import { totalTokens } from "../../src/views/run-view.ts";
 import { startDaemon, waitForState, type Daemon, type Json } from "../support/daemon.ts";
 import { freePort } from "../support/daemon-process.ts";
-import { FAMILY_SPEC, swarm, swarmInProcess, tempDir } from "./helpers.ts";
-
-/** `12.3k tok $0.0123`, or `<$0.0001` for a spend too small for four decimals. */
-const SPENT = String.raw`\d+(\.\d)?[kM]? tok <?\$\d+\.\d{2,4}`;
+import { FAMILY_SPEC, SPENT, swarm, swarmInProcess, tempDir } from "./helpers.ts";
 
 describe("swarm tree rendering", () => {
   const zero = (): Usage => ({ inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0, calls: 0 });
@@ -28,6 +27,7 @@ describe("swarm tree rendering", () => {
     createdAt: 1,
     endedAt: null,
     outcome: null,
+    pendingPermissions: [],
     usage: zero(),
     subtreeUsage: zero(),
   });
@@ -60,6 +60,42 @@ describe("swarm tree rendering", () => {
     ]);
     assert.deepEqual(tracker.view.agents.get("a_1")?.usage, { inputTokens: 900, outputTokens: 100, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.0015, calls: 1 }, "its own calls apart");
     assert.deepEqual([compactTokens(950), compactTokens(4_500_000), compactUsd(12.345), compactUsd(0.00002)], ["950", "4.5M", "$12.35", "<$0.0001"]);
+  });
+
+  it("folds approval requests and drains: pending counts from the snapshot and the events after it, (draining) until the agent ends; JSON keys only when set", () => {
+    const tracker = trackRun({ runId: "r_1", rootAgentId: "a_1", asOf: 5, usage: zero(), agents: [{ ...agent("a_1", null, "lead"), pendingPermissions: ["p_1"] }, agent("a_2", "a_1", "kid")] });
+    // As the client gets them: written by the daemon's SSE serializer, read back by the client's parser.
+    const streamed = (seq: number, type: string, agentId: string, data: Record<string, unknown>) => {
+      const message = persistedMessage({ runId: "r_1", seq, type, agentId, at: 2, data });
+      const event = parseFrame(`id: ${message.id}\nevent: ${message.event}\ndata: ${String(message.data)}`);
+      assert.ok(event);
+      return event;
+    };
+    const asked = (seq: number, agentId: string, requestId: string) => streamed(seq, "permission_request", agentId, { requestId, tool: "bash", args: { command: "ls" }, at: 2, expiresAt: null });
+    const decided = (seq: number, agentId: string, requestId: string, by: string) => streamed(seq, "permission_resolved", agentId, { requestId, decision: "deny", message: null, by });
+    const draining = (seq: number, agentId: string) => streamed(seq, "agent_draining", agentId, { subtree: true, deadline: 600_004 });
+    assert.deepEqual(renderTree(tracker), ["run r_1 · 2 agents · 2 live · seq 5", "● lead a_1 running · 1 approval pending", "└─ ● kid a_2 running"]);
+    const jsonAgents = (): Json[] => treeJson(tracker).agents as Json[];
+    const oldKeys = ["agentId", "parentAgentId", "depth", "spawnIndex", "specName", "state", "outcome", "usage", "subtreeUsage", "children"];
+    assert.deepEqual(Object.keys(jsonAgents()[1]), oldKeys, "an agent with nothing pending reads as before");
+
+    tracker.apply(asked(6, "a_2", "p_2"));
+    tracker.apply(asked(7, "a_2", "p_3"));
+    assert.equal(renderTree(tracker)[2], "└─ ● kid a_2 running · 2 approvals pending");
+    tracker.apply(decided(8, "a_1", "p_1", "operator")); // known from the snapshot alone
+    tracker.apply(decided(9, "a_2", "p_2", "timeout"));
+    tracker.apply(draining(10, "a_1"));
+    tracker.apply(draining(11, "a_2"));
+    assert.deepEqual(renderTree(tracker), ["run r_1 · 2 agents · 2 live · seq 11", "● lead a_1 running (draining)", "└─ ● kid a_2 running (draining) · 1 approval pending"]);
+    const [lead, kid] = jsonAgents();
+    assert.deepEqual([lead.draining, lead.pendingPermissions, kid.draining, kid.pendingPermissions], [true, undefined, true, ["p_3"]]);
+
+    tracker.apply(decided(12, "a_2", "p_3", "stop"));
+    tracker.apply(streamed(13, "agent_ended", "a_2", { outcome: "success", endedAt: 5, error: null, reason: "drained" }));
+    assert.deepEqual(renderTree(tracker).slice(1), ["● lead a_1 running (draining)", "└─ ✓ kid a_2 done success"]);
+    assert.deepEqual(Object.keys(jsonAgents()[1]), oldKeys, "an ended agent is no longer draining");
+    const snapshotDraining = trackRun({ runId: "r_1", rootAgentId: "a_1", asOf: 5, usage: zero(), agents: [{ ...agent("a_1", null, "lead"), state: "paused", pausedBy: "operator", draining: true }] });
+    assert.equal(renderTree(snapshotDraining)[1], "‖ lead a_1 paused (by operator) (draining)");
   });
 });
 

@@ -28,6 +28,9 @@ export function swarm(args: string[], env: Record<string, string>, input?: strin
   });
 }
 
+/** `12.3k tok $0.0123`, or `<$0.0001` for a spend too small for four decimals: a spend as the tree shows it. */
+export const SPENT = String.raw`\d+(\.\d)?[kM]? tok <?\$\d+\.\d{2,4}`;
+
 export function tempDir(prefix: string): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }

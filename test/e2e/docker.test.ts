@@ -11,4 +11,6 @@ await whenDocker("end-to-end on docker", async () => {
   await import("./controls.test.ts");
   await import("./limits.test.ts");
   await import("./hibernation.test.ts");
+  await import("./approvals.test.ts");
+  await import("./drain.test.ts");
 });

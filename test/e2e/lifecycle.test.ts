@@ -68,7 +68,7 @@ describe("run lifecycle over HTTP (process sandboxes, scripted agents)", () => {
     const agent = await d.call("GET", `/agents/${root}`);
     assert.deepEqual(
       Object.keys(agent.body).sort(),
-      ["agentId", "budget", "createdAt", "depth", "endedAt", "outcome", "parentAgentId", "runId", "sandboxId", "sessionStats", "spawnIndex", "specName", "state", "subtreeUsage", "usage"],
+      ["agentId", "budget", "createdAt", "depth", "endedAt", "outcome", "parentAgentId", "pendingPermissions", "runId", "sandboxId", "sessionStats", "spawnIndex", "specName", "state", "subtreeUsage", "usage"],
       "the spec's fields, usage, budget and sessionStats, nothing internal",
     );
     assert.equal(typeof agent.body.sessionStats, "object", "a running agent answers with its session stats");
@@ -108,7 +108,7 @@ describe("run lifecycle over HTTP (process sandboxes, scripted agents)", () => {
     const root = created.body.rootAgentId;
     await waitForState(d, root, "running");
     const sandboxId = (await d.call("GET", `/agents/${root}`)).body.sandboxId;
-    const stopped = await d.call("POST", `/agents/${root}/stop`, { mode: "drain" });
+    const stopped = await d.call("POST", `/agents/${root}/stop`, { mode: "abort" });
     assert.equal(stopped.status, 202);
     assert.deepEqual(stopped.body, { results: [{ agentId: root, outcome: "applied" }] });
     const view = (await d.call("GET", `/agents/${root}`)).body;

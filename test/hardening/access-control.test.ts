@@ -119,6 +119,8 @@ describe("access control", () => {
       ["POST", `/agents/${run.rootAgentId}/resume`, {}],
       ["POST", `/agents/${run.rootAgentId}/stop`, {}],
       ["GET", `/agents/${run.rootAgentId}/result`],
+      ["GET", `/runs/${run.runId}/permissions`],
+      ["POST", `/agents/${run.rootAgentId}/permissions/p_0123456789abcdef01234567`, { decision: "allow" }],
       ["GET", "/no-such-route"],
       ["POST", "/health"],
     ];

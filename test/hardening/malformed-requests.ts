@@ -80,11 +80,18 @@ const BODY_ROUTES: readonly BodyRoute[] = [
         steer: [["message", ""], ["message", false], ["scope", "run"], ["scope", 1]] as const,
         pause: [["scope", "tree"], ["scope", ""], ["scope", null], ["scope", ["agent"]]] as const,
         resume: [["scope", "all"], ["scope", 0], ["scope", {}]] as const,
-        stop: [["mode", "kill"], ["mode", 1], ["scope", "everything"], ["mode", null]] as const,
+        stop: [["mode", "kill"], ["mode", 1], ["scope", "everything"], ["mode", null], ["drainTimeoutMs", 5_000], ["drainTimeoutMs", "10m"]] as const,
       }[action],
       required: { prompt: ["text"], steer: ["message"], pause: [], resume: [], stop: [] }[action],
     }),
   ),
+  {
+    method: "POST",
+    path: (t) => `/agents/${t.agentId}/permissions/p_0123456789abcdef01234567`,
+    valid: () => ({ decision: "deny", message: "no" }),
+    wrongTypes: [["decision", "maybe"], ["decision", 1], ["decision", null], ["decision", ["allow"]], ["message", ""], ["message", 5], ["message", "m".repeat(10_001)]],
+    required: ["decision"],
+  },
 ];
 
 /** Ids that are malformed, of the wrong kind, or well formed but not there; all paths refuse them. */

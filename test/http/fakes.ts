@@ -2,7 +2,7 @@ import { setImmediate as tick } from "node:timers/promises";
 import type { FastifyInstance } from "fastify";
 import { buildServer, type ServerConfig } from "../../src/http/build-server.ts";
 import type { EventSource, LedgerEvent, LiveEvent } from "../../src/http/event-source.ts";
-import type { AgentView, ResultView, SwarmApi } from "../../src/swarm-api.ts";
+import type { AgentView, PermissionView, ResultView, SwarmApi } from "../../src/swarm-api.ts";
 
 export const RUN_ID = "r_1";
 export const ROOT_ID = "a_1";
@@ -19,8 +19,24 @@ export const AGENT: AgentView = {
   createdAt: 1_700_000_000_000,
   endedAt: null,
   outcome: null,
+  pendingPermissions: [],
   usage: { inputTokens: 10, outputTokens: 2, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.00002, calls: 1 },
   subtreeUsage: { inputTokens: 10, outputTokens: 2, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.00002, calls: 1 },
+};
+
+export const PERMISSION: PermissionView = {
+  requestId: "p_0123abcd",
+  runId: RUN_ID,
+  agentId: ROOT_ID,
+  tool: "bash",
+  args: { command: "rm -rf build" },
+  at: 1_700_000_000_500,
+  expiresAt: null,
+  state: "pending",
+  decision: null,
+  message: null,
+  by: null,
+  resolvedAt: null,
 };
 
 export const NO_CAPS = { maxTokens: null, maxCostUsd: null, remainingTokens: null, remainingCostUsd: null };
@@ -106,6 +122,14 @@ export function createFakeSwarm() {
       waits.push(ended);
       await ended;
       return result;
+    },
+    listPermissions(runId, state) {
+      record("listPermissions", runId, state);
+      return { permissions: [PERMISSION] };
+    },
+    async resolvePermission(agentId, requestId, answer) {
+      record("resolvePermission", agentId, requestId, answer);
+      return { ...PERMISSION, agentId, requestId, state: "resolved", decision: answer.decision, message: answer.message ?? null, by: "operator", resolvedAt: PERMISSION.at + 1 };
     },
     hasRun(runId) {
       record("hasRun", runId);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { AGENT, NO_CAPS, PENDING, ROOT_ID, RUN_ID, SETTLED, setup } from "./fakes.ts";
+import { AGENT, NO_CAPS, PENDING, PERMISSION, ROOT_ID, RUN_ID, SETTLED, setup } from "./fakes.ts";
 
 const SPEC = { name: "echo", script: [] };
 const JSON_TYPE = "application/json; charset=utf-8";
@@ -150,6 +150,42 @@ test("stop answers 202; mode defaults to abort and scope to agent", async (t) =>
   assert.deepEqual(swarm.last("stop"), [ROOT_ID, { mode: "abort", scope: "agent" }]);
   await app.inject({ method: "POST", url: "/agents/a_1/stop", payload: { mode: "drain", scope: "subtree" } });
   assert.deepEqual(swarm.last("stop"), [ROOT_ID, { mode: "drain", scope: "subtree" }]);
+});
+
+test("stop with mode drain passes drainTimeoutMs on", async (t) => {
+  const { app, swarm } = setup();
+  t.after(() => app.close());
+  const res = await app.inject({ method: "POST", url: "/agents/a_1/stop", payload: { mode: "drain", drainTimeoutMs: 5_000 } });
+  assert.equal(res.statusCode, 202);
+  assert.deepEqual(swarm.last("stop"), [ROOT_ID, { mode: "drain", scope: "agent", drainTimeoutMs: 5_000 }]);
+});
+
+test("GET /runs/:runId/permissions answers 200 {permissions}; state defaults to pending; a bad state is a 400", async (t) => {
+  const { app, swarm } = setup();
+  t.after(() => app.close());
+  const res = await app.inject({ method: "GET", url: "/runs/r_1/permissions" });
+  assert.equal(res.statusCode, 200);
+  assert.deepEqual(res.json(), { permissions: [PERMISSION] });
+  assert.deepEqual(swarm.last("listPermissions"), [RUN_ID, "pending"]);
+  await app.inject({ method: "GET", url: "/runs/r_1/permissions?state=all" });
+  assert.deepEqual(swarm.last("listPermissions"), [RUN_ID, "all"]);
+  const bad = await app.inject({ method: "GET", url: "/runs/r_1/permissions?state=open" });
+  assert.equal(bad.statusCode, 400);
+  assert.match(bad.json().error, /query\.state: must be "pending", "resolved" or "all"/);
+});
+
+test("POST /agents/:agentId/permissions/:requestId answers 202 with the resolved request; a malformed id is a 404 without a call", async (t) => {
+  const { app, swarm } = setup();
+  t.after(() => app.close());
+  const res = await app.inject({ method: "POST", url: `/agents/a_1/permissions/${PERMISSION.requestId}`, payload: { decision: "deny", message: "not on main" } });
+  assert.equal(res.statusCode, 202);
+  assert.equal(res.json().state, "resolved");
+  assert.equal(res.json().decision, "deny");
+  assert.deepEqual(swarm.last("resolvePermission"), [ROOT_ID, PERMISSION.requestId, { decision: "deny", message: "not on main" }]);
+  const before = swarm.calls.length;
+  const bad = await app.inject({ method: "POST", url: "/agents/a_1/permissions/req-1", payload: { decision: "allow" } });
+  assert.equal(bad.statusCode, 404);
+  assert.equal(swarm.calls.length, before);
 });
 
 test("GET /agents/:agentId/result answers 200 when settled and 202 when pending, passing wait in seconds", async (t) => {

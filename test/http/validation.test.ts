@@ -35,6 +35,12 @@ const CASES: Array<[method: "GET" | "POST" | "DELETE", url: string, payload: unk
   ["POST", "/agents/a_1/stop", { scope: "all" }, 'body.scope: must be "agent" or "subtree"'],
   ["POST", "/agents/a_1/steer", { message: "m", scope: "run" }, 'body.scope: must be "agent" or "subtree"'],
   ["POST", "/agents/a_1/stop", { mode: "kill" }, 'body.mode: must be "abort" or "drain"'],
+  ["POST", "/agents/a_1/stop", { drainTimeoutMs: 5000 }, 'body.drainTimeoutMs: is only for mode "drain"'],
+  ["POST", "/agents/a_1/stop", { mode: "drain", drainTimeoutMs: 10 }, "body.drainTimeoutMs: must be an integer number of milliseconds 1000..86400000"],
+  ["POST", "/agents/a_1/permissions/p_1", {}, 'body.decision: must be "allow" or "deny"'],
+  ["POST", "/agents/a_1/permissions/p_1", { decision: "maybe" }, 'body.decision: must be "allow" or "deny"'],
+  ["POST", "/agents/a_1/permissions/p_1", { decision: "deny", message: "" }, "body.message: must not be empty"],
+  ["POST", "/agents/a_1/permissions/p_1", { decision: "deny", why: "x" }, "body.why: unknown field"],
   ["POST", "/agents/a_1/pause", null, "body: expected object"],
   // The result wait: integer seconds 0..240.
   ["GET", "/agents/a_1/result?wait=241", undefined, "query.wait: must be an integer number of seconds 0..240"],

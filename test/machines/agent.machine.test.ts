@@ -161,4 +161,62 @@ describe("agent machine", () => {
     assert.equal(r.stateOf("w"), '{"live":{"running":{"turn":"clock"}}}', "resumed, and the queued steer runs as a turn");
     assert.deepEqual(fx.calls.filter((c) => /^(freeze|thaw|harness.prompt):/.test(c)), ["freeze:w", "thaw:w", "harness.prompt:w"]);
   });
+  it("drain: a busy agent ends done (drained) once its turn settled; an idle one at once; a child waiting for inputs never starts", async () => {
+    const fx = fakeEffects();
+    const r = startRun(fx);
+    r.add({ agentId: "busy", prompt: "go", keepAlive: true });
+    r.add({ agentId: "idle", keepAlive: true });
+    r.add({ agentId: "waiter", prompt: "x", start: "spawning" }, null, ["busy"]);
+    await flush();
+    const drain = { type: "drain" as const, drain: { subtree: false, deadline: 1 } };
+    for (const id of ["busy", "idle", "waiter"]) r.run.getSnapshot().children[id]!.send(drain);
+    await flush();
+    assert.equal(r.stateOf("busy"), '{"live":{"running":{"turn":"clock"}}}', "its turn goes on");
+    // The waiter ends on the spot; the idle agent once its sandbox closed.
+    assert.deepEqual(r.facts.filter((f) => f.fact.kind === "ended").map((f) => [f.agentId, f.fact]), [
+      ["waiter", { kind: "ended", outcome: "aborted", reason: "drained" }],
+      ["idle", { kind: "ended", outcome: "success", reason: "drained" }],
+    ]);
+    assert.ok(!fx.calls.includes("provision:waiter"));
+    fx.harnesses.get("busy")!.send({ type: "harness.settled", outcome: "success", text: "done", hseq: 1 });
+    await flush();
+    assert.deepEqual(r.facts.at(-1), { agentId: "busy", fact: { kind: "ended", outcome: "success", reason: "drained" } });
+  });
+
+  it("drain of a subtree: a parent waits for its children; with scope agent it does not", async () => {
+    const fx = fakeEffects();
+    const r = startRun(fx);
+    r.add({ agentId: "p", keepAlive: true });
+    r.add({ agentId: "c", prompt: "work", keepAlive: true }, "p");
+    r.add({ agentId: "q", keepAlive: true });
+    r.add({ agentId: "d", prompt: "work", keepAlive: true }, "q");
+    await flush();
+    const send = (id: string, subtree: boolean) => r.run.getSnapshot().children[id]!.send({ type: "drain", drain: { subtree, deadline: 1 } });
+    send("p", true);
+    send("c", true);
+    send("q", false);
+    await flush();
+    assert.equal(r.stateOf("p"), '{"live":{"running":"idle"}}', "waits for its draining child");
+    assert.equal(r.stateOf("q"), '"done"', "scope agent: ends without waiting for its child");
+    fx.harnesses.get("c")!.send({ type: "harness.settled", outcome: "success", text: "ok", hseq: 1 });
+    await flush();
+    assert.deepEqual(r.facts.filter((f) => f.fact.kind === "ended").map((f) => f.agentId), ["q", "c", "p"]);
+  });
+
+  it("an approval waiting holds the quiet-turn clock like a held model call", async () => {
+    const fx = fakeEffects();
+    const r = startRun(fx);
+    r.add({ agentId: "a", prompt: "go", turnMaxMs: 1_000 });
+    await flush();
+    const h = fx.harnesses.get("a")!;
+    const agent = r.run.getSnapshot().children["a"]!;
+    agent.send({ type: "approval.hold" });
+    await flush();
+    r.clock.increment(60_000);
+    assert.ok(!h.commands.some((c) => c.type === "harness.abort"), "waiting for a decision is not quiet time");
+    agent.send({ type: "approval.release" });
+    await flush();
+    r.clock.increment(1_100);
+    assert.ok(h.commands.some((c) => c.type === "harness.abort"), "quiet after the decision is still quiet");
+  });
 });

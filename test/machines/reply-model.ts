@@ -220,6 +220,9 @@ export function events(w: World, env: Environment): WorldEvent[] {
     if (harnessUp(w)) out.push({ type: "harness.activity" });
     if (room) out.push({ type: "prompt", text: "more" });
     out.push(ctx.liveChildren < 1 ? { type: "child.spawned" } : { type: "child.ended" });
+    // A drain (once, of either scope) and an approval waiting or answered: each can come in any state.
+    if (ctx.draining === null) out.push({ type: "drain", drain: { subtree: false, deadline: 1 } }, { type: "drain", drain: { subtree: true, deadline: 1 } });
+    out.push(ctx.approvalHolds < 1 ? { type: "approval.hold" } : { type: "approval.release" });
   }
   if (env.discipline === "any" || w.open.length === 0) {
     // `any`: a control may come while others wait, but not one of the same op (keeps the graph finite).

@@ -89,6 +89,11 @@ describe("a sandbox cannot take the daemon down", { skip: !hasBwrap && "bubblewr
       assert.equal(settled.length, 1, "only the real turn settled");
       assert.equal(d.child.exitCode, null);
       assert.ok(d.output().split("\n").length < 200, "bad lines are logged per burst, not per line");
+      // An ask the policy (none) does not hold is allowed unrecorded; the approval events the harness
+      // forged before it (its lines are handled in order) reached neither the inbox nor the ledger.
+      const unheld = await until("the answer to the unheld ask", () => notes().find((n) => n.answer === "ask-unheld"));
+      assert.deepEqual(unheld.data, { decision: "allow", message: null });
+      assert.deepEqual((await d.call("GET", `/runs/${runId}/permissions?state=all`)).body.permissions, []);
 
       // And again: a restart with the forger still there starts and listens.
       await d.kill("SIGKILL");

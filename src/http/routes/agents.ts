@@ -3,7 +3,7 @@ import type { FastifyInstance } from "fastify";
 import type { SwarmApi } from "../../swarm-api.ts";
 import { SpendCapsSchema } from "../../spec/agent-spec.ts";
 import { parseOrThrow } from "../../validation.ts";
-import { agentIdParam, PromptBody, ResultQuery, ScopeBody, SteerBody, StopBody } from "../schemas.ts";
+import { agentIdParam, PermissionAnswerBody, permissionIdParam, PromptBody, ResultQuery, ScopeBody, SteerBody, StopBody } from "../schemas.ts";
 
 type AgentParams = { Params: { agentId: string } };
 
@@ -45,6 +45,13 @@ export function agentRoutes(app: FastifyInstance, swarm: SwarmApi): void {
     const agentId = agentIdParam(request.params.agentId);
     const body = parseOrThrow(StopBody, request.body, "body");
     return reply.code(202).send(await swarm.stop(agentId, body));
+  });
+
+  app.post<{ Params: { agentId: string; requestId: string } }>("/agents/:agentId/permissions/:requestId", async (request, reply) => {
+    const agentId = agentIdParam(request.params.agentId);
+    const requestId = permissionIdParam(request.params.requestId);
+    const answer = parseOrThrow(PermissionAnswerBody, request.body, "body");
+    return reply.code(202).send(await swarm.resolvePermission(agentId, requestId, answer));
   });
 
   app.get<AgentParams>("/agents/:agentId/result", async (request, reply) => {

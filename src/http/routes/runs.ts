@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import type { SwarmApi } from "../../swarm-api.ts";
 import { parseOrThrow } from "../../validation.ts";
-import { CreateRunBody, DeleteRunQuery, runIdParam, SpawnBody } from "../schemas.ts";
+import { CreateRunBody, DeleteRunQuery, PermissionsQuery, runIdParam, SpawnBody } from "../schemas.ts";
 
 export interface RunRouteDeps {
   swarm: SwarmApi;
@@ -28,6 +28,13 @@ export function runRoutes(app: FastifyInstance, { swarm, endStreams }: RunRouteD
       if (purge && !swarm.hasRun(runId)) endStreams(runId);
     }
     return reply.code(204).send();
+  });
+
+  // The run's approval inbox: every agent's requests, oldest first.
+  app.get<{ Params: { runId: string } }>("/runs/:runId/permissions", async (request) => {
+    const runId = runIdParam(request.params.runId);
+    const { state } = parseOrThrow(PermissionsQuery, request.query, "query", "INVALID_QUERY");
+    return swarm.listPermissions(runId, state);
   });
 
   app.post<{ Params: { runId: string } }>("/runs/:runId/agents", async (request, reply) => {

@@ -1,0 +1,164 @@
+import { createHash } from "node:crypto";
+import { EventEmitter, once } from "node:events";
+import { SwarmError } from "../../src/errors.ts";
+import { capEventData } from "../../src/harness/wire-schemas.ts";
+import { needsApproval, type ApproveRule } from "../../src/spec/approve.ts";
+import type { PermissionAnswer, PermissionBy, PermissionDecision, PermissionState, PermissionView } from "../../src/swarm-api.ts";
+import type { Run } from "./run.ts";
+
+/** What an agent's gated call is told once its request is resolved. */
+export interface Decision {
+  decision: PermissionDecision;
+  message: string | null;
+  by: PermissionBy;
+}
+
+/** What the model reads as the tool's error when a deny came without a message. */
+const DENIED: Record<PermissionBy, string> = {
+  operator: "the operator denied this tool call",
+  stop: "the agent was stopped before anyone decided on this tool call",
+  "run-deleted": "the run was deleted before anyone decided on this tool call",
+  timeout: "nobody decided on this tool call in time (approveTimeoutMs), so it was denied",
+};
+
+/** The text a denied call fails with. */
+export const denialText = (decision: Decision): string => decision.message ?? DENIED[decision.by];
+
+/**
+ * A request's id: the asking agent, the harness's call id and the call itself. The call a harness
+ * sends again after a reconnect or a daemon restart (same id, same call) finds its request again,
+ * so it is asked once and decided once; a different call under a reused id is a new request.
+ */
+export function permissionId(agentId: string, callId: string, tool: string, args: unknown): string {
+  const digest = createHash("sha256").update(`${agentId}\0${callId}\0${tool}\0${JSON.stringify(args ?? {})}`).digest("hex");
+  return `p_${digest.slice(0, 24)}`;
+}
+
+/**
+ * The run's approval inbox. A request is recorded (`permission_request`) before anything waits on
+ * it, and resolved once (`permission_resolved`) by the operator, by `approveTimeoutMs`, or by the
+ * agent's end; both are ledger events, so the inbox is the run view's fold of them and a restart
+ * finds every pending request still pending. Waiting for a decision is paused time for the agent's
+ * quiet-turn limit (`approval.hold` / `approval.release` to its machine).
+ */
+export class Permissions {
+  /** Emits `<requestId>` once its `permission_resolved` is in the view. */
+  readonly #decided = new EventEmitter().setMaxListeners(0);
+  /** Requests whose `permission_request` is being written: a call re-sent meanwhile waits for it. */
+  readonly #recording = new Map<string, Promise<void>>();
+  /** Requests whose resolution is being written: a second answer is a 409 at once. */
+  readonly #resolving = new Set<string>();
+  readonly #timers = new Map<string, NodeJS.Timeout>();
+
+  constructor(private readonly run: Run) {}
+
+  /** The ledger folded a `permission_resolved`: wake whoever waits on it. */
+  folded(requestId: string): void {
+    this.#decided.emit(requestId);
+  }
+
+  /** Whether `rules` hold this call of the agent for a decision. */
+  gates(rules: readonly ApproveRule[], tool: string, args: unknown): boolean {
+    return rules.length > 0 && needsApproval(rules, tool, args);
+  }
+
+  /**
+   * The decision on one gated call: recorded as a new request, or the request the same call made
+   * before (pending: wait for it; resolved: its decision). Resolves when decided; rejects only when
+   * `signal` aborts (the harness connection went away) or the request could not be recorded.
+   */
+  async ask(agentId: string, callId: string, tool: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<Decision> {
+    const requestId = permissionId(agentId, callId, tool, args);
+    if (!this.run.view.permissions.has(requestId)) {
+      let recording = this.#recording.get(requestId);
+      if (!recording) {
+        recording = this.#record(agentId, requestId, tool, args).finally(() => this.#recording.delete(requestId));
+        this.#recording.set(requestId, recording);
+      }
+      await recording;
+    }
+    const request = this.run.view.permissions.get(requestId)!;
+    // The view's record is updated in place by the fold; `folded` wakes this loop.
+    while (request.state === "pending") await once(this.#decided, requestId, { signal });
+    return { decision: request.decision!, message: request.message, by: request.by! };
+  }
+
+  async #record(agentId: string, requestId: string, tool: string, args: Record<string, unknown>): Promise<void> {
+    this.run.requireLive(agentId);
+    const timeoutMs = this.run.agents.require(agentId).meta.approveTimeoutMs;
+    const expiresAt = timeoutMs === undefined ? null : Date.now() + timeoutMs;
+    // Capped like every event's data: a call's arguments can be a whole file.
+    await this.run.writer.append([{ type: "permission_request", agentId, data: { requestId, tool, args: capEventData(args), expiresAt } }]);
+    this.run.actor.getSnapshot().children[agentId]?.send({ type: "approval.hold" });
+    if (expiresAt !== null) this.#arm(requestId, expiresAt);
+  }
+
+  /** Deny the request at `expiresAt` unless it was resolved before. */
+  #arm(requestId: string, expiresAt: number): void {
+    const request = this.run.view.permissions.get(requestId);
+    if (!request || request.state !== "pending" || this.#timers.has(requestId)) return;
+    const timer = setTimeout(
+      () => {
+        this.#timers.delete(requestId);
+        this.resolve(request.agentId, requestId, { decision: "deny" }, "timeout").catch((err: unknown) => this.#lost(requestId, err));
+      },
+      Math.max(0, expiresAt - Date.now()),
+    );
+    this.#timers.set(requestId, timer.unref());
+  }
+
+  /**
+   * Resolve a pending request of `agentId`: `PERMISSION_NOT_FOUND` when the agent has no such
+   * request, `PERMISSION_RESOLVED` when it is resolved or being resolved.
+   */
+  async resolve(agentId: string, requestId: string, answer: PermissionAnswer, by: PermissionBy): Promise<PermissionView> {
+    const request = this.run.view.permissions.get(requestId);
+    if (!request || request.agentId !== agentId) throw new SwarmError("PERMISSION_NOT_FOUND", `agent ${agentId} has no approval request ${requestId}`);
+    if (request.state === "resolved" || this.#resolving.has(requestId)) {
+      throw new SwarmError("PERMISSION_RESOLVED", `approval request ${requestId} was already resolved${request.by ? ` (${request.decision} by ${request.by})` : ""}`);
+    }
+    this.#resolving.add(requestId);
+    try {
+      const data = { requestId, decision: answer.decision, message: answer.message ?? null, by };
+      await this.run.writer.append([{ type: "permission_resolved", agentId, data }]);
+    } finally {
+      this.#resolving.delete(requestId);
+    }
+    clearTimeout(this.#timers.get(requestId));
+    this.#timers.delete(requestId);
+    this.run.actor.getSnapshot().children[agentId]?.send({ type: "approval.release" });
+    return { ...request, args: { ...request.args } };
+  }
+
+  /** The agent ended: what it still waited for is denied, by `stop` or `run-deleted`. */
+  async agentEnded(agentId: string, by: "stop" | "run-deleted"): Promise<void> {
+    const pending = [...(this.run.view.agents.get(agentId)?.pendingPermissions ?? [])];
+    for (const requestId of pending) {
+      await this.resolve(agentId, requestId, { decision: "deny" }, by).catch((err: unknown) => {
+        if (!(err instanceof SwarmError && err.code === "PERMISSION_RESOLVED")) this.#lost(requestId, err);
+      });
+    }
+  }
+
+  /** After a restart: timeouts armed again for the pending requests of live agents. */
+  rearm(): void {
+    for (const request of this.run.view.permissions.values()) {
+      if (request.state === "pending" && request.expiresAt !== null) this.#arm(request.requestId, request.expiresAt);
+    }
+  }
+
+  /** The inbox, oldest first. */
+  list(state: PermissionState | "all"): PermissionView[] {
+    const all = [...this.run.view.permissions.values()];
+    return (state === "all" ? all : all.filter((p) => p.state === state)).map((p) => ({ ...p, args: { ...p.args } }));
+  }
+
+  close(): void {
+    for (const timer of this.#timers.values()) clearTimeout(timer);
+    this.#timers.clear();
+  }
+
+  #lost(requestId: string, err: unknown): void {
+    this.run.deps.log(`run ${this.run.runId}: approval request ${requestId} could not be resolved: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
