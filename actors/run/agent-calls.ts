@@ -4,7 +4,7 @@ import type { HostCallMessage } from "../../src/harness/protocol.ts";
 import { AgentSpecSchema, BudgetSchema } from "../../src/spec/agent-spec.ts";
 import { MAX_WAIT_SECONDS } from "../../src/swarm-api.ts";
 import { parseOrThrow } from "../../src/validation.ts";
-import { DAEMON_GATED_TOOLS } from "../../src/spec/approve.ts";
+import { DAEMON_GATED_TOOLS, needsApproval } from "../../src/spec/approve.ts";
 import { denialText } from "./permissions.ts";
 import type { Run } from "./run.ts";
 
@@ -30,12 +30,12 @@ export async function answerAgentCall(run: Run, agentId: string, call: HostCallM
   if (call.method === "permission") {
     const { tool, args } = parseOrThrow(PermissionParams, call.params, "params");
     // The daemon decides whether the policy holds the call: a harness cannot fill the inbox with others.
-    if (DAEMON_GATED_TOOLS.has(tool) || !run.permissions.gates(policy, tool, args)) return { decision: "allow", message: null };
+    if (DAEMON_GATED_TOOLS.has(tool) || !needsApproval(policy, tool, args)) return { decision: "allow", message: null };
     const { decision, message, by } = await run.permissions.ask(agentId, call.id, tool, args);
     return { decision, message: decision === "deny" ? denialText({ decision, message, by }) : message };
   }
   // spawn_agent and await_result are gated here, before they do anything.
-  if (run.permissions.gates(policy, call.method, call.params)) {
+  if (needsApproval(policy, call.method, call.params)) {
     const decided = await run.permissions.ask(agentId, call.id, call.method, call.params);
     if (decided.decision === "deny") throw new Error(denialText(decided));
   }

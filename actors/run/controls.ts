@@ -29,7 +29,7 @@ export async function carryOut(run: Run, op: ControlOp, members: ControlMember[]
 }
 
 /** Live members of the subtree under `agentId` in the order the operation needs; the named agent is `operator`. */
-export function members(run: Run, agentId: string, scope: Scope, order: "parentsFirst" | "leavesFirst"): ControlMember[] {
+function members(run: Run, agentId: string, scope: Scope, order: "parentsFirst" | "leavesFirst"): ControlMember[] {
   if (scope === "agent") return [{ agentId, by: "operator" }];
   const parents = run.agents.parents();
   const ids = order === "parentsFirst" ? parentsFirst(agentId, parents) : leavesFirst(agentId, parents);
@@ -41,7 +41,7 @@ export const isLiveIn = (run: Run, agentId: string) => {
   return status !== null && isLive(status);
 };
 
-export const strip = (results: MemberAnswer[]): MemberResult[] => results.map(({ agentId, outcome, error }) => ({ agentId, outcome, ...(error ? { error } : {}) }));
+const strip = (results: MemberAnswer[]): MemberResult[] => results.map(({ agentId, outcome, error }) => ({ agentId, outcome, ...(error ? { error } : {}) }));
 
 export async function pause(run: Run, agentId: string, scope: Scope): Promise<ControlResponse> {
   run.requireLive(agentId);

@@ -17,10 +17,10 @@ import type { Run } from "./run.ts";
 export async function drain(run: Run, agentId: string, scope: Scope, timeoutMs: number): Promise<ControlResponse> {
   const ids = scope === "agent" ? [agentId] : parentsFirst(agentId, run.agents.parents());
   const mark: Drain = { subtree: scope === "subtree", deadline: Date.now() + timeoutMs };
-  const marked = markDraining(run, ids, mark);
+  const marked = new Set(markDraining(run, ids, mark));
   const results: MemberResult[] = ids
-    .filter((id) => id === agentId || marked.includes(id) || isLiveIn(run, id))
-    .map((id) => ({ agentId: id, outcome: marked.includes(id) ? "applied" : "noop" }));
+    .filter((id) => id === agentId || marked.has(id) || isLiveIn(run, id))
+    .map((id) => ({ agentId: id, outcome: marked.has(id) ? "applied" : "noop" }));
   await releaseEnded(run, results);
   await run.writer.flushed();
   return { results };

@@ -2,7 +2,6 @@ import { createHash } from "node:crypto";
 import { EventEmitter, once } from "node:events";
 import { SwarmError } from "../../src/errors.ts";
 import { capEventData } from "../../src/harness/wire-schemas.ts";
-import { needsApproval, type ApproveRule } from "../../src/spec/approve.ts";
 import type { PermissionAnswer, PermissionBy, PermissionDecision, PermissionState, PermissionView } from "../../src/swarm-api.ts";
 import type { Run } from "./run.ts";
 
@@ -55,11 +54,6 @@ export class Permissions {
   /** The ledger folded a `permission_resolved`: wake whoever waits on it. */
   folded(requestId: string): void {
     this.#decided.emit(requestId);
-  }
-
-  /** Whether `rules` hold this call of the agent for a decision. */
-  gates(rules: readonly ApproveRule[], tool: string, args: unknown): boolean {
-    return rules.length > 0 && needsApproval(rules, tool, args);
   }
 
   /**
