@@ -20,7 +20,7 @@ run: $(NODE_STAMP)
 TESTS ?= $(shell find test -name "*.test.ts" | sort)
 
 test: $(NODE_STAMP)
-	$(SETUP_MACHINE) && node --import tsx --test --test-concurrency=1 $(TESTS)
+	$(SETUP_MACHINE) --tests && node --import tsx --test --test-concurrency=1 $(TESTS)
 
 check: $(NODE_STAMP)
 	npx tsc --noEmit -p .

@@ -4,7 +4,8 @@ import { loadModelCatalog } from "../src/gateway/models.ts";
 import type { Ledger } from "../src/ledger/ledger.ts";
 import type { ResultStore } from "../src/results/result-store.ts";
 import { DEFAULT_SANDBOX_LIMITS, type SandboxRuntime } from "../src/sandbox/runtime.ts";
-import type { SwarmApi } from "../src/swarm-api.ts";
+import { AGENT_STATES, DEFAULT_RUN_LIST_LIMIT, type AgentState, type SwarmApi } from "../src/swarm-api.ts";
+import { runSummary } from "../src/views/run-view.ts";
 import { finishPurges } from "./run/purge.ts";
 import { restoreRuns } from "./run/restore.ts";
 import { Run, type RunDeps, type ServiceConfig } from "./run/run.ts";
@@ -25,6 +26,8 @@ export interface SwarmServiceDeps {
   gateway?: ModelGateway;
   /** Admission control of sandbox starts; default: one start per core at once. */
   starts?: StartQueue;
+  /** Told of each attempt to reopen a harness connection (metrics). */
+  onHarnessReconnect?: () => void;
 }
 
 export interface SwarmService extends SwarmApi {
@@ -32,6 +35,8 @@ export interface SwarmService extends SwarmApi {
   restore(): Promise<number>;
   /** Stop every supervisor (sandboxes keep running: a restarted service reconnects). */
   close(): Promise<void>;
+  /** Agents of every run it holds, by state as their views have it (for `swarmd_agents`). */
+  countAgents(): Record<AgentState, number>;
 }
 
 /** The service: a map of runs, each the owner of its agents (`actors/run/run.ts`). */
@@ -73,6 +78,13 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
     },
     createRun: async (request) => open(newRunId()).start(request),
     getRun: (runId) => runById(runId).snapshot(),
+    listRuns: (limit = DEFAULT_RUN_LIST_LIMIT) => {
+      const summaries = [...runs.values()].map((run) => runSummary(run.view));
+      // Newest first; a run id breaks ties so the order is stable.
+      summaries.sort((a, b) => b.createdAt - a.createdAt || (a.runId < b.runId ? -1 : 1));
+      return { runs: summaries.slice(0, limit) };
+    },
+    getMachine: (agentId) => runOf(agentId).machine(agentId),
     deleteRun: async (runId, options) => {
       const run = runById(runId);
       await (options?.purge ? run.purge(() => forget(run)) : run.stopAll());
@@ -89,6 +101,11 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
     resolvePermission: async (agentId, requestId, answer) => runOf(agentId).resolvePermission(agentId, requestId, answer),
     result: async (agentId, waitSeconds, signal) => runOf(agentId).result(agentId, waitSeconds, signal),
     hasRun: (runId) => runs.has(runId),
+    countAgents: () => {
+      const counts = Object.fromEntries(AGENT_STATES.map((state) => [state, 0])) as Record<AgentState, number>;
+      for (const run of runs.values()) for (const agent of run.view.agents.values()) counts[agent.state] += 1;
+      return counts;
+    },
     async close() {
       for (const run of runs.values()) run.close();
       await gateway.closeAll();

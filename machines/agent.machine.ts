@@ -161,7 +161,12 @@ export const agentMachine = agentSetup.createMachine({
           states: {
             check: {
               always: [
-                { guard: "turnFailed", target: "#agent.finishing", actions: assign({ end: ({ context }) => ({ outcome: "failed" as const, error: context.failure ?? undefined }) }) },
+                {
+                  guard: "turnFailed",
+                  target: "#agent.finishing",
+                  // A draining agent ends as drained whatever its turn's outcome.
+                  actions: assign({ end: ({ context }) => ({ outcome: "failed" as const, error: context.failure ?? undefined, ...(context.draining ? { reason: "drained" as const } : {}) }) }),
+                },
                 { guard: "busy", target: "turn" },
                 { target: "idle" },
               ],

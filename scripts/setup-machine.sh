@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Installs what sandboxes need from the machine when it is missing: bubblewrap (isolation),
 # slirp4netns (a networked sandbox's own user-mode network) and iproute2 (the routes that keep the
-# host's addresses out of its namespace). prlimit, setpriv and nsenter come with util-linux. As root on Debian: one `apt-get update`, one `apt-get install`
-# of the missing packages, and nothing at all when every command is there. Not root: prints what to
-# install and carries on; the daemon then refuses to start without bubblewrap (SWARM_ISOLATION).
+# host's addresses out of its namespace). prlimit, setpriv and nsenter come with util-linux. With
+# `--tests` (make test) also what only the tests use: prometheus and promtool, which
+# test/e2e/prometheus.test.ts scrapes the daemon with (not for `make run`: Debian's package starts a
+# Prometheus server of its own on systemd hosts). As root on Debian: one `apt-get update`, one
+# `apt-get install` of the missing packages, and nothing at all when every command is there. Not
+# root: prints what to install and carries on; the daemon then refuses to start without bubblewrap
+# (SWARM_ISOLATION).
 set -euo pipefail
 
 # command → the Debian package that provides it
@@ -11,13 +15,18 @@ declare -A PACKAGE_OF=(
   [bwrap]=bubblewrap
   [slirp4netns]=slirp4netns
   [ip]=iproute2
+  [prometheus]=prometheus
+  [promtool]=prometheus
 )
 
 missing=()
-for command in bwrap slirp4netns ip; do
+commands=(bwrap slirp4netns ip)
+[[ "${1:-}" == "--tests" ]] && commands+=(prometheus promtool)
+for command in "${commands[@]}"; do
   # ip lives in /usr/sbin, which a user's PATH may not hold.
   if ! PATH="$PATH:/usr/sbin:/sbin" command -v "$command" >/dev/null 2>&1; then
-    missing+=("${PACKAGE_OF[$command]}")
+    package="${PACKAGE_OF[$command]}"
+    [[ " ${missing[*]} " == *" $package "* ]] || missing+=("$package")
   fi
 done
 [[ ${#missing[@]} -eq 0 ]] && exit 0

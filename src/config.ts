@@ -29,6 +29,8 @@ const Env = z.object({
   SWARM_LIMIT_DISK_MIB: z.coerce.number().int().min(1).default(DEFAULT_SANDBOX_LIMITS.diskMiB),
   SWARM_LIMIT_TMP_MIB: z.coerce.number().int().min(1).default(DEFAULT_SANDBOX_LIMITS.tmpMiB),
   SWARM_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  /** Unset: readable lines on a terminal, JSON lines otherwise. */
+  SWARM_LOG_FORMAT: z.enum(["pretty", "json"]).optional(),
   SWARM_ALLOWED_HOSTS: z
     .string()
     .transform((list) => list.split(",").map((name) => name.trim()).filter((name) => name !== ""))
@@ -66,6 +68,7 @@ export interface Config {
   /** The most any sandbox gets (SWARM_LIMIT_*): every run's root is within it, every child within its parent. */
   limits: SandboxLimits;
   logLevel: z.infer<typeof Env>["SWARM_LOG_LEVEL"];
+  logFormat?: z.infer<typeof Env>["SWARM_LOG_FORMAT"];
   /** Host header names served besides loopback and `host` (SWARM_ALLOWED_HOSTS). */
   allowedHosts: string[];
   /** Isolation of `process` sandboxes: `bubblewrap`, or `none` only when the operator says so. */
@@ -107,6 +110,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     docker: { image: e.SWARM_DOCKER_IMAGE },
     limits: { pids: e.SWARM_LIMIT_PIDS, memoryMiB: e.SWARM_LIMIT_MEMORY_MIB, cpus: e.SWARM_LIMIT_CPUS, diskMiB: e.SWARM_LIMIT_DISK_MIB, tmpMiB: e.SWARM_LIMIT_TMP_MIB },
     logLevel: e.SWARM_LOG_LEVEL,
+    logFormat: e.SWARM_LOG_FORMAT,
     allowedHosts: e.SWARM_ALLOWED_HOSTS,
     isolation: e.SWARM_ISOLATION,
     bwrap: e.SWARM_BWRAP,

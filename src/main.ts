@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { StartQueue } from "../actors/start-queue.ts";
 import { createSwarmService } from "../actors/swarm-service.ts";
 import { loadConfig } from "./config.ts";
+import { createLogger } from "./log/logger.ts";
 import { errorMessage } from "./errors.ts";
 import { ModelGateway } from "./gateway/gateway.ts";
 import { loadModelCatalog } from "./gateway/models.ts";
@@ -16,14 +17,18 @@ import { Pacing } from "./gateway/pacing.ts";
 import { ensureHarnessBundle } from "./harness/launch.ts";
 import { buildServer } from "./http/build-server.ts";
 import { openLedger } from "./ledger/ledger.ts";
+import { DaemonMetrics } from "./metrics/daemon-metrics.ts";
+import { observeRuntime } from "./metrics/observed-runtime.ts";
 import { createResultStore } from "./results/result-store.ts";
 import { createRuntime } from "./sandbox/create-runtime.ts";
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  const logger = createLogger({ level: config.logLevel, format: config.logFormat, token: config.token });
   mkdirSync(config.dataDir, { recursive: true });
-  const ledger = await openLedger(join(config.dataDir, "ledger"));
-  const runtime = await createRuntime(config, (message) => console.error(`swarmd: ${message}`));
+  const metrics = new DaemonMetrics();
+  const ledger = await openLedger(join(config.dataDir, "ledger"), { onCommit: metrics.ledgerCommitted });
+  const runtime = observeRuntime(await createRuntime(config, { info: (message) => logger.info(message), warn: (message) => logger.warn(message) }), metrics.sandboxCallEnded);
   // Build the harness (bundles and code caches) now if a source changed, not in a first start that
   // would hold up the daemon; simulated sandboxes run the harness's modules in this process.
   if (runtime.kind !== "simulated") ensureHarnessBundle();
@@ -38,8 +43,11 @@ async function main(): Promise<void> {
     results: createResultStore(config.dataDir),
     gateway,
     starts: new StartQueue(config.startConcurrency),
-    log: (message) => app.log.warn(message),
+    // What the service reports is its lifecycle (restore, lost agents, ends with an error): info.
+    log: (message) => logger.info(message),
+    onHarnessReconnect: metrics.harnessReconnected,
   });
+  metrics.watch({ agents: () => service.countAgents() });
   const app = buildServer({
     swarm: service,
     events: ledger,
@@ -47,7 +55,8 @@ async function main(): Promise<void> {
       bodyLimitBytes: config.bodyLimitBytes,
       token: config.token,
       allowedHosts: [config.host, ...config.allowedHosts],
-      logger: { level: config.logLevel },
+      metrics,
+      loggerInstance: logger,
     },
   });
   if (inspect) app.log.info(`SWARM_INSPECT=1: open http://127.0.0.1:${config.inspectPort} to watch the machines`);

@@ -8,6 +8,10 @@ import type { AgentSpec } from "./spec/agent-spec.ts";
  */
 export interface SwarmApi {
   createRun(request: CreateRunRequest): Promise<CreateRunResponse>;
+  /** Every run the daemon knows, newest first, at most `limit` (default 100). */
+  listRuns(limit?: number): { runs: RunSummary[] };
+  /** The agent's state machine as the daemon runs it: state value, tags and its latest transitions. */
+  getMachine(agentId: string): MachineView;
   /** Snapshot of a run: a fold of its ledger up to `asOf`. */
   getRun(runId: string): RunSnapshot;
   /**
@@ -159,8 +163,10 @@ export interface SpawnResponse {
   state: "provisioning" | "spawning";
 }
 
-export type LiveState = "spawning" | "provisioning" | "running" | "paused";
-export type AgentState = LiveState | "done" | "aborted";
+/** Every state of the API, in lifecycle order: the one list the counts, tables and schemas use. */
+export const AGENT_STATES = ["spawning", "provisioning", "running", "paused", "done", "aborted"] as const;
+export type AgentState = (typeof AGENT_STATES)[number];
+export type LiveState = Exclude<AgentState, "done" | "aborted">;
 /** An agent's state as the service decides on it: the API's states, and `ending` while its sandbox closes. */
 export type AgentStatus = AgentState | "ending";
 
@@ -198,6 +204,47 @@ export interface AgentView {
   usage: Usage;
   subtreeUsage: Usage;
 }
+
+/** `GET /runs`: one run at a glance. */
+export interface RunSummary {
+  runId: string;
+  rootAgentId: string;
+  /** The root's spec name. */
+  specName: string;
+  /** When the run was created (its root's `agent_spawned`). */
+  createdAt: number;
+  /** How many of its agents are in each state (every state named, 0 included). */
+  states: Record<AgentState, number>;
+  /** Agents in all, and those live now. */
+  agents: number;
+  live: number;
+  usage: Usage;
+}
+
+export const DEFAULT_RUN_LIST_LIMIT = 100;
+export const MAX_RUN_LIST_LIMIT = 1_000;
+
+/** One transition of an agent's machine: the event it took and the state it went to. */
+export interface MachineTransition {
+  at: number;
+  event: string;
+  value: unknown;
+}
+
+/** `GET /agents/:agentId/machine`: an offline stand-in for the Stately inspector. */
+export interface MachineView {
+  agentId: string;
+  /** Whether the daemon runs a machine for it now (an agent that had ended before a restart has none). */
+  running: boolean;
+  /** The machine's state value (XState's `snapshot.value`); null without a machine. */
+  value: unknown;
+  /** Tags of the current state (`live`, `running`, `paused`, ...). */
+  tags: string[];
+  /** Its latest transitions, oldest first (at most `MACHINE_TRANSITIONS_KEPT`, since the daemon started). */
+  transitions: MachineTransition[];
+}
+
+export const MACHINE_TRANSITIONS_KEPT = 50;
 
 /** Spec section 2.1 (snapshot form). */
 export interface RunSnapshot {

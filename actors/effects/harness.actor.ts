@@ -24,8 +24,11 @@ export interface HarnessActorDeps {
   persist(agentId: string, event: HarnessEventMessage): Promise<unknown>;
   /** Hand an ephemeral event to live listeners. */
   publish(agentId: string, event: HarnessEventMessage): void;
-  /** Answer a `spawn_agent` / `await_result` call made by the agent. */
-  hostCall(agentId: string, call: HostCallMessage): Promise<unknown>;
+  /**
+   * Answer a host call of the agent (`spawn_agent`, `await_result`, `permission`). `signal` aborts
+   * when the connection it came on closes: the harness sends the call again on its next one.
+   */
+  hostCall(agentId: string, call: HostCallMessage, signal: AbortSignal): Promise<unknown>;
   log(message: string): void;
   /** Start a hibernated harness once the start line admits it. */
   admit: Admit;
@@ -37,6 +40,8 @@ export interface HarnessActorDeps {
   recordSleep(agentId: string, sessionStats: Record<string, unknown> | null): Promise<unknown>;
   /** Record that the agent's harness runs again (`agent_woke`). */
   recordWake(agentId: string): Promise<unknown>;
+  /** Told of each attempt to open a dropped (or never opened) connection again (metrics); must not throw. */
+  onReconnect?: () => void;
 }
 
 const RECONNECT_ATTEMPTS = 5;
@@ -98,15 +103,20 @@ export function createHarnessActor(deps: HarnessActorDeps) {
       if (seen < 0) seen = await deps.recordedHseq(agentId);
       if (prompts < 0) prompts = await deps.recordedPrompts(agentId);
       const socket = await deps.runtime.connect(sandboxId, abort.signal);
+      // Host calls still waiting when this connection closes are given up: their slots free up, and
+      // the harness sends them again on its next connection.
+      const connection = new AbortController();
+      const callsEnd = AbortSignal.any([abort.signal, connection.signal]);
       const next = attachHarnessClient(socket, seen, {
         onEvent: (event) => {
           if (event.hseq <= seen) return;
           seen = event.hseq;
           handle(event);
         },
-        onHostCall: (call) => answer(next, call),
+        onHostCall: (call) => answer(next, call, callsEnd),
         log,
         onClose: () => {
+          connection.abort();
           if (deps.clients.get(agentId) === next) deps.clients.delete(agentId);
           if (!abort.signal.aborted && !asleep) setReady(reconnect());
         },
@@ -131,6 +141,7 @@ export function createHarnessActor(deps: HarnessActorDeps) {
           throw new Error(why);
         }
         await new Promise((resolve) => setTimeout(resolve, 100 * 2 ** attempt));
+        deps.onReconnect?.();
         try {
           return await connect();
         } catch {
@@ -162,7 +173,7 @@ export function createHarnessActor(deps: HarnessActorDeps) {
       }
     }
 
-    function answer(to: HarnessClient, call: HostCallMessage) {
+    function answer(to: HarnessClient, call: HostCallMessage, signal: AbortSignal) {
       if (pendingHostCalls >= MAX_PENDING_HOST_CALLS) {
         refusals(`refused a ${call.method} host call: ${MAX_PENDING_HOST_CALLS} already pending`);
         to.answer(call.id, { ok: false, error: `too many host calls in flight (at most ${MAX_PENDING_HOST_CALLS}); retry when one has answered` });
@@ -170,7 +181,7 @@ export function createHarnessActor(deps: HarnessActorDeps) {
       }
       pendingHostCalls++;
       Promise.resolve()
-        .then(() => deps.hostCall(agentId, call))
+        .then(() => deps.hostCall(agentId, call, signal))
         .then(
           (data) => to.answer(call.id, { ok: true, data }),
           (err: unknown) => to.answer(call.id, { ok: false, error: errorMessage(err) }),

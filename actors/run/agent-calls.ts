@@ -16,7 +16,7 @@ const SpawnParams = z.strictObject({
 });
 const AwaitParams = z.strictObject({ agentId: z.string(), waitSeconds: z.number().int().min(0).max(MAX_WAIT_SECONDS).default(MAX_WAIT_SECONDS) });
 /** A tool call the harness holds for the agent's `approve` policy (the tools other than the two above). */
-const PermissionParams = z.strictObject({ tool: z.string().min(1).max(64), args: z.record(z.string(), z.unknown()), toolCallId: z.string().max(256).optional() });
+const PermissionParams = z.strictObject({ tool: z.string().min(1).max(64), args: z.record(z.string(), z.unknown()) });
 
 /**
  * An agent's own `spawn_agent` / `await_result`. Spawns go through the same path as
@@ -25,18 +25,20 @@ const PermissionParams = z.strictObject({ tool: z.string().min(1).max(64), args:
  * reach agents of its own run. Both wait for the operator first when the agent's `approve` policy
  * holds them; `permission` asks the same for the tools the harness gates.
  */
-export async function answerAgentCall(run: Run, agentId: string, call: HostCallMessage): Promise<unknown> {
+export async function answerAgentCall(run: Run, agentId: string, call: HostCallMessage, signal?: AbortSignal): Promise<unknown> {
   const policy = run.agents.require(agentId).meta.approve ?? [];
   if (call.method === "permission") {
     const { tool, args } = parseOrThrow(PermissionParams, call.params, "params");
     // The daemon decides whether the policy holds the call: a harness cannot fill the inbox with others.
     if (DAEMON_GATED_TOOLS.has(tool) || !needsApproval(policy, tool, args)) return { decision: "allow", message: null };
-    const { decision, message, by } = await run.permissions.ask(agentId, call.id, tool, args);
+    const { decision, message, by } = await run.permissions.ask(agentId, call.id, tool, args, signal);
     return { decision, message: decision === "deny" ? denialText({ decision, message, by }) : message };
   }
+  // A draining agent starts no children: refused before anyone is asked to approve it.
+  if (call.method === "spawn_agent") run.requireNotDraining(agentId);
   // spawn_agent and await_result are gated here, before they do anything.
   if (needsApproval(policy, call.method, call.params)) {
-    const decided = await run.permissions.ask(agentId, call.id, call.method, call.params);
+    const decided = await run.permissions.ask(agentId, call.id, call.method, call.params, signal);
     if (decided.decision === "deny") throw new Error(denialText(decided));
   }
   if (call.method === "spawn_agent") {
@@ -45,5 +47,5 @@ export async function answerAgentCall(run: Run, agentId: string, call: HostCallM
   }
   const params = parseOrThrow(AwaitParams, call.params, "params");
   if (!run.has(params.agentId)) throw new SwarmError("AGENT_NOT_FOUND", `agent ${params.agentId} is not an agent of this run`);
-  return run.result(params.agentId, params.waitSeconds);
+  return run.result(params.agentId, params.waitSeconds, signal);
 }

@@ -17,7 +17,10 @@ import type { Run } from "./run.ts";
 export async function drain(run: Run, agentId: string, scope: Scope, timeoutMs: number): Promise<ControlResponse> {
   const ids = scope === "agent" ? [agentId] : parentsFirst(agentId, run.agents.parents());
   const mark: Drain = { subtree: scope === "subtree", deadline: Date.now() + timeoutMs };
-  const marked = new Set(markDraining(run, ids, mark));
+  const { told, recorded } = markDraining(run, ids, mark);
+  // The marks are durable before the answer: a restart keeps the drain and its deadline.
+  await recorded;
+  const marked = new Set(told);
   const results: MemberResult[] = ids
     .filter((id) => id === agentId || marked.has(id) || isLiveIn(run, id))
     .map((id) => ({ agentId: id, outcome: marked.has(id) ? "applied" : "noop" }));
@@ -28,22 +31,25 @@ export async function drain(run: Run, agentId: string, scope: Scope, timeoutMs: 
 
 /**
  * Mark the live agents among `ids` (in that order) draining, record it (`agent_draining`, so a
- * restart keeps it) and arm the deadline. Returns the agents marked. Machines are told first, in one
- * tick: a spawn, prompt or steer that comes after this call finds them draining.
+ * restart keeps it) and arm the deadline. Machines are told first, in one tick: a spawn, prompt or
+ * steer that comes after this call finds them draining. `told`: the agents the drain reached;
+ * `recorded`: the write of the marks of those still live (one not yet started has ended on the
+ * spot, its end saying `drained`), which rejects when the ledger refuses it.
  */
-export function markDraining(run: Run, ids: readonly string[], mark: Drain): string[] {
-  const marked: string[] = [];
+export function markDraining(run: Run, ids: readonly string[], mark: Drain): { told: string[]; recorded: Promise<unknown> } {
+  const told: string[] = [];
   for (const id of ids) {
     const child = run.actor.getSnapshot().children[id];
     if (!child || !isLiveIn(run, id)) continue;
     child.send({ type: "drain", drain: mark });
-    marked.push(id);
+    told.push(id);
   }
-  if (marked.length === 0) return marked;
-  const events: RunEventInput[] = marked.map((id) => ({ type: "agent_draining", agentId: id, data: { subtree: mark.subtree, deadline: mark.deadline } }));
-  void run.writer.append(events).catch(() => undefined); // a failed write is logged by the writer
-  armDeadline(run, marked, mark.deadline);
-  return marked;
+  const draining = told.filter((id) => isLiveIn(run, id));
+  if (draining.length === 0) return { told, recorded: Promise.resolve() };
+  const events: RunEventInput[] = draining.map((id) => ({ type: "agent_draining", agentId: id, data: { subtree: mark.subtree, deadline: mark.deadline } }));
+  const recorded = run.writer.append(events);
+  armDeadline(run, draining, mark.deadline);
+  return { told, recorded };
 }
 
 /** At `deadline`, abort those of `ids` still live, leaves first. */

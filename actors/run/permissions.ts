@@ -94,7 +94,10 @@ export class Permissions {
     const timer = setTimeout(
       () => {
         this.#timers.delete(requestId);
-        this.resolve(request.agentId, requestId, { decision: "deny" }, "timeout").catch((err: unknown) => this.#lost(requestId, err));
+        this.resolve(request.agentId, requestId, { decision: "deny" }, "timeout").catch((err: unknown) => {
+          // Answered in the same instant by someone else: nothing was lost.
+          if (!(err instanceof SwarmError && err.code === "PERMISSION_RESOLVED")) this.#lost(requestId, err);
+        });
       },
       Math.max(0, expiresAt - Date.now()),
     );
@@ -111,26 +114,33 @@ export class Permissions {
     if (request.state === "resolved" || this.#resolving.has(requestId)) {
       throw new SwarmError("PERMISSION_RESOLVED", `approval request ${requestId} was already resolved${request.by ? ` (${request.decision} by ${request.by})` : ""}`);
     }
-    this.#resolving.add(requestId);
-    try {
-      const data = { requestId, decision: answer.decision, message: answer.message ?? null, by };
-      await this.run.writer.append([{ type: "permission_resolved", agentId, data }]);
-    } finally {
-      this.#resolving.delete(requestId);
-    }
-    clearTimeout(this.#timers.get(requestId));
-    this.#timers.delete(requestId);
+    await this.#write(agentId, [requestId], answer, by);
     this.run.actor.getSnapshot().children[agentId]?.send({ type: "approval.release" });
     return { ...request, args: { ...request.args } };
   }
 
-  /** The agent ended: what it still waited for is denied, by `stop` or `run-deleted`. */
+  /**
+   * The agent ended: what it still waited for is denied, by `stop` or `run-deleted`, in one write
+   * queued in the same tick as the end, so a stop's answer (which waits for the writer) comes after it.
+   */
   async agentEnded(agentId: string, by: "stop" | "run-deleted"): Promise<void> {
-    const pending = [...(this.run.view.agents.get(agentId)?.pendingPermissions ?? [])];
-    for (const requestId of pending) {
-      await this.resolve(agentId, requestId, { decision: "deny" }, by).catch((err: unknown) => {
-        if (!(err instanceof SwarmError && err.code === "PERMISSION_RESOLVED")) this.#lost(requestId, err);
-      });
+    const pending = (this.run.view.agents.get(agentId)?.pendingPermissions ?? []).filter((id) => !this.#resolving.has(id));
+    if (pending.length === 0) return;
+    await this.#write(agentId, pending, { decision: "deny" }, by).catch((err: unknown) => this.#lost(pending.join(", "), err));
+  }
+
+  /** Record the resolution of `requestIds` (pending, not being resolved); no second answer gets in meanwhile. */
+  async #write(agentId: string, requestIds: readonly string[], answer: PermissionAnswer, by: PermissionBy): Promise<void> {
+    for (const requestId of requestIds) this.#resolving.add(requestId);
+    try {
+      const message = answer.message ?? null;
+      await this.run.writer.append(requestIds.map((requestId) => ({ type: "permission_resolved", agentId, data: { requestId, decision: answer.decision, message, by } })));
+    } finally {
+      for (const requestId of requestIds) this.#resolving.delete(requestId);
+    }
+    for (const requestId of requestIds) {
+      clearTimeout(this.#timers.get(requestId));
+      this.#timers.delete(requestId);
     }
   }
 
@@ -152,7 +162,7 @@ export class Permissions {
     this.#timers.clear();
   }
 
-  #lost(requestId: string, err: unknown): void {
-    this.run.deps.log(`run ${this.run.runId}: approval request ${requestId} could not be resolved: ${err instanceof Error ? err.message : String(err)}`);
+  #lost(requestIds: string, err: unknown): void {
+    this.run.deps.log(`run ${this.run.runId}: approval request(s) ${requestIds} could not be resolved: ${err instanceof Error ? err.message : String(err)}`);
   }
 }

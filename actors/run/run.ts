@@ -31,6 +31,7 @@ import {
   type PermissionState,
   type PermissionView,
   type StopRequest,
+  type MachineView,
   DEFAULT_DRAIN_TIMEOUT_MS,
 } from "../../src/swarm-api.ts";
 import { agentView, createRunView, foldEvent, runSnapshot, type RunView } from "../../src/views/run-view.ts";
@@ -42,6 +43,7 @@ import { answerAgentCall } from "./agent-calls.ts";
 import { AgentIndex, type AgentEntry } from "./agent-index.ts";
 import { pause, resume, steer, stop, stopAll } from "./controls.ts";
 import { drain } from "./drain.ts";
+import { MachineLog } from "./machine-log.ts";
 import { Permissions } from "./permissions.ts";
 import { planProvision } from "./provision-plan.ts";
 import { purgeRun } from "./purge.ts";
@@ -78,6 +80,8 @@ export interface RunDeps {
   gateway: ModelGateway;
   /** The daemon's admission control for sandbox and harness starts, shared by every run. */
   starts: StartQueue;
+  /** Told of each attempt to reopen a harness connection (metrics). */
+  onHarnessReconnect?: () => void;
 }
 
 /** How an agent's actor begins: new (`start`), or live again after a restart (`restored`). */
@@ -113,6 +117,8 @@ export class Run {
   readonly permissions: Permissions;
   /** Timers the run armed (drain deadlines): cleared when it closes. */
   readonly #timers = new Set<NodeJS.Timeout>();
+  /** Recent transitions of each agent machine. */
+  readonly #machines = new MachineLog((actorId) => this.agents.has(actorId));
   /** Set by `DELETE /runs/:runId`: approvals its agents still wait for are denied `run-deleted`. */
   #deleting = false;
   readonly #unsubscribe: () => void;
@@ -128,13 +134,21 @@ export class Run {
       if (!event.persisted) return;
       foldEvent(this.view, event);
       if (event.type === "permission_resolved") this.permissions.folded((event.data as { requestId: string }).requestId);
+      // An end with an error (failed, lost, refused by a budget) is worth the operator's eye.
+      if (event.type === "agent_ended") logEndWithError(deps.log, runId, event.agentId, event.data);
       if ((event.type === "handle_settled" || event.type === "agent_ended") && event.agentId) this.#settled.emit(event.agentId);
       if (CHANGE_TYPES.has(event.type)) this.changes.emit("change");
     });
     const agentLogic = agentMachine.provide({ actors: this.#effects() });
     this.actor = createActor(runMachine.provide({ actors: { agent: agentLogic } }), {
       input: { runId, memberTimeoutMs: deps.config.memberTimeoutMs },
-      inspect: deps.inspect,
+      // Every machine's transitions, for `GET /agents/:agentId/machine`; and the inspector's, when one is attached.
+      inspect: (event) => {
+        this.#machines.observe(event);
+        const inspect = deps.inspect;
+        if (typeof inspect === "function") inspect(event);
+        else inspect?.next?.(event);
+      },
     });
     // An actor error must never take the daemon down with it; it is logged with its run.
     this.actor.subscribe({ error: (err) => deps.log(`run ${runId}: supervisor failed: ${String(err)}`) });
@@ -165,13 +179,14 @@ export class Run {
         recordPrompts: (agentId, n) => this.writer.put(promptsKey(agentId), String(n)),
         persist: (agentId, event) => this.writer.harnessEvent(agentId, event),
         publish: (agentId, event) => ledger.publish(this.runId, { type: event.event, agentId, data: event.data }),
-        hostCall: (agentId, call) => answerAgentCall(this, agentId, call),
+        hostCall: (agentId, call, signal) => answerAgentCall(this, agentId, call, signal),
         log,
         admit,
         holds: this.#holds,
         hibernateAfterMs: this.deps.config.hibernateAfterMs ?? 0,
         recordSleep: (agentId, sessionStats) => this.writer.append([{ type: "agent_hibernated", agentId, data: { sessionStats } }]),
         recordWake: (agentId) => this.writer.append([{ type: "agent_woke", agentId, data: {} }]),
+        onReconnect: this.deps.onHarnessReconnect,
       }),
     };
   }
@@ -277,6 +292,13 @@ export class Run {
 
   snapshot() {
     return runSnapshot(this.view, this.deps.starts.positions());
+  }
+
+  /** The agent's machine: state value, tags and latest transitions. */
+  machine(agentId: string): MachineView {
+    const child = this.actor.getSnapshot().children[agentId];
+    const snapshot = child?.getSnapshot();
+    return { agentId, running: child !== undefined, value: snapshot?.value ?? null, tags: snapshot ? [...snapshot.tags].sort() : [], transitions: this.#machines.of(agentId) };
   }
 
   /**
@@ -390,4 +412,10 @@ export class Run {
     this.#unsubscribe();
     for (const client of this.#clients.values()) client.close();
   }
+}
+
+function logEndWithError(log: (message: string) => void, runId: string, agentId: string | null, data: unknown): void {
+  const { outcome, error } = (data ?? {}) as { outcome?: unknown; error?: unknown };
+  if (typeof error !== "string" || error === "") return;
+  log(`run ${runId}: agent ${agentId} ended ${String(outcome)}: ${error}`);
 }

@@ -4,7 +4,7 @@ import { SwarmError } from "../../src/errors.ts";
 import { agentKey, idempotencyKey } from "../../src/ledger/ledger-keys.ts";
 import type { RunEventInput } from "../../src/ledger/run-events.ts";
 import { DEFAULT_MAX_AGENTS, DEFAULT_SPAWN_DEPTH } from "../../src/spec/agent-spec.ts";
-import { combinePolicies, type ApproveRule } from "../../src/spec/approve.ts";
+import { combinePolicies, DAEMON_GATED_TOOLS, type ApproveRule } from "../../src/spec/approve.ts";
 import type { AgentSpec } from "../../src/spec/agent-spec.ts";
 import { childGrants, rootGrants } from "../../src/spec/grants.ts";
 import type { CreateRunRequest, CreateRunResponse, SpawnRequest, SpawnResponse, SpendCaps } from "../../src/swarm-api.ts";
@@ -20,13 +20,25 @@ function rootSpendCaps([spec, budget]: [SpendCaps, SpendCaps | undefined]): Spen
   return { ...(maxTokens !== undefined ? { maxTokens } : {}), ...(maxCostUsd !== undefined ? { maxCostUsd } : {}) };
 }
 
-/** The agent's approval policy and timeout: its parent's rules and its own; its own timeout, else its parent's. */
-function approvalPolicy(parent: Pick<AgentMeta, "approve" | "approveTimeoutMs"> | null, spec: AgentSpec, root: string): Pick<AgentMeta, "approve" | "approveTimeoutMs"> {
+/**
+ * The agent's approval policy and timeout: its parent's rules and its own; its own timeout, else its
+ * parent's. Rules the harness enforces are refused where the runtime cannot keep the harness out of
+ * the agent's reach: a gate the agent could remove would be no gate (fail closed).
+ */
+function approvalPolicy(run: Run, parent: Pick<AgentMeta, "approve" | "approveTimeoutMs"> | null, spec: AgentSpec, root: string): Pick<AgentMeta, "approve" | "approveTimeoutMs"> {
   const combined = combinePolicies(parent?.approve ?? [], spec.approve ?? []);
   if ("problem" in combined) throw new SwarmError("INVALID_BODY", `${root}.approve: ${combined.problem}`);
+  if (!run.deps.runtime.harnessOutOfReach && combined.rules.some(heldByHarness)) {
+    throw new SwarmError(
+      "INVALID_BODY",
+      `${root}.approve: rules for bash, read, write, edit or "*" are enforced by the harness, which these sandboxes cannot keep out of the agent's reach (the process runtime runs agents as the daemon's user unless the daemon runs as root with bubblewrap); only spawn_agent and await_result can be gated here`,
+    );
+  }
   const approveTimeoutMs = spec.approveTimeoutMs ?? parent?.approveTimeoutMs;
-  return { approve: combined.rules satisfies ApproveRule[], ...(approveTimeoutMs !== undefined ? { approveTimeoutMs } : {}) };
+  return { approve: combined.rules, ...(approveTimeoutMs !== undefined ? { approveTimeoutMs } : {}) };
 }
+
+const heldByHarness = (rule: ApproveRule): boolean => rule === "*" || !DAEMON_GATED_TOOLS.has(rule.tool);
 
 export const newRunId = () => `r_${randomBytes(8).toString("hex")}`;
 const newAgentId = () => `a_${randomBytes(8).toString("hex")}`;
@@ -54,7 +66,7 @@ export async function startRun(run: Run, request: CreateRunRequest): Promise<Cre
   const grants = rootGrants(request.spec, run.deps.config.limits, "body.spec");
   const spend = rootSpendCaps([request.spec, request.budget]);
   if (request.spec.model) run.deps.gateway.catalog.resolve(request.spec.model, "body.spec.model");
-  const policy = approvalPolicy(null, request.spec, "body.spec");
+  const policy = approvalPolicy(run, null, request.spec, "body.spec");
   const meta: AgentMeta = { runId: run.runId, sandboxId: randomUUID(), spec: request.spec, grants, budget, spend, keepAlive: request.keepAlive ?? false, ...policy };
   run.track(rootAgentId, { meta, parentAgentId: null, depth: 0, waitFor: [] });
   await run.writer.append(
@@ -91,7 +103,7 @@ export async function spawnAgent(run: Run, request: SpawnRequest, root = "body")
   const parentMeta = parentEntry.meta;
   // Asking for more than the parent has is a bad request, refused before anything is recorded.
   const grants = childGrants(parentMeta.grants, request.spec, `${root}.spec`);
-  const policy = approvalPolicy(parentMeta, request.spec, `${root}.spec`);
+  const policy = approvalPolicy(run, parentMeta, request.spec, `${root}.spec`);
   if (request.spec.model) run.deps.gateway.catalog.resolve(request.spec.model, `${root}.spec.model`);
   const decision = decideSpawn({
     parentId: parent.agentId,
@@ -139,6 +151,6 @@ export async function spawnAgent(run: Run, request: SpawnRequest, root = "body")
   run.addAgent(agentId, { start: response.state, prompt: request.prompt, pendingPause });
   // A subtree drain that reached the parent while this spawn was being recorded takes the child too.
   const drain = run.drainOf(parent.agentId);
-  if (drain?.subtree) markDraining(run, [agentId], drain);
+  if (drain?.subtree) await markDraining(run, [agentId], drain).recorded;
   return response;
 }

@@ -1,12 +1,12 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import type { ControlResponse } from "../swarm-api.ts";
+import { MACHINE_TRANSITIONS_KEPT, type ControlResponse } from "../swarm-api.ts";
 import { reportProgress } from "./progress.ts";
 import type { ToolDeps } from "./run-tools.ts";
 import { budgetText, usageText } from "./spend-text.ts";
 import { AgentIdInput, ControlInput, GetResultInput, PromptAgentInput, SetBudgetInput, SteerAgentInput, StopAgentInput } from "./tool-inputs.ts";
 import { guarded, toolOk } from "./tool-result.ts";
 
-/** Agent tools: GET /agents/:agentId, its budget, prompt, steer, pause, resume and stop, and its result. */
+/** Agent tools: GET /agents/:agentId, its machine, budget, prompt, steer, pause, resume and stop, and its result. */
 export function registerAgentTools(server: McpServer, { client }: ToolDeps): void {
   server.registerTool(
     "swarm_get_agent",
@@ -22,6 +22,23 @@ export function registerAgentTools(server: McpServer, { client }: ToolDeps): voi
         const agent = await client.getAgent(agentId);
         const paused = agent.pausedBy ? ` (paused by ${agent.pausedBy})` : "";
         return toolOk(`Agent ${agent.agentId} (${agent.specName}) is ${agent.state}${paused}${agent.outcome ? `, outcome ${agent.outcome}` : ""}; its subtree spent ${usageText(agent.subtreeUsage)}.`, { ...agent });
+      }),
+  );
+
+  server.registerTool(
+    "swarm_get_machine",
+    {
+      title: "Read an agent's state machine",
+      description:
+        `The agent's state machine as the daemon runs it, to see where an agent is stuck and how it got there: value (the XState state value, e.g. {"live":{"running":"idle"}}), tags of that state (live, running, paused, ...), running (false when the agent ended before the daemon started: then value is null and tags empty) and transitions (at most the latest ${MACHINE_TRANSITIONS_KEPT} since the daemon started, oldest first: at, event, value).`,
+      inputSchema: AgentIdInput,
+      annotations: { readOnlyHint: true, openWorldHint: true },
+    },
+    async ({ agentId }) =>
+      guarded(async () => {
+        const machine = await client.getMachine(agentId);
+        const state = machine.running ? `is in ${JSON.stringify(machine.value)} (tags: ${machine.tags.join(", ") || "none"})` : "is not running (the agent ended before the daemon started)";
+        return toolOk(`The machine of ${machine.agentId} ${state}; ${machine.transitions.length} transition(s) recorded.`, { ...machine });
       }),
   );
 

@@ -6,7 +6,7 @@ import type { AgentSpec } from "../spec/agent-spec.ts";
 import { isLive } from "../swarm-api.ts";
 import { reportProgress } from "./progress.ts";
 import { usageText } from "./spend-text.ts";
-import { CreateRunInput, DeleteRunInput, RunIdInput, SpawnAgentInput, WatchEventsInput } from "./tool-inputs.ts";
+import { CreateRunInput, DeleteRunInput, ListRunsInput, RunIdInput, SpawnAgentInput, WatchEventsInput } from "./tool-inputs.ts";
 import { guarded, toolOk, ToolInputError } from "./tool-result.ts";
 
 export interface ToolDeps {
@@ -14,7 +14,7 @@ export interface ToolDeps {
   specs: SpecStore;
 }
 
-/** Run-level tools: POST /runs, GET and DELETE /runs/:runId, the event stream, POST /runs/:runId/agents. */
+/** Run-level tools: POST and GET /runs, GET and DELETE /runs/:runId, the event stream, POST /runs/:runId/agents. */
 export function registerRunTools(server: McpServer, { client, specs }: ToolDeps): void {
   server.registerTool(
     "swarm_create_run",
@@ -30,6 +30,23 @@ export function registerRunTools(server: McpServer, { client, specs }: ToolDeps)
         const { spec: _spec, specName: _name, ...rest } = input;
         const created = await client.createRun({ ...rest, spec: resolveSpec(input, specs) });
         return toolOk(`Run ${created.runId} created; root agent ${created.rootAgentId} is ${created.state}.`, { ...created });
+      }),
+  );
+
+  server.registerTool(
+    "swarm_list_runs",
+    {
+      title: "List runs",
+      description:
+        "Every run the service knows, newest first (at most limit, default 100), each at a glance: runId, rootAgentId, specName (the root's), createdAt, states (how many of its agents are spawning, provisioning, running, paused, done, aborted), agents (in all), live (not yet ended) and usage (its model calls summed: tokens, costUsd, calls). Read one run's tree with swarm_get_run.",
+      inputSchema: ListRunsInput,
+      annotations: { readOnlyHint: true, openWorldHint: true },
+    },
+    async ({ limit }) =>
+      guarded(async () => {
+        const { runs } = await client.listRuns(limit);
+        const list = runs.map((r) => `${r.runId} (${r.specName}, ${r.live} of ${r.agents} agent(s) live)`).join(", ");
+        return toolOk(`${runs.length} run(s), newest first${list ? `: ${list}` : ""}.`, { runs });
       }),
   );
 

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { AgentSpecSchema } from "../spec/agent-spec.ts";
 import { MAX_PERMISSION_MESSAGE_CHARS } from "../client/swarm-client.ts";
-import { DEFAULT_DRAIN_TIMEOUT_MS, MAX_DRAIN_TIMEOUT_MS, MAX_WAIT_SECONDS } from "../swarm-api.ts";
+import { DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_RUN_LIST_LIMIT, MAX_DRAIN_TIMEOUT_MS, MAX_RUN_LIST_LIMIT, MAX_WAIT_SECONDS } from "../swarm-api.ts";
 
 /**
  * Input schemas of the bridge's tools. Descriptions are written for the model calling them: what
@@ -47,6 +47,16 @@ export const CreateRunInput = z.object({
 });
 
 export const RunIdInput = z.object({ runId });
+
+export const ListRunsInput = z.object({
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_RUN_LIST_LIMIT)
+    .default(DEFAULT_RUN_LIST_LIMIT)
+    .describe(`Most runs to return, the newest ones, 1..${MAX_RUN_LIST_LIMIT} (default ${DEFAULT_RUN_LIST_LIMIT}).`),
+});
 
 export const DeleteRunInput = z.object({
   runId,

@@ -15,7 +15,9 @@ const control = (verb: ControlVerb): Command => async (ctx, args) => (await impo
 const decide = (decision: PermissionDecision): Command => async (ctx, args) => (await import("./decision-command.ts")).decisionCommand(ctx, decision, args);
 const COMMANDS: Record<string, () => Promise<Command>> = {
   run: async () => (await import("./run-command.ts")).runCommand,
+  runs: async () => (await import("./runs-command.ts")).runsCommand,
   tree: async () => (await import("./tree-command.ts")).treeCommand,
+  machine: async () => (await import("./machine-command.ts")).machineCommand,
   events: async () => (await import("./events-command.ts")).eventsCommand,
   result: async () => (await import("./result-command.ts")).resultCommand,
   specs: async () => (await import("./specs-command.ts")).specsCommand,

@@ -1,4 +1,5 @@
 import type { PermissionView } from "../swarm-api.ts";
+import { age, clip, columns, oneLine } from "./table-format.ts";
 
 /** Widths that keep a row on one line of a wide terminal; `--json` has everything unclipped. */
 const ARGS_WIDTH = 48;
@@ -27,29 +28,4 @@ export function permissionTable(permissions: readonly PermissionView[], now: num
 /** The call's arguments as one line of JSON (which escapes newlines and control characters), clipped. */
 export function argsSummary(args: Record<string, unknown>, width = ARGS_WIDTH): string {
   return clip(JSON.stringify(args) ?? "{}", width);
-}
-
-/** `42s`, `5m`, `3h`, `2d`: how long ago, at a glance. */
-export function age(ms: number): string {
-  const s = Math.max(0, Math.floor(ms / 1000));
-  if (s < 60) return `${s}s`;
-  if (s < 3_600) return `${Math.floor(s / 60)}m`;
-  if (s < 172_800) return `${Math.floor(s / 3_600)}h`;
-  return `${Math.floor(s / 86_400)}d`;
-}
-
-/** Text from the service or an agent, safe for one table cell: no line breaks or terminal controls. */
-function oneLine(text: string): string {
-  return text.replace(/[\s\u0000-\u001f\u007f-\u009f]+/g, " ").trim();
-}
-
-function clip(text: string, width: number): string {
-  return text.length <= width ? text : `${text.slice(0, width - 1)}…`;
-}
-
-/** Cells padded to their column's widest, two spaces apart; the last column unpadded. */
-function columns(rows: string[][]): string[] {
-  const widths: number[] = [];
-  for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, cell.length)));
-  return rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join("  ").trimEnd());
 }

@@ -1,4 +1,4 @@
-import { DEFAULT_DRAIN_TIMEOUT_MS } from "../swarm-api.ts";
+import { DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_RUN_LIST_LIMIT, MAX_RUN_LIST_LIMIT } from "../swarm-api.ts";
 
 /** `swarm --help`, and the line shown under a usage error of each command. */
 export const USAGE = `swarm: operate swarmd (runs of sandboxed AI coding agents) at SWARM_URL
@@ -6,8 +6,11 @@ export const USAGE = `swarm: operate swarmd (runs of sandboxed AI coding agents)
 Usage:
   swarm run <spec.json | saved-spec | -> [--prompt TEXT] [--keep-alive] [--spawn-depth N] [--max-agents N]
             [--max-tokens N] [--max-cost-usd X]
+  swarm runs [--limit N]                   every run, newest first: root spec, age, live/all agents,
+                                           agents per state, spend (N 1..${MAX_RUN_LIST_LIMIT}, default ${DEFAULT_RUN_LIST_LIMIT})
   swarm tree <runId> [--once]              the spawn tree, redrawn live until the run ends
                                            (tokens and cost per agent count its whole subtree)
+  swarm machine <agentId>                  the agent's state machine: state, tags, latest transitions
   swarm events <runId> [--after SEQ] [--follow] [--ephemeral]
   swarm pause|resume <agentId> [--subtree]
   swarm stop <agentId> [--subtree] [--mode abort|drain] [--drain-timeout MS]
@@ -40,7 +43,9 @@ Exit codes: 0 ok (result settled), 1 the service refused or a control failed on 
 
 export const COMMAND_USAGE: Record<string, string> = {
   run: "swarm run <spec.json | saved-spec | -> [--prompt TEXT] [--keep-alive] [--spawn-depth N] [--max-agents N] [--max-tokens N] [--max-cost-usd X] [--json]",
+  runs: "swarm runs [--limit N] [--json]",
   tree: "swarm tree <runId> [--once] [--json]",
+  machine: "swarm machine <agentId> [--json]",
   events: "swarm events <runId> [--after SEQ] [--follow] [--ephemeral] [--json]",
   pause: "swarm pause <agentId> [--subtree] [--json]",
   resume: "swarm resume <agentId> [--subtree] [--json]",

@@ -5,11 +5,13 @@ import {
   type CreateRunRequest,
   type CreateRunResponse,
   type Delivery,
+  type MachineView,
   type PermissionAnswer,
   type PermissionState,
   type PermissionView,
   type ResultView,
   type RunSnapshot,
+  type RunSummary,
   type Scope,
   type SpawnRequest,
   type SpawnResponse,
@@ -43,12 +45,16 @@ export interface SwarmClient {
   /** Whether `GET /health` answers 2xx within `timeoutMs`; never throws. */
   health(timeoutMs?: number): Promise<boolean>;
   createRun(request: CreateRunRequest, options?: CallOptions): Promise<CreateRunResponse>;
+  /** Every run the service knows, newest first: at most `limit` (1..1000; the service's default is 100). */
+  listRuns(limit?: number, options?: CallOptions): Promise<{ runs: RunSummary[] }>;
   getRun(runId: string, options?: CallOptions): Promise<RunSnapshot>;
   /** Stops every live agent of the run; with `purge` the run is then removed for good (a later call naming it is a 404). */
   deleteRun(runId: string, options?: CallOptions & { purge?: boolean }): Promise<void>;
   spawn(runId: string, request: SpawnRequest, options?: CallOptions): Promise<SpawnResponse>;
   /** The agent view with its usage, its subtree's usage, its spend budget and (when it answers) `sessionStats`. */
   getAgent(agentId: string, options?: CallOptions): Promise<AgentDetail>;
+  /** The agent's state machine as the service runs it: state value, tags and its latest transitions (a 404 `ServiceError` for an unknown agent). */
+  getMachine(agentId: string, options?: CallOptions): Promise<MachineView>;
   /**
    * New absolute spend caps for the agent's subtree (give at least one). Rejects with a 409
    * `ServiceError` when a cap would leave the agent more than its parent has left. Never resumes
@@ -100,6 +106,7 @@ export function createSwarmClient(endpoint: Endpoint): SwarmClient {
       }
     },
     createRun: (request, options) => call({ method: "POST", path: "/runs", body: request, signal: options?.signal }),
+    listRuns: (limit, options) => call({ method: "GET", path: `/runs${limit === undefined ? "" : `?limit=${limit}`}`, signal: options?.signal }),
     getRun: (runId, options) => call({ method: "GET", path: run(runId), signal: options?.signal }),
     async deleteRun(runId, options) {
       const path = `${run(runId)}${options?.purge ? "?purge=true" : ""}`;
@@ -116,6 +123,7 @@ export function createSwarmClient(endpoint: Endpoint): SwarmClient {
         timeoutMs: request.waitFor?.length ? MAX_WAIT_SECONDS * 1000 + WAIT_MARGIN_MS : DEFAULT_TIMEOUT_MS,
       }),
     getAgent: (agentId, options) => call({ method: "GET", path: agent(agentId), signal: options?.signal }),
+    getMachine: (agentId, options) => call({ method: "GET", path: `${agent(agentId)}/machine`, signal: options?.signal }),
     setBudget: (agentId, caps, options) => call({ method: "POST", path: `${agent(agentId)}/budget`, body: caps, signal: options?.signal }),
     async prompt(agentId, text, options) {
       await call({ method: "POST", path: `${agent(agentId)}/prompt`, body: { text }, signal: options?.signal });

@@ -16,7 +16,7 @@ export function approvalGate(rules: readonly ApproveRule[], host: HostCalls): Ex
   const onToolCall = async (event: ToolCallEvent, ctx: ExtensionContext): Promise<ToolCallEventResult | undefined> => {
     if (DAEMON_GATED_TOOLS.has(event.toolName) || !needsApproval(rules, event.toolName, event.input)) return undefined;
     try {
-      const answer = await host.call("permission", { tool: event.toolName, args: event.input, toolCallId: event.toolCallId }, ctx.signal);
+      const answer = await host.call("permission", { tool: event.toolName, args: event.input }, ctx.signal);
       const { decision, message } = (answer ?? {}) as { decision?: unknown; message?: unknown };
       if (decision === "allow") return undefined;
       return { block: true, reason: typeof message === "string" && message !== "" ? message : "the operator denied this tool call" };

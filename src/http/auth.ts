@@ -2,11 +2,15 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { FastifyRequest } from "fastify";
 import { SwarmError } from "../errors.ts";
 
-/** Routes anyone may call: liveness probes carry no credentials. */
-const OPEN_ROUTES = new Set(["/health"]);
+/**
+ * Routes anyone may call: liveness probes carry no credentials, and a browser cannot put a token on
+ * a page load, so the docs page and its static files are open (they are the same for everyone; the
+ * page asks for the token before it loads `/openapi.json`).
+ */
+const OPEN_ROUTES = new Set(["/health", "/docs", "/docs/:asset"]);
 
 /**
- * An `onRequest` hook requiring `Authorization: Bearer <token>` on every route but `/health`.
+ * An `onRequest` hook requiring `Authorization: Bearer <token>` on every route but the open ones above.
  * Unknown routes need it too, so an unauthenticated caller cannot map the API by its 404s.
  */
 export function bearerAuth(token: string): (request: FastifyRequest) => Promise<void> {

@@ -1,12 +1,15 @@
 import { fastifySSE } from "@fastify/sse";
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from "fastify";
 import { SwarmError } from "../errors.ts";
+import type { DaemonMetrics } from "../metrics/daemon-metrics.ts";
+import { serveMetrics } from "../metrics/serve-metrics.ts";
 import type { SwarmApi } from "../swarm-api.ts";
 import { bearerAuth } from "./auth.ts";
 import { sendClientError, sendError } from "./errors.ts";
 import { hostCheck } from "./host-check.ts";
 import type { EventSource } from "./event-source.ts";
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from "./json-depth.ts";
+import { openApiRoutes } from "./openapi/openapi-routes.ts";
 import { agentRoutes } from "./routes/agents.ts";
 import { eventRoutes } from "./routes/events.ts";
 import { runRoutes } from "./routes/runs.ts";
@@ -15,7 +18,7 @@ import type { EventStream } from "./sse/event-stream.ts";
 export interface ServerConfig {
   /** Largest accepted request body; larger ones are a 413. */
   bodyLimitBytes: number;
-  /** When set, every route but `/health` needs `Authorization: Bearer <token>`. */
+  /** When set, every route but `/health` and the docs page's files (`auth.ts`) needs `Authorization: Bearer <token>`. */
   token?: string;
   /**
    * Host header names served besides 127.0.0.1, localhost and [::1] (the daemon's SWARM_HOST and
@@ -26,7 +29,11 @@ export interface ServerConfig {
   heartbeatMs?: number;
   /** Persisted events queued for a client that is not reading before its stream is cut; the spec's 500 unless set. */
   slowConsumerLimit?: number;
-  logger: FastifyServerOptions["logger"];
+  /** The daemon's metrics: when set, `GET /metrics` serves them and requests and streams are counted. */
+  metrics?: DaemonMetrics;
+  /** Fastify's logger options (tests: `false`), or the daemon's own logger (`loggerInstance`). */
+  logger?: FastifyServerOptions["logger"];
+  loggerInstance?: FastifyBaseLogger;
 }
 
 /** Spec section 8: the event stream's heartbeat interval and slow-consumer cut-off. */
@@ -46,7 +53,9 @@ export interface ServerDeps {
 export function buildServer(deps: ServerDeps): FastifyInstance {
   const { config } = deps;
   const app = Fastify({
-    logger: config.logger,
+    ...(config.loggerInstance ? { loggerInstance: config.loggerInstance } : { logger: config.logger ?? false }),
+    // One line per request, at debug only (below): at info they drown what an operator must see.
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.bodyLimitBytes,
     // Errors fastify raises before routing (a malformed URL) go through the same mapping.
     frameworkErrors: (err, request, reply) => sendError(err, request, reply),
@@ -78,6 +87,9 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   app.setNotFoundHandler((request) => {
     throw new SwarmError("NOT_FOUND", `No route ${request.method} ${request.url.split("?")[0] ?? ""}.`);
   });
+  app.addHook("onResponse", async (request, reply) => {
+    request.log.debug({ method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, "request");
+  });
   app.addHook("onRequest", hostCheck(config.allowedHosts));
   if (config.token !== undefined && config.token !== "") app.addHook("onRequest", bearerAuth(config.token));
 
@@ -86,6 +98,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   app.addHook("preClose", async () => {
     for (const stream of [...streams]) stream.close("shutdown");
   });
+  if (config.metrics) serveMetrics(app, config.metrics, { sseClients: () => streams.size });
 
   app.get("/health", async () => ({ ok: true }));
   const endStreams = (runId: string) => {
@@ -93,12 +106,13 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   };
   runRoutes(app, { swarm: deps.swarm, endStreams });
   agentRoutes(app, deps.swarm);
+  openApiRoutes(app);
   // The plugin hooks `onRoute` when it loads, so the event routes are registered after it.
   // Messages carry their data already serialized (once per event, shared by every stream): see
   // sse-message.ts. Anything else is serialized as the plugin would.
   app.register(fastifySSE, { heartbeatInterval: config.heartbeatMs ?? SPEC_HEARTBEAT_MS, serializer: (data: unknown) => (typeof data === "string" ? data : JSON.stringify(data)) });
   app.register(async (scope) => {
-    eventRoutes(scope, { swarm: deps.swarm, events: deps.events, slowConsumerLimit: config.slowConsumerLimit ?? SPEC_SLOW_CONSUMER_LIMIT, streams });
+    eventRoutes(scope, { swarm: deps.swarm, events: deps.events, slowConsumerLimit: config.slowConsumerLimit ?? SPEC_SLOW_CONSUMER_LIMIT, streams, onEphemeralDropped: config.metrics?.ephemeralDropped });
   });
   return app;
 }

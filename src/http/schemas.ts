@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { SwarmError } from "../errors.ts";
 import { AgentSpecSchema, BudgetSchema } from "../spec/agent-spec.ts";
-import { MAX_DRAIN_TIMEOUT_MS, MAX_PERMISSION_MESSAGE_CHARS, MAX_WAIT_SECONDS } from "../swarm-api.ts";
+import { MAX_DRAIN_TIMEOUT_MS, MAX_PERMISSION_MESSAGE_CHARS, MAX_RUN_LIST_LIMIT, MAX_WAIT_SECONDS } from "../swarm-api.ts";
 
 /** Request bodies and queries of spec section 4. Bodies are strict: an unknown field is a 400 naming it. */
 
@@ -44,6 +44,12 @@ export const StopBody = z
 export const PermissionAnswerBody = z.strictObject({
   decision: z.enum(["allow", "deny"], { error: 'must be "allow" or "deny"' }),
   message: z.string().min(1, "must not be empty").max(MAX_PERMISSION_MESSAGE_CHARS).optional(),
+});
+
+const LIMIT_MESSAGE = `must be an integer 1..${MAX_RUN_LIST_LIMIT}`;
+/** `GET /runs?limit=`. */
+export const RunListQuery = z.object({
+  limit: z.string().regex(/^\d{1,4}$/, LIMIT_MESSAGE).transform(Number).pipe(z.number().min(1, LIMIT_MESSAGE).max(MAX_RUN_LIST_LIMIT, LIMIT_MESSAGE)).optional(),
 });
 
 export const PermissionsQuery = z.object({

@@ -16,6 +16,8 @@ export interface AppendRequest {
   events: PreparedEvent[];
   put: IndexPut[];
   del: string[];
+  /** `performance.now()` at the `append` call: where its latency is measured from. */
+  queuedAt: number;
   resolve: (events: LedgerEvent[]) => void;
   reject: (err: unknown) => void;
 }
@@ -35,7 +37,7 @@ export function prepareAppend(runId: string, events: NewEvent[], index: IndexCha
   for (const k of del) {
     if (typeof k !== "string" || k === "") throw invalid("index deletes need a non-empty string key");
   }
-  return { runId, events: prepared, put: [...put], del: [...del] };
+  return { runId, events: prepared, put: [...put], del: [...del], queuedAt: performance.now() };
 }
 
 /**

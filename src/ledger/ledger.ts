@@ -163,10 +163,25 @@ export interface Ledger {
   close(): Promise<void>;
 }
 
+/** One committed batch, as `LedgerOptions.onCommit` hears of it (what metrics count). */
+export interface CommittedBatch {
+  /** `append` calls merged into this one batch by group commit. */
+  appends: number;
+  /** Per append, in call order: seconds from its `append` call to its commit (queueing included). */
+  appendSeconds: number[];
+  /** The batch's events, seq order per run. Read-only. */
+  events: LedgerEvent[];
+}
+
 /** Options of `openLedger`. */
 export interface LedgerOptions {
   /** Where listener errors go; defaults to `console.error`. Must not throw. */
   onListenerError?: (err: unknown, runId: string) => void;
+  /**
+   * Told of every batch written, synchronously after the listeners and before the appends resolve.
+   * An observer, not a writer: what it throws is dropped, so it can never fail an append.
+   */
+  onCommit?: (batch: CommittedBatch) => void;
 }
 
 export { openLedger } from "./level-ledger.ts";

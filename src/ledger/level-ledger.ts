@@ -2,7 +2,7 @@ import { Level } from "level";
 import PQueue from "p-queue";
 import { SwarmError } from "../errors.ts";
 import { prepareAppend, storeEvent, type AppendRequest } from "./append-request.ts";
-import type { EphemeralEvent, IndexChanges, IndexPut, Ledger, LedgerEvent, LedgerOptions, LedgerStats, LiveEvent, NewEvent } from "./ledger.ts";
+import type { CommittedBatch, EphemeralEvent, IndexChanges, IndexPut, Ledger, LedgerEvent, LedgerOptions, LedgerStats, LiveEvent, NewEvent } from "./ledger.ts";
 import { eventKey, MAX_SEQ, RUN_META_PREFIX, runMetaKey, seqOfKey } from "./ledger-keys.ts";
 import { LiveListeners } from "./live-listeners.ts";
 
@@ -52,6 +52,7 @@ class LevelLedger implements Ledger {
   /** Runs dropped since open: their appends are refused, so a late write cannot bring one back. */
   readonly #dropped = new Set<string>();
   readonly #listeners: LiveListeners;
+  readonly #onCommit: ((batch: CommittedBatch) => void) | undefined;
   readonly #queue = new PQueue({ concurrency: 1 });
   #pending: AppendRequest[] = [];
   #flushQueued = false;
@@ -65,6 +66,7 @@ class LevelLedger implements Ledger {
     this.#index = openSublevel(db, "ix");
     this.#meta = openSublevel(db, "meta");
     this.#listeners = new LiveListeners(options.onListenerError ?? ((err, runId) => console.error(`ledger listener of run ${runId} threw:`, err)));
+    this.#onCommit = options.onCommit;
   }
 
   /** One reverse seek per known run: the last key of a run's range is its last seq. */
@@ -102,11 +104,13 @@ class LevelLedger implements Ledger {
     const group = this.#pending;
     this.#pending = [];
     let written: Written;
+    let committedAt = 0;
     try {
       written = this.#build(group);
       // fsync per batch: "durable" must survive a machine crash, and group commit is what
       // keeps that affordable (one sync for every append that queued behind the last one).
       if (written.ops.length > 0) await this.#db.batch(written.ops, { sync: true });
+      committedAt = performance.now();
     } catch (cause) {
       // Nothing was written and #last is untouched, so the seqs stay free and gap-free.
       const err = new SwarmError("INTERNAL", "ledger batch failed", { cause });
@@ -123,7 +127,17 @@ class LevelLedger implements Ledger {
         this.#listeners.deliver(req.runId, { persisted: true, ...event });
       }
     });
+    if (written.ops.length > 0) this.#observe(group, written, committedAt);
     group.forEach((req, i) => req.resolve(written.stored[i] ?? []));
+  }
+
+  #observe(group: AppendRequest[], written: Written, committedAt: number): void {
+    if (!this.#onCommit) return;
+    try {
+      this.#onCommit({ appends: group.length, appendSeconds: group.map((req) => (committedAt - req.queuedAt) / 1000), events: written.stored.flat() });
+    } catch {
+      // An observer (metrics) must not be able to fail the appends it watches.
+    }
   }
 
   /** Assign seqs on top of the committed ones and turn a group into one batch. */

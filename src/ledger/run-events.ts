@@ -15,7 +15,7 @@ const AgentId = z.string();
 const event = <T extends string, A extends z.ZodType, D extends z.ZodType>(type: T, agentId: A, data: D) =>
   z.object({ type: z.literal(type), agentId, data });
 
-const RunEventSchema = z.discriminatedUnion("type", [
+export const RunEventSchema = z.discriminatedUnion("type", [
   event("run_started", z.null(), z.object({ runId: z.string() })),
   event(
     "agent_spawned",

@@ -71,6 +71,12 @@ export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = { pids: 512, memoryMiB: 204
  */
 export interface SandboxRuntime {
   readonly kind: RuntimeKind;
+  /**
+   * Whether an agent's tools run where they cannot reach their harness or its control folder
+   * (another user, or no file system of the host's at all): what a harness enforces for the daemon
+   * (approval gates on its tools) holds only then.
+   */
+  readonly harnessOutOfReach: boolean;
 
   /**
    * Create an empty sandbox (empty `/work`, empty `/inputs`). Does not start the harness.

@@ -1,4 +1,4 @@
-import { runInNewContext } from "node:vm";
+import { createContext, runInContext, Script, type Context } from "node:vm";
 import { z } from "zod";
 
 /** Tools whose approvals the daemon enforces itself (the host calls it answers); the harness gates the rest. */
@@ -8,10 +8,10 @@ export const DAEMON_GATED_TOOLS: ReadonlySet<string> = new Set(["spawn_agent", "
 export const MAX_MATCH_LENGTH = 1_000;
 /** Most rules in one spec's `approve` (a child's policy is its parent's plus its own). */
 export const MAX_APPROVE_RULES = 64;
-/** How long one pattern may run on one call's arguments before the call is taken to match (fail closed). */
+/** How long a call's patterns may run on its arguments, all together, before the call is taken to match (fail closed). */
 const MATCH_TIMEOUT_MS = 50;
-/** Arguments longer than this (as JSON) are taken to match every pattern: asking is the safe answer. */
-const MAX_MATCHED_BYTES = 256 * 1024;
+/** Arguments longer than this many characters (as JSON) are taken to match every pattern: asking is the safe answer. */
+const MAX_MATCHED_CHARS = 256 * 1024;
 
 const isRegExp = (pattern: string): boolean => {
   try {
@@ -45,21 +45,27 @@ export function approveRuleSchema<T extends readonly [string, ...string[]]>(tool
 export type ApproveRule = "*" | { tool: string; match?: string };
 
 /**
- * Whether a call needs the operator's decision under `rules`. A pattern runs in a separate V8
- * context with a time limit, so a pattern that backtracks badly on what an agent sends cannot hang
- * whoever tests it; one that runs out of time, or arguments too large to test, count as a match.
+ * Whether a call needs the operator's decision under `rules`. The patterns of the call's tool run
+ * in a V8 context of their own, compiled once per policy, with one time limit for the whole call,
+ * so a pattern that backtracks badly on what an agent sends cannot hang whoever tests it. Running
+ * out of time, or arguments too large to test, count as a match: asking is the safe answer.
  */
 export function needsApproval(rules: readonly ApproveRule[], tool: string, args: unknown): boolean {
-  let json: string | undefined;
-  for (const rule of rules) {
+  const patterns: number[] = [];
+  for (const [index, rule] of rules.entries()) {
     if (rule === "*") return true;
     if (rule.tool !== tool) continue;
     if (rule.match === undefined) return true;
-    json ??= safeJson(args);
-    if (json === undefined || json.length > MAX_MATCHED_BYTES) return true;
-    if (matches(rule.match, json)) return true;
+    patterns.push(index);
   }
-  return false;
+  if (patterns.length === 0) return false;
+  const json = safeJson(args);
+  if (json === undefined || json.length > MAX_MATCHED_CHARS) return true;
+  try {
+    return matchesAny(compiled(rules), patterns, json);
+  } catch {
+    return true;
+  }
 }
 
 function safeJson(value: unknown): string | undefined {
@@ -70,11 +76,35 @@ function safeJson(value: unknown): string | undefined {
   }
 }
 
-function matches(pattern: string, text: string): boolean {
+/** A policy's patterns, compiled in their own context (rules without `match` hold `null`). */
+interface CompiledPolicy {
+  context: Context;
+}
+
+const POLICIES = new WeakMap<readonly ApproveRule[], CompiledPolicy>();
+const TEST = new Script("indexes.some((i) => patterns[i].test(text))");
+
+function compiled(rules: readonly ApproveRule[]): CompiledPolicy {
+  let policy = POLICIES.get(rules);
+  if (!policy) {
+    const sources = rules.map((rule) => (rule === "*" || rule.match === undefined ? null : rule.match));
+    const context = createContext({ sources });
+    // Compiled inside the context: the RegExp objects, and any time they take, are the context's.
+    runInContext("globalThis.patterns = sources.map((source) => (source === null ? null : new RegExp(source)))", context, { timeout: MATCH_TIMEOUT_MS });
+    policy = { context };
+    POLICIES.set(rules, policy);
+  }
+  return policy;
+}
+
+/** Throws when the patterns ran out of time. */
+function matchesAny(policy: CompiledPolicy, indexes: number[], text: string): boolean {
+  policy.context.indexes = indexes;
+  policy.context.text = text;
   try {
-    return runInNewContext("new RegExp(pattern).test(text)", { pattern, text }, { timeout: MATCH_TIMEOUT_MS }) === true;
-  } catch {
-    return true;
+    return TEST.runInContext(policy.context, { timeout: MATCH_TIMEOUT_MS }) === true;
+  } finally {
+    policy.context.text = "";
   }
 }
 

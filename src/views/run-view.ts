@@ -1,5 +1,5 @@
 import { decodeRunEvent, type RunEvent } from "../ledger/run-events.ts";
-import type { AgentView, Outcome, PermissionView, RunSnapshot, Usage } from "../swarm-api.ts";
+import { AGENT_STATES, type AgentState, type AgentView, type Outcome, type PermissionView, type RunSnapshot, type RunSummary, type Usage } from "../swarm-api.ts";
 
 export interface AgentRecord extends AgentView {
   waitFor: string[];
@@ -195,6 +195,15 @@ export function agentView(record: AgentRecord): AgentView {
   if (record.hibernated) view.hibernated = true;
   if (record.draining) view.draining = true;
   return view;
+}
+
+/** `GET /runs`: the run at a glance. */
+export function runSummary(view: RunView): RunSummary {
+  const states = Object.fromEntries(AGENT_STATES.map((state) => [state, 0])) as Record<AgentState, number>;
+  for (const agent of view.agents.values()) states[agent.state]++;
+  const root = view.agents.get(view.rootAgentId);
+  const live = states.spawning + states.provisioning + states.running + states.paused;
+  return { runId: view.runId, rootAgentId: view.rootAgentId, specName: root?.specName ?? "", createdAt: root?.createdAt ?? 0, states, agents: view.agents.size, live, usage: { ...view.usage } };
 }
 
 /** The run's snapshot; `queuePositions` adds each waiting agent's place in the start queue. */

@@ -41,6 +41,7 @@ describe("configuration from the environment", () => {
       SWARM_LIMIT_DISK_MIB: "100",
       SWARM_LIMIT_TMP_MIB: "16",
       SWARM_LOG_LEVEL: "warn",
+      SWARM_LOG_FORMAT: "json",
       SWARM_ALLOWED_HOSTS: "swarmd.internal, 10.0.0.5",
       SWARM_ISOLATION: "none",
       SWARM_BWRAP: "/opt/bwrap",
@@ -64,6 +65,7 @@ describe("configuration from the environment", () => {
       docker: { image: "img:1" },
       limits: { pids: 64, memoryMiB: 256, cpus: 0.5, diskMiB: 100, tmpMiB: 16 },
       logLevel: "warn",
+      logFormat: "json",
       allowedHosts: ["swarmd.internal", "10.0.0.5"],
       isolation: "none",
       bwrap: "/opt/bwrap",
@@ -87,10 +89,10 @@ describe("configuration from the environment", () => {
 
   it("refuses a bad value with CONFIG_INVALID naming each variable at fault", () => {
     assert.throws(
-      () => loadConfig({ SWARM_PORT: "70000", SWARM_RUNTIME: "vm", SWARM_TURN_MAX_MS: "soon", SWARM_START_CONCURRENCY: "0", SWARM_HIBERNATE_AFTER_MS: "-1" }),
+      () => loadConfig({ SWARM_PORT: "70000", SWARM_RUNTIME: "vm", SWARM_TURN_MAX_MS: "soon", SWARM_START_CONCURRENCY: "0", SWARM_HIBERNATE_AFTER_MS: "-1", SWARM_LOG_FORMAT: "xml" }),
       (err: unknown) => {
         assert.ok(isSwarmError(err, "CONFIG_INVALID"), String(err));
-        for (const name of ["SWARM_PORT", "SWARM_RUNTIME", "SWARM_TURN_MAX_MS", "SWARM_START_CONCURRENCY", "SWARM_HIBERNATE_AFTER_MS"]) assert.match(err.message, new RegExp(name));
+        for (const name of ["SWARM_PORT", "SWARM_RUNTIME", "SWARM_TURN_MAX_MS", "SWARM_START_CONCURRENCY", "SWARM_HIBERNATE_AFTER_MS", "SWARM_LOG_FORMAT"]) assert.match(err.message, new RegExp(name));
         return true;
       },
     );

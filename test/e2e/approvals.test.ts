@@ -10,25 +10,17 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { spawnDaemon } from "../support/daemon-process.ts";
 import { openEvents } from "../support/sse-client.ts";
+import { createMemoryRuntime } from "../../src/sandbox/memory/memory-runtime.ts";
 import { startDaemon, type Daemon, type Json } from "../support/daemon.ts";
+import { pollUntil } from "../support/poll.ts";
 
 type Call = Daemon["call"];
 const runtimeKind = () => process.env.SWARM_E2E_RUNTIME ?? "process";
 
-/** Poll `read` until `match` holds. */
-async function until<T>(read: () => Promise<T>, match: (value: T) => boolean, what: string, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (match(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /** The run's inbox once it holds `count` requests in `state`. */
 const inbox = (call: Call, runId: string, count: number, state = "pending") =>
-  until(
+  pollUntil(
     async () => (await call("GET", `/runs/${runId}/permissions?state=${state}`)).body.permissions as Json[],
     (list) => list.length >= count,
     `run ${runId} never had ${count} ${state} approval request(s)`,
@@ -159,7 +151,7 @@ describe(`approvals (${runtimeKind()} runtime)`, () => {
     assert.equal(spawnAsk.tool, "spawn_agent");
     assert.equal((await d.call("GET", `/runs/${runId}`)).body.agents.length, 1, "no child before the decision");
     await d.call("POST", `/agents/${agentId}/permissions/${spawnAsk.requestId}`, { decision: "allow" });
-    const pending = await until(
+    const pending = await pollUntil(
       async () => (await d.call("GET", `/runs/${runId}/permissions`)).body.permissions as Json[],
       (list) => list.length === 1 && list[0].tool === "bash",
       "the child's bash call never reached the inbox",
@@ -274,6 +266,32 @@ describe(`approvals (${runtimeKind()} runtime)`, () => {
     const unknown = await d.call("POST", "/runs", { spec: { name: "x", script: [], approve: [{ tool: "curl" }] } });
     assert.equal(unknown.status, 400);
     assert.match(unknown.body.error, /body\.spec\.approve\[0\]/);
+  });
+});
+
+describe("approvals where the harness is within the agent's reach", () => {
+  let d: Daemon;
+  before(async () => {
+    // As the process runtime without root: the agent's tools run as the harness's user.
+    d = await startDaemon({ runtime: () => ({ ...createMemoryRuntime(), harnessOutOfReach: false }) });
+  });
+  after(() => d.stop());
+
+  it("rules the harness would enforce are refused with a 400; the daemon's own gates still work", async () => {
+    for (const approve of [[{ tool: "bash" }], ["*"], [{ tool: "write", match: "x" }]]) {
+      const refused = await d.call("POST", "/runs", { spec: { name: "x", script: [], approve } });
+      assert.equal(refused.status, 400, JSON.stringify(approve));
+      assert.match(refused.body.error, /body\.spec\.approve: rules for bash, read, write, edit or "\*" are enforced by the harness/);
+    }
+    const { runId, agentId } = await startRun(d.call, {
+      approve: [{ tool: "spawn_agent" }],
+      script: [{ tool: "spawn_agent", args: { spec: { name: "kid", script: [] } } }, { text: "{{lastToolResult}}" }],
+    });
+    const [request] = await inbox(d.call, runId, 1);
+    assert.equal(request.tool, "spawn_agent");
+    const child = await d.call("POST", `/runs/${runId}/agents`, { parentAgentId: agentId, spec: { name: "kid", script: [], approve: [{ tool: "read" }] } });
+    assert.equal(child.status, 400, "a child cannot add one either");
+    await d.call("POST", `/agents/${agentId}/stop`, {});
   });
 });
 

@@ -73,7 +73,9 @@ describe(`drain (${process.env.SWARM_E2E_RUNTIME ?? "process"} runtime)`, () => 
     assert.equal((await d.call("GET", `/agents/${agentId}/result`)).body.result, "finished slowly", "the turn ran to its end");
     const end = await endedOf(runId, agentId);
     assert.equal(end.data.reason, "drained");
-    assert.equal((await events(runId, "agent_draining", agentId)).length, 1);
+    const marks = await events(runId, "agent_draining", agentId);
+    assert.equal(marks.length, 1);
+    assert.ok(Math.abs(marks[0].data.deadline - marks[0].at - 600_000) < 5_000, "the default deadline: 10 minutes");
     // On the stream: the mark, the turn's result, then the end.
     const streamed = await stream.waitFor((m) => m.event === "agent_ended" && m.data.agentId === agentId, 10_000);
     stream.close();
@@ -90,7 +92,7 @@ describe(`drain (${process.env.SWARM_E2E_RUNTIME ?? "process"} runtime)`, () => 
     await busy(runId, agentId);
     await d.call("POST", `/agents/${agentId}/stop`, { mode: "drain" });
     await waitForState(d, agentId, "done", 60_000);
-    assert.match((await d.call("GET", `/agents/${agentId}/result`)).body.result, /is draining: it starts no new children/);
+    assert.match((await d.call("GET", `/agents/${agentId}/result`)).body.result, /is draining: it takes no new prompt, steer or spawn/);
     assert.equal((await d.call("GET", `/runs/${runId}`)).body.agents.length, 1, "no child was made");
   });
 

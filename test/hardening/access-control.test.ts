@@ -121,6 +121,7 @@ describe("access control", () => {
       ["GET", `/agents/${run.rootAgentId}/result`],
       ["GET", `/runs/${run.runId}/permissions`],
       ["POST", `/agents/${run.rootAgentId}/permissions/p_0123456789abcdef01234567`, { decision: "allow" }],
+      ["GET", "/metrics"],
       ["GET", "/no-such-route"],
       ["POST", "/health"],
     ];
@@ -165,6 +166,7 @@ describe("access control", () => {
       const ok = { authorization: `Bearer ${TOKEN}` };
       assert.equal((await d.call("GET", `/runs/${run.runId}`, undefined, ok)).status, 200);
       assert.equal((await d.call("GET", `/agents/${run.rootAgentId}`, undefined, { authorization: `bearer ${TOKEN}` })).status, 200);
+      assert.equal((await fetch(`${d.url}/metrics`, { headers: ok })).status, 200);
       const events = await openEvents(d.url, run.runId, { token: TOKEN });
       await events.waitFor((m) => m.event === "run_started");
       events.close();

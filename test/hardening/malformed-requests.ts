@@ -224,7 +224,7 @@ const FAMILIES: ReadonlyArray<readonly [string, (rng: Rng, t: Targets) => Malfor
   }],
   ["wrong method", (rng, t) => {
     const path = pick(rng, [`/runs`, `/runs/${t.runId}`, `/runs/${t.runId}/events`, `/runs/${t.runId}/agents`, `/agents/${t.agentId}`, `/agents/${t.agentId}/result`, "/health", ...POST_AGENT_ACTIONS.map((a) => `/agents/${t.agentId}/${a}`)]);
-    const allowed: Record<string, string[]> = { "/runs": ["POST"], "/health": ["GET"] };
+    const allowed: Record<string, string[]> = { "/runs": ["POST", "GET"], "/health": ["GET"] };
     const method = pick(rng, ["GET", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "POST"].filter((m) => {
       if (allowed[path]) return !allowed[path].includes(m);
       if (path.endsWith("/events") || path.endsWith("/result") || path === `/agents/${t.agentId}`) return m !== "GET";

@@ -2,7 +2,7 @@ import { setImmediate as tick } from "node:timers/promises";
 import type { FastifyInstance } from "fastify";
 import { buildServer, type ServerConfig } from "../../src/http/build-server.ts";
 import type { EventSource, LedgerEvent, LiveEvent } from "../../src/http/event-source.ts";
-import type { AgentView, PermissionView, ResultView, SwarmApi } from "../../src/swarm-api.ts";
+import type { AgentView, PermissionView, ResultView, RunSummary, SwarmApi } from "../../src/swarm-api.ts";
 
 export const RUN_ID = "r_1";
 export const ROOT_ID = "a_1";
@@ -37,6 +37,17 @@ export const PERMISSION: PermissionView = {
   message: null,
   by: null,
   resolvedAt: null,
+};
+
+export const RUN_SUMMARY: RunSummary = {
+  runId: RUN_ID,
+  rootAgentId: ROOT_ID,
+  specName: "echo",
+  createdAt: 1_700_000_000_000,
+  states: { spawning: 0, provisioning: 0, running: 1, paused: 0, done: 0, aborted: 0 },
+  agents: 1,
+  live: 1,
+  usage: AGENT.usage,
 };
 
 export const NO_CAPS = { maxTokens: null, maxCostUsd: null, remainingTokens: null, remainingCostUsd: null };
@@ -122,6 +133,14 @@ export function createFakeSwarm() {
       waits.push(ended);
       await ended;
       return result;
+    },
+    listRuns(limit) {
+      record("listRuns", limit);
+      return { runs: [RUN_SUMMARY] };
+    },
+    getMachine(agentId) {
+      record("getMachine", agentId);
+      return { agentId, running: true, value: { live: { running: "idle" } }, tags: ["live", "running"], transitions: [{ at: 1_700_000_000_100, event: "xstate.done.actor.0.agent.unforked.provisioning", value: { live: { running: "idle" } } }] };
     },
     listPermissions(runId, state) {
       record("listPermissions", runId, state);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { AGENT, NO_CAPS, PENDING, PERMISSION, ROOT_ID, RUN_ID, SETTLED, setup } from "./fakes.ts";
+import { AGENT, NO_CAPS, PENDING, PERMISSION, ROOT_ID, RUN_ID, RUN_SUMMARY, SETTLED, setup } from "./fakes.ts";
 
 const SPEC = { name: "echo", script: [] };
 const JSON_TYPE = "application/json; charset=utf-8";
@@ -23,6 +23,31 @@ test("POST /runs answers 202 with the run and passes the parsed request on", asy
   assert.equal(res.headers["content-type"], JSON_TYPE);
   assert.deepEqual(res.json(), { runId: RUN_ID, rootAgentId: ROOT_ID, state: "provisioning" });
   assert.deepEqual(swarm.last("createRun"), [payload]);
+});
+
+test("GET /runs answers 200 {runs}; limit is passed on, and a bad one is a 400", async (t) => {
+  const { app, swarm } = setup();
+  t.after(() => app.close());
+  const res = await app.inject({ method: "GET", url: "/runs" });
+  assert.equal(res.statusCode, 200);
+  assert.deepEqual(res.json(), { runs: [RUN_SUMMARY] });
+  assert.deepEqual(swarm.last("listRuns"), [undefined]);
+  await app.inject({ method: "GET", url: "/runs?limit=5" });
+  assert.deepEqual(swarm.last("listRuns"), [5]);
+  for (const limit of ["0", "1001", "x", "-1"]) {
+    const bad = await app.inject({ method: "GET", url: `/runs?limit=${limit}` });
+    assert.equal(bad.statusCode, 400, limit);
+    assert.match(bad.json().error, /query\.limit: must be an integer 1\.\.1000/);
+  }
+});
+
+test("GET /agents/:agentId/machine answers 200 with the machine's view", async (t) => {
+  const { app, swarm } = setup();
+  t.after(() => app.close());
+  const res = await app.inject({ method: "GET", url: "/agents/a_1/machine" });
+  assert.equal(res.statusCode, 200);
+  assert.deepEqual(res.json().tags, ["live", "running"]);
+  assert.deepEqual(swarm.last("getMachine"), [ROOT_ID]);
 });
 
 test("GET /runs/:runId answers 200 with the snapshot", async (t) => {

@@ -183,6 +183,17 @@ describe("agent machine", () => {
     assert.deepEqual(r.facts.at(-1), { agentId: "busy", fact: { kind: "ended", outcome: "success", reason: "drained" } });
   });
 
+  it("drain of an agent whose turn fails: it ends failed, and drained", async () => {
+    const fx = fakeEffects();
+    const r = startRun(fx);
+    r.add({ agentId: "a", prompt: "go", keepAlive: true });
+    await flush();
+    r.run.getSnapshot().children["a"]!.send({ type: "drain", drain: { subtree: false, deadline: 1 } });
+    fx.harnesses.get("a")!.send({ type: "harness.settled", outcome: "failed", text: null, error: "boom", hseq: 1 });
+    await flush();
+    assert.deepEqual(r.facts.at(-1), { agentId: "a", fact: { kind: "ended", outcome: "failed", error: "boom", reason: "drained" } });
+  });
+
   it("drain of a subtree: a parent waits for its children; with scope agent it does not", async () => {
     const fx = fakeEffects();
     const r = startRun(fx);

@@ -69,7 +69,7 @@ describe("fail closed: no bubblewrap, no process runtime", () => {
     assert.deepEqual([health.status, health.body], [200, { ok: true }]);
     const warnings = d.output().split("\n").filter((line) => /UNISOLATED/.test(line));
     assert.equal(warnings.length, 1, d.output());
-    assert.match(warnings[0] ?? "", /^swarmd: isolation is turned off: sandboxes run UNISOLATED/);
+    assert.match(warnings[0] ?? "", /"level":40,.*"msg":"isolation is turned off: sandboxes run UNISOLATED/, "a warning, in the log like every line");
     assert.match(d.output(), /isolation none/, "the runtime says what it chose");
   });
 });

@@ -19,7 +19,7 @@ export async function spawnDaemon(dataDir: string, env: Record<string, string> =
   const port = await freePort();
   const child = spawn(process.execPath, ["--import", "tsx", join(SWARMD_ROOT, "src/main.ts")], {
     cwd: SWARMD_ROOT,
-    env: { ...process.env, SWARM_DATA_DIR: dataDir, SWARM_HOST: "127.0.0.1", SWARM_PORT: String(port), SWARM_LOG_LEVEL: "warn", ...env },
+    env: { ...process.env, SWARM_DATA_DIR: dataDir, SWARM_HOST: "127.0.0.1", SWARM_PORT: String(port), SWARM_LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";

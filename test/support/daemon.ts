@@ -7,6 +7,8 @@ import { createSwarmService, type SwarmService } from "../../actors/swarm-servic
 import type { ModelGateway } from "../../src/gateway/gateway.ts";
 import { buildServer } from "../../src/http/build-server.ts";
 import { openLedger, type Ledger } from "../../src/ledger/ledger.ts";
+import { DaemonMetrics } from "../../src/metrics/daemon-metrics.ts";
+import { observeRuntime } from "../../src/metrics/observed-runtime.ts";
 import { createResultStore } from "../../src/results/result-store.ts";
 import { createDockerRuntime } from "../../src/sandbox/docker/docker-runtime.ts";
 import { createMemoryRuntime } from "../../src/sandbox/memory/memory-runtime.ts";
@@ -18,7 +20,10 @@ export interface Daemon {
   dataDir: string;
   service: SwarmService;
   ledger: Ledger;
+  /** The runtime as the test made it (the service gets it timed for metrics). */
   runtime: SandboxRuntime;
+  /** The daemon's own metrics registry and hooks; absent with `metrics: false`. */
+  metrics?: DaemonMetrics;
   /** JSON request; resolves with status, headers and parsed body (undefined when empty). */
   call<T = Json>(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Reply<T>>;
   stop(): Promise<void>;
@@ -41,26 +46,31 @@ export interface DaemonOptions {
   hibernateAfterMs?: number;
   /** Sandbox starts at once (SWARM_START_CONCURRENCY); default: one per core. */
   startConcurrency?: number;
+  /** `GET /metrics` and what feeds it, as the daemon has them; default true. */
+  metrics?: boolean;
 }
 
 /** The whole daemon in this process, on a real loopback port, with real sandboxes and a real ledger. */
 export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "swarmd-e2e-"));
-  const ledger = await openLedger(join(dataDir, "ledger"));
+  const metrics = options.metrics === false ? undefined : new DaemonMetrics();
+  const ledger = await openLedger(join(dataDir, "ledger"), { onCommit: metrics?.ledgerCommitted });
   const runtime = options.runtime?.(dataDir) ?? defaultRuntime(dataDir);
   const service = createSwarmService({
     config: { dataDir, turnMaxMs: options.turnMaxMs ?? 1_800_000, limits: options.limits, hibernateAfterMs: options.hibernateAfterMs },
-    runtime,
+    runtime: metrics ? observeRuntime(runtime, metrics.sandboxCallEnded) : runtime,
     ledger,
     results: createResultStore(dataDir),
     gateway: options.gateway,
     starts: new StartQueue(options.startConcurrency),
     log: process.env.SWARM_TEST_LOG ? (message) => console.error(`[swarmd] ${message}`) : undefined,
+    onHarnessReconnect: metrics?.harnessReconnected,
   });
+  metrics?.watch({ agents: () => service.countAgents() });
   const app = buildServer({
     swarm: service,
     events: ledger,
-    config: { bodyLimitBytes: options.bodyLimitBytes ?? 1024 * 1024, token: options.token, slowConsumerLimit: options.slowConsumerLimit, logger: false },
+    config: { bodyLimitBytes: options.bodyLimitBytes ?? 1024 * 1024, token: options.token, slowConsumerLimit: options.slowConsumerLimit, metrics, logger: false },
   });
   await app.listen({ host: "127.0.0.1", port: 0 });
   const address = app.server.address();
@@ -73,6 +83,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> 
     service,
     ledger,
     runtime,
+    metrics,
     call: (method, path, body, headers) => call(url, method, path, body, headers),
     async stop() {
       await app.close();

@@ -11,6 +11,9 @@ type AgentParams = { Params: { agentId: string } };
 export function agentRoutes(app: FastifyInstance, swarm: SwarmApi): void {
   app.get<AgentParams>("/agents/:agentId", async (request) => swarm.getAgent(agentIdParam(request.params.agentId)));
 
+  // The agent's machine: state value, tags, latest transitions (an offline stand-in for the Stately inspector).
+  app.get<AgentParams>("/agents/:agentId/machine", async (request) => swarm.getMachine(agentIdParam(request.params.agentId)));
+
   app.post<AgentParams>("/agents/:agentId/budget", async (request) => {
     const agentId = agentIdParam(request.params.agentId);
     return swarm.setBudget(agentId, parseOrThrow(SpendCapsSchema, request.body, "body"));

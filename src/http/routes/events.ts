@@ -13,6 +13,8 @@ export interface EventRouteDeps {
   slowConsumerLimit: number;
   /** Open streams, so the server can end them when it closes. */
   streams: Set<EventStream>;
+  /** Told of each ephemeral event a stream dropped for a client that was behind (metrics). */
+  onEphemeralDropped?: () => void;
 }
 
 /**

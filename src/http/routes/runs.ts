@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import type { SwarmApi } from "../../swarm-api.ts";
 import { parseOrThrow } from "../../validation.ts";
-import { CreateRunBody, DeleteRunQuery, PermissionsQuery, runIdParam, SpawnBody } from "../schemas.ts";
+import { CreateRunBody, DeleteRunQuery, PermissionsQuery, runIdParam, RunListQuery, SpawnBody } from "../schemas.ts";
 
 export interface RunRouteDeps {
   swarm: SwarmApi;
@@ -14,6 +14,12 @@ export function runRoutes(app: FastifyInstance, { swarm, endStreams }: RunRouteD
   app.post("/runs", async (request, reply) => {
     const body = parseOrThrow(CreateRunBody, request.body, "body");
     return reply.code(202).send(await swarm.createRun(body));
+  });
+
+  // Every run, newest first, with its agents counted by state.
+  app.get("/runs", async (request) => {
+    const { limit } = parseOrThrow(RunListQuery, request.query, "query", "INVALID_QUERY");
+    return swarm.listRuns(limit);
   });
 
   app.get<{ Params: { runId: string } }>("/runs/:runId", async (request) => swarm.getRun(runIdParam(request.params.runId)));

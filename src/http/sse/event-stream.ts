@@ -19,6 +19,8 @@ export interface EventStreamOptions {
   /** Persisted events held back from a client that is not reading before the connection is cut. */
   slowConsumerLimit: number;
   log: FastifyBaseLogger;
+  /** Told of each ephemeral event dropped for this client (metrics); must not throw. */
+  onEphemeralDropped?: () => void;
 }
 
 /**
@@ -140,8 +142,10 @@ export class EventStream {
   #onLive(e: LiveEvent): void {
     if (this.#closed) return;
     if (!e.persisted) {
-      if (this.#blocked || this.#queue.length > 0) this.#droppedEphemeral++;
-      else this.#send(ephemeralMessage(e));
+      if (this.#blocked || this.#queue.length > 0) {
+        this.#droppedEphemeral++;
+        this.#o.onEphemeralDropped?.();
+      } else this.#send(ephemeralMessage(e));
       return;
     }
     if (e.seq <= this.#lastSent) return;

@@ -209,6 +209,8 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
 
   return {
     kind: "docker",
+    // The agent's user (65532) owns neither the harness's process nor its control folder.
+    harnessOutOfReach: true,
     provision,
     fork,
     writeInputs,

@@ -60,6 +60,8 @@ export function createMemoryRuntime(options: MemoryRuntimeOptions = {}): MemoryR
 
   const runtime: MemoryRuntime = {
     kind: "simulated",
+    // The agent's tools work on in-memory files; the harness's spec is not among them.
+    harnessOutOfReach: true,
     table,
 
     async provision(req, signal) {

@@ -116,6 +116,7 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
 
   return {
     kind: "process",
+    harnessOutOfReach: ctx.separateUsers,
     diskWatch,
     isolation,
     freezer: ctx.freezer,
