@@ -4,8 +4,8 @@ import { loadModelCatalog } from "../src/gateway/models.ts";
 import type { Ledger } from "../src/ledger/ledger.ts";
 import type { ResultStore } from "../src/results/result-store.ts";
 import { DEFAULT_SANDBOX_LIMITS, type SandboxRuntime } from "../src/sandbox/runtime.ts";
-import { AGENT_STATES, DEFAULT_RUN_LIST_LIMIT, type AgentState, type SwarmApi } from "../src/swarm-api.ts";
-import { runSummary } from "../src/views/run-view.ts";
+import { DEFAULT_RUN_LIST_LIMIT, type AgentState, type SwarmApi } from "../src/swarm-api.ts";
+import { countStates, createRunView, runSummary } from "../src/views/run-view.ts";
 import { finishPurges } from "./run/purge.ts";
 import { restoreRuns } from "./run/restore.ts";
 import { Run, type RunDeps, type ServiceConfig } from "./run/run.ts";
@@ -102,9 +102,9 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
     result: async (agentId, waitSeconds, signal) => runOf(agentId).result(agentId, waitSeconds, signal),
     hasRun: (runId) => runs.has(runId),
     countAgents: () => {
-      const counts = Object.fromEntries(AGENT_STATES.map((state) => [state, 0])) as Record<AgentState, number>;
-      for (const run of runs.values()) for (const agent of run.view.agents.values()) counts[agent.state] += 1;
-      return counts;
+      let counts: Record<AgentState, number> | undefined;
+      for (const run of runs.values()) counts = countStates(run.view, counts);
+      return counts ?? countStates(createRunView(""));
     },
     async close() {
       for (const run of runs.values()) run.close();

@@ -197,10 +197,15 @@ export function agentView(record: AgentRecord): AgentView {
   return view;
 }
 
+/** How many of the view's agents are in each state, added to `counts` (every state named, 0 included). */
+export function countStates(view: RunView, counts = Object.fromEntries(AGENT_STATES.map((state) => [state, 0])) as Record<AgentState, number>): Record<AgentState, number> {
+  for (const agent of view.agents.values()) counts[agent.state]++;
+  return counts;
+}
+
 /** `GET /runs`: the run at a glance. */
 export function runSummary(view: RunView): RunSummary {
-  const states = Object.fromEntries(AGENT_STATES.map((state) => [state, 0])) as Record<AgentState, number>;
-  for (const agent of view.agents.values()) states[agent.state]++;
+  const states = countStates(view);
   const root = view.agents.get(view.rootAgentId);
   const live = states.spawning + states.provisioning + states.running + states.paused;
   return { runId: view.runId, rootAgentId: view.rootAgentId, specName: root?.specName ?? "", createdAt: root?.createdAt ?? 0, states, agents: view.agents.size, live, usage: { ...view.usage } };
