@@ -6,24 +6,34 @@ SHELL := /bin/bash
 NODE_STAMP := node_modules/.install-stamp
 SETUP_MACHINE := scripts/setup-machine.sh
 
+# The web console, built by Vite from src/console (and the daemon's files it imports) into dist/console,
+# which the daemon serves at /. `npm ci` builds it too (the `prepare` script); this rebuilds it when a
+# source is newer.
+CONSOLE := dist/console/index.html
+CONSOLE_SOURCES := $(shell find src/console src/views -type f) src/swarm-api.ts src/ledger/run-events.ts src/harness/protocol.ts
+
 .PHONY: run test check bench sandbox-image install
 
-install: $(NODE_STAMP)
+install: $(NODE_STAMP) $(CONSOLE)
 
 $(NODE_STAMP): package-lock.json package.json
 	npm ci --no-audit --no-fund
 	@touch $(NODE_STAMP)
 
-run: $(NODE_STAMP)
+$(CONSOLE): $(NODE_STAMP) $(CONSOLE_SOURCES)
+	npm run --silent build:console
+
+run: $(NODE_STAMP) $(CONSOLE)
 	$(SETUP_MACHINE) && npx tsx src/main.ts
 
 TESTS ?= $(shell find test -name "*.test.ts" | sort)
 
-test: $(NODE_STAMP)
+test: $(NODE_STAMP) $(CONSOLE)
 	$(SETUP_MACHINE) --tests && node --import tsx --test --test-concurrency=1 $(TESTS)
 
 check: $(NODE_STAMP)
 	npx tsc --noEmit -p .
+	npx tsc --noEmit -p src/console
 
 # Benchmarks, not tests: they print markdown tables (README "Benchmarks"); BENCH_* variables in bench/*.ts.
 bench: $(NODE_STAMP)

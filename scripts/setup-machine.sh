@@ -4,7 +4,8 @@
 # host's addresses out of its namespace). prlimit, setpriv and nsenter come with util-linux. With
 # `--tests` (make test) also what only the tests use: prometheus and promtool, which
 # test/e2e/prometheus.test.ts scrapes the daemon with (not for `make run`: Debian's package starts a
-# Prometheus server of its own on systemd hosts). As root on Debian: one `apt-get update`, one
+# Prometheus server of its own on systemd hosts), and chromium, which test/console drives through
+# playwright-core (never a downloaded browser). As root on Debian: one `apt-get update`, one
 # `apt-get install` of the missing packages, and nothing at all when every command is there. Not
 # root: prints what to install and carries on; the daemon then refuses to start without bubblewrap
 # (SWARM_ISOLATION).
@@ -17,11 +18,12 @@ declare -A PACKAGE_OF=(
   [ip]=iproute2
   [prometheus]=prometheus
   [promtool]=prometheus
+  [chromium]=chromium
 )
 
 missing=()
 commands=(bwrap slirp4netns ip)
-[[ "${1:-}" == "--tests" ]] && commands+=(prometheus promtool)
+[[ "${1:-}" == "--tests" ]] && commands+=(prometheus promtool chromium)
 for command in "${commands[@]}"; do
   # ip lives in /usr/sbin, which a user's PATH may not hold.
   if ! PATH="$PATH:/usr/sbin:/sbin" command -v "$command" >/dev/null 2>&1; then

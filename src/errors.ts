@@ -37,6 +37,7 @@ export const ERROR_CODES = {
   // Misc
   CONFIG_INVALID: "The configuration is not valid.",
   INTERNAL: "Internal error.",
+  CONSOLE_NOT_BUILT: "The web console is not built.",
   LEDGER_CLOSED: "The ledger is closed.",
 } as const;
 

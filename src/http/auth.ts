@@ -4,10 +4,10 @@ import { SwarmError } from "../errors.ts";
 
 /**
  * Routes anyone may call: liveness probes carry no credentials, and a browser cannot put a token on
- * a page load, so the docs page and its static files are open (they are the same for everyone; the
- * page asks for the token before it loads `/openapi.json`).
+ * a page load, so the docs page, the console and their static files are open (they are the same for
+ * everyone; each page asks for the token and sends it on every API call it makes).
  */
-const OPEN_ROUTES = new Set(["/health", "/docs", "/docs/:asset"]);
+const OPEN_ROUTES = new Set(["/health", "/docs", "/docs/:asset", "/", "/console/:asset"]);
 
 /**
  * An `onRequest` hook requiring `Authorization: Bearer <token>` on every route but the open ones above.

@@ -5,6 +5,7 @@ import type { DaemonMetrics } from "../metrics/daemon-metrics.ts";
 import { serveMetrics } from "../metrics/serve-metrics.ts";
 import type { SwarmApi } from "../swarm-api.ts";
 import { bearerAuth } from "./auth.ts";
+import { consolePage } from "./console-page.ts";
 import { sendClientError, sendError } from "./errors.ts";
 import { hostCheck } from "./host-check.ts";
 import type { EventSource } from "./event-source.ts";
@@ -18,7 +19,7 @@ import type { EventStream } from "./sse/event-stream.ts";
 export interface ServerConfig {
   /** Largest accepted request body; larger ones are a 413. */
   bodyLimitBytes: number;
-  /** When set, every route but `/health` and the docs page's files (`auth.ts`) needs `Authorization: Bearer <token>`. */
+  /** When set, every route but `/health`, the docs page, the console and their files (`auth.ts`) needs `Authorization: Bearer <token>`. */
   token?: string;
   /**
    * Host header names served besides 127.0.0.1, localhost and [::1] (the daemon's SWARM_HOST and
@@ -31,6 +32,8 @@ export interface ServerConfig {
   slowConsumerLimit?: number;
   /** The daemon's metrics: when set, `GET /metrics` serves them and requests and streams are counted. */
   metrics?: DaemonMetrics;
+  /** The console's build (default `dist/console/` of the installation). */
+  consoleDir?: string;
   /** Fastify's logger options (tests: `false`), or the daemon's own logger (`loggerInstance`). */
   logger?: FastifyServerOptions["logger"];
   loggerInstance?: FastifyBaseLogger;
@@ -107,6 +110,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   runRoutes(app, { swarm: deps.swarm, endStreams });
   agentRoutes(app, deps.swarm);
   openApiRoutes(app);
+  consolePage(app, config.consoleDir);
   // The plugin hooks `onRoute` when it loads, so the event routes are registered after it.
   // Messages carry their data already serialized (once per event, shared by every stream): see
   // sse-message.ts. Anything else is serialized as the plugin would.

@@ -28,6 +28,7 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   SANDBOX_FREEZE_FAILED: 502,
   SANDBOX_THAW_FAILED: 502,
   RUNTIME_UNAVAILABLE: 503,
+  CONSOLE_NOT_BUILT: 503,
 };
 
 /**

@@ -7,9 +7,11 @@
  */
 import assert from "node:assert/strict";
 import { request } from "node:http";
+import { readdirSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import type { JsonObject, OpenApiDocument } from "../../src/http/openapi/openapi-document.ts";
+import { CONSOLE_DIR } from "../../src/http/console-page.ts";
 import { OPERATIONS } from "../../src/http/openapi/operations.ts";
 import { startDaemon, waitForState, type Daemon, type Json } from "../support/daemon.ts";
 import { openEvents } from "../support/sse-client.ts";
@@ -131,6 +133,14 @@ describe("every operation of /openapi.json answers as documented (live daemon)",
       [
         { what: "valid", call: at(() => "/docs/swagger-ui-bundle.js"), status: 200 },
         { what: "unknown file", call: at(() => "/docs/nope.js"), status: 404 },
+      ],
+    ],
+    ["getConsole", [{ what: "valid", call: at(() => "/"), status: 200 }]],
+    [
+      "getConsoleAsset",
+      [
+        { what: "valid", call: at(() => `/console/${readdirSync(CONSOLE_DIR).find((name) => name.endsWith(".js")) ?? "missing.js"}`), status: 200 },
+        { what: "unknown file", call: at(() => "/console/nope.js"), status: 404 },
       ],
     ],
     [

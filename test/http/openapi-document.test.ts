@@ -130,5 +130,5 @@ test("bearer security is on exactly the routes that refuse a request without the
       assert.ok(operation.responses["401"]?.headers?.["WWW-Authenticate"], `${key} documents 401 with WWW-Authenticate`);
     }
   }
-  assert.deepEqual(open.sort(), ["GET /docs", "GET /docs/:asset", "GET /health"]);
+  assert.deepEqual(open.sort(), ["GET /", "GET /console/:asset", "GET /docs", "GET /docs/:asset", "GET /health"]);
 });

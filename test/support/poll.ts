@@ -8,3 +8,8 @@ export async function pollUntil<T>(read: () => Promise<T>, match: (value: T) => 
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/** Check `check` every 50 ms until it holds; past `timeoutMs`, fail saying `what`. */
+export async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 60_000): Promise<void> {
+  await pollUntil(async () => await check(), (ok) => ok, what, timeoutMs);
+}

@@ -1,10 +1,9 @@
-import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance } from "fastify";
 import { SwarmError } from "../../errors.ts";
+import { sendFile as send, staticFiles } from "../static-file.ts";
 
 const SWAGGER_UI_DIR = dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"));
 const PAGE_DIR = join(dirname(fileURLToPath(import.meta.url)), "docs-page");
@@ -29,12 +28,6 @@ export const DOCS_ASSET_NAMES: readonly string[] = Object.keys(ASSETS);
  */
 const PAGE_POLICY = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
 
-interface File {
-  body: Buffer;
-  type: string;
-  etag: string;
-}
-
 /**
  * `GET /docs` (swagger-ui showing `/openapi.json`) and `GET /docs/:asset`, from package files: no
  * CDN, no internet. They need no token (`auth.ts`): a browser cannot put one on a page load, and
@@ -42,16 +35,8 @@ interface File {
  * Files are read on first request and kept.
  */
 export function docsPage(app: FastifyInstance): void {
-  const files = new Map<string, File>();
-  const load = (name: string, dir: string, type: string): File => {
-    let file = files.get(name);
-    if (file === undefined) {
-      const body = readFileSync(join(dir, name));
-      file = { body, type, etag: `"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"` };
-      files.set(name, file);
-    }
-    return file;
-  };
+  const read = staticFiles();
+  const load = (name: string, dir: string, type: string) => read(join(dir, name), type);
 
   app.get("/docs", async (request, reply) => {
     reply.header("content-security-policy", PAGE_POLICY).header("referrer-policy", "no-referrer");
@@ -64,11 +49,4 @@ export function docsPage(app: FastifyInstance): void {
     if (known === undefined) throw new SwarmError("NOT_FOUND", `No route GET ${request.url.split("?")[0] ?? ""}.`);
     return send(request, reply, load(asset, known.dir, known.type));
   });
-}
-
-/** The file, or a 304 when the client holds this version; clients revalidate each time, so an upgrade shows at once. */
-function send(request: FastifyRequest, reply: FastifyReply, file: File): FastifyReply {
-  reply.header("cache-control", "no-cache").header("etag", file.etag).header("x-content-type-options", "nosniff");
-  if (request.headers["if-none-match"] === file.etag) return reply.code(304).send();
-  return reply.type(file.type).send(file.body);
 }

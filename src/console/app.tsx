@@ -1,0 +1,98 @@
+import { useEffect, useState } from "preact/hooks";
+import { api, ApiError, forgetToken, savedToken, saveToken, UNAUTHORIZED_EVENT } from "./api.ts";
+import { RunPage } from "./run-page.tsx";
+import { RunsPage } from "./runs-page.tsx";
+import { useRoute } from "./route.ts";
+
+type Access = { state: "checking" } | { state: "granted" } | { state: "token"; message: string } | { state: "unreachable"; message: string };
+
+/**
+ * The page: asks for the token when the daemon wants one (once per browser session: it is kept in
+ * sessionStorage), then shows the run list or one run.
+ */
+export function App() {
+  const route = useRoute();
+  const [access, setAccess] = useState<Access>({ state: "checking" });
+
+  const check = async () => {
+    try {
+      await api("GET", "/runs?limit=1");
+      setAccess({ state: "granted" });
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 401) return;
+      setAccess({ state: "unreachable", message: err instanceof Error ? err.message : String(err) });
+    }
+  };
+
+  useEffect(() => {
+    // Any call the daemon refuses for the token brings the question back, with why.
+    const refused = () => {
+      const given = savedToken();
+      forgetToken();
+      setAccess({
+        state: "token",
+        message: given
+          ? "The daemon refused that token (401 Unauthorized). Give the token it was started with (SWARM_TOKEN)."
+          : "This daemon wants an API token: give the one it was started with (SWARM_TOKEN).",
+      });
+    };
+    addEventListener(UNAUTHORIZED_EVENT, refused);
+    void check();
+    return () => removeEventListener(UNAUTHORIZED_EVENT, refused);
+  }, []);
+
+  return (
+    <div class="app">
+      <header class="top">
+        <a class="brand" href="#/">
+          swarmd
+        </a>
+        <nav>
+          <a href="#/">Runs</a>
+          <a href="/docs" target="_blank" rel="noreferrer">
+            API docs
+          </a>
+        </nav>
+      </header>
+      {access.state === "checking" && <p class="muted">Connecting to the daemon…</p>}
+      {access.state === "unreachable" && (
+        <p class="error" role="alert">
+          {access.message}
+        </p>
+      )}
+      {access.state === "token" && (
+        <TokenForm
+          message={access.message}
+          onToken={(token) => {
+            saveToken(token);
+            setAccess({ state: "checking" });
+            void check();
+          }}
+        />
+      )}
+      {access.state === "granted" && (route.page === "run" ? <RunPage key={route.runId} runId={route.runId} selected={route.agentId} /> : <RunsPage />)}
+    </div>
+  );
+}
+
+function TokenForm({ message, onToken }: { message: string; onToken: (token: string) => void }) {
+  const [token, setToken] = useState("");
+  return (
+    <form
+      class="token-form"
+      onSubmit={(event) => {
+        event.preventDefault();
+        if (token.trim()) onToken(token.trim());
+      }}
+    >
+      <p class="error" role="alert">
+        {message}
+      </p>
+      <label>
+        API token <input type="password" autocomplete="off" value={token} onInput={(e) => setToken(e.currentTarget.value)} autofocus />
+      </label>
+      <button type="submit">Sign in</button>
+      <p class="muted">It is kept for this browser tab only, and sent only to this daemon.</p>
+    </form>
+  );
+}
