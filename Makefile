@@ -20,7 +20,8 @@ $(NODE_STAMP): package-lock.json package.json
 	npm ci --no-audit --no-fund
 	@touch $(NODE_STAMP)
 
-$(CONSOLE): $(NODE_STAMP) $(CONSOLE_SOURCES)
+# Order-only on the install: `npm ci` has just built it (prepare), so a fresh install builds it once.
+$(CONSOLE): $(CONSOLE_SOURCES) | $(NODE_STAMP)
 	npm run --silent build:console
 
 run: $(NODE_STAMP) $(CONSOLE)

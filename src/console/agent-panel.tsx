@@ -1,5 +1,5 @@
 import { Fragment } from "preact";
-import type { AgentDetail, MachineView, ResultView } from "../swarm-api.ts";
+import { isLive, type AgentDetail, type MachineView, type ResultView } from "../swarm-api.ts";
 import { api } from "./api.ts";
 import { brief, budgetText, clock, usageText, when } from "./format.ts";
 import type { AgentRecord } from "../views/run-view.ts";
@@ -12,12 +12,12 @@ import { usePolled } from "./use-polled.ts";
  */
 export function AgentPanel({ record }: { record: AgentRecord }) {
   const { agentId } = record;
-  const live = record.state !== "done" && record.state !== "aborted";
+  const live = isLive(record.state);
   // Re-read when something about the agent changed, and every 5 s while it lives (stats move without events).
   const changed = `${agentId}:${record.state}:${record.settled?.resultRef ?? ""}:${record.pendingPermissions.length}:${record.drain ? 1 : 0}`;
-  const detail = usePolled(() => api<AgentDetail>("GET", `/agents/${agentId}`), changed, live ? 5_000 : null);
-  const result = usePolled(() => api<ResultView>("GET", `/agents/${agentId}/result`), changed, null);
-  const machine = usePolled(() => api<MachineView>("GET", `/agents/${agentId}/machine`), changed, live ? 2_000 : null);
+  const detail = usePolled((signal) => api<AgentDetail>("GET", `/agents/${agentId}`, undefined, signal), changed, live ? 5_000 : null);
+  const result = usePolled((signal) => api<ResultView>("GET", `/agents/${agentId}/result`, undefined, signal), changed, null);
+  const machine = usePolled((signal) => api<MachineView>("GET", `/agents/${agentId}/machine`, undefined, signal), changed, live ? 2_000 : null);
 
   return (
     <div class="agent-panel" data-panel-agent-id={agentId}>

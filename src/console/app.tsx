@@ -4,6 +4,8 @@ import { RunPage } from "./run-page.tsx";
 import { RunsPage } from "./runs-page.tsx";
 import { useRoute } from "./route.ts";
 
+const RETRY_MS = 3_000;
+
 type Access = { state: "checking" } | { state: "granted" } | { state: "token"; message: string } | { state: "unreachable"; message: string };
 
 /**
@@ -25,21 +27,33 @@ export function App() {
   };
 
   useEffect(() => {
-    // Any call the daemon refuses for the token brings the question back, with why.
+    // Any call the daemon refuses for the token brings the question back, with why. Calls in flight
+    // with the refused token all come back 401: the first one says what happened.
     const refused = () => {
       const given = savedToken();
       forgetToken();
-      setAccess({
-        state: "token",
-        message: given
-          ? "The daemon refused that token (401 Unauthorized). Give the token it was started with (SWARM_TOKEN)."
-          : "This daemon wants an API token: give the one it was started with (SWARM_TOKEN).",
-      });
+      setAccess((previous) =>
+        previous.state === "token"
+          ? previous
+          : {
+              state: "token",
+              message: given
+                ? "The daemon refused that token (401 Unauthorized). Give the token it was started with (SWARM_TOKEN)."
+                : "This daemon wants an API token: give the one it was started with (SWARM_TOKEN).",
+            },
+      );
     };
     addEventListener(UNAUTHORIZED_EVENT, refused);
     void check();
     return () => removeEventListener(UNAUTHORIZED_EVENT, refused);
   }, []);
+
+  // A daemon that is down or restarting is asked again until it answers.
+  useEffect(() => {
+    if (access.state !== "unreachable") return;
+    const timer = setTimeout(() => void check(), RETRY_MS);
+    return () => clearTimeout(timer);
+  }, [access]);
 
   return (
     <div class="app">
@@ -49,16 +63,15 @@ export function App() {
         </a>
         <nav>
           <a href="#/">Runs</a>
-          <a href="/docs" target="_blank" rel="noreferrer">
-            API docs
-          </a>
+          <a href="/docs">API docs</a>
         </nav>
       </header>
       {access.state === "checking" && <p class="muted">Connecting to the daemon…</p>}
       {access.state === "unreachable" && (
-        <p class="error" role="alert">
-          {access.message}
-        </p>
+        <div class="error" role="alert">
+          <p>{access.message}</p>
+          <p class="muted">Trying again every {RETRY_MS / 1000} s.</p>
+        </div>
       )}
       {access.state === "token" && (
         <TokenForm
@@ -92,7 +105,7 @@ function TokenForm({ message, onToken }: { message: string; onToken: (token: str
         API token <input type="password" autocomplete="off" value={token} onInput={(e) => setToken(e.currentTarget.value)} autofocus />
       </label>
       <button type="submit">Sign in</button>
-      <p class="muted">It is kept for this browser tab only, and sent only to this daemon.</p>
+      <p class="muted">It is kept for this browser tab only (the API docs page in this tab uses it too), and sent only to this daemon.</p>
     </form>
   );
 }

@@ -1,53 +1,84 @@
 import { useState } from "preact/hooks";
-import type { ControlResponse, PermissionView } from "../swarm-api.ts";
+import type { ControlResponse, PermissionView, SpendView } from "../swarm-api.ts";
 import type { AgentRecord } from "../views/run-view.ts";
 import { api } from "./api.ts";
+import { budgetText } from "./format.ts";
 
-/** What the last control did: each member's result, or the API's error message. */
-type Outcome = { label: string; error: string } | { label: string; results: ControlResponse["results"]; note?: string };
+/** What the last control on an agent did: each member's result, or the API's error message. */
+export type Outcome = { label: string; error: string } | { label: string; results: ControlResponse["results"]; note?: string };
 
 type Form = "steer" | "prompt" | "budget" | null;
 
+interface ControlsProps {
+  record: AgentRecord;
+  /** The agent and the live agents under it, parents first: who a subtree prompt goes to. */
+  subtreeMembers: () => string[];
+  /** Kept by the run's page, so the answer stays shown after the agent ends (a stop, a drain). */
+  onOutcome: (outcome: Outcome) => void;
+}
+
 /**
  * The controls of one agent: Pause, Resume, Stop (abort), Drain, Steer, Prompt and Raise budget,
- * each for the agent alone or, with Subtree pressed, for its subtree; the answer is shown under them.
+ * each for the agent alone or, with Subtree pressed, for its subtree (a budget always covers it).
  */
-export function AgentControls({ record }: { record: AgentRecord }) {
+export function AgentControls({ record, subtreeMembers, onOutcome }: ControlsProps) {
   const [subtree, setSubtree] = useState(false);
   const [form, setForm] = useState<Form>(null);
   const [busy, setBusy] = useState(false);
-  const [outcome, setOutcome] = useState<Outcome | null>(null);
   const scope = subtree ? "subtree" : "agent";
   const path = `/agents/${record.agentId}`;
 
-  const act = async (label: string, call: () => Promise<Partial<ControlResponse> & { delivery?: string }>) => {
+  const act = async (label: string, call: () => Promise<{ results: ControlResponse["results"]; note?: string }>) => {
     setBusy(true);
     try {
-      const answer = await call();
-      setOutcome({ label, results: answer.results ?? [{ agentId: record.agentId, outcome: "applied" }], note: answer.delivery && `delivered as ${answer.delivery}` });
+      onOutcome({ label, ...(await call()) });
       setForm(null);
     } catch (err) {
-      setOutcome({ label, error: err instanceof Error ? err.message : String(err) });
+      onOutcome({ label, error: err instanceof Error ? err.message : String(err) });
     } finally {
       setBusy(false);
     }
   };
+  const control = (label: string, route: string, body: object) =>
+    act(label, async () => {
+      const answer = await api<ControlResponse & { delivery?: string }>("POST", `${path}/${route}`, body);
+      return { results: answer.results, note: answer.delivery && `delivered as ${answer.delivery}` };
+    });
+  // The API prompts one agent; a subtree prompt is one call per live member, each with its own answer.
+  const prompt = (text: string) =>
+    act("Prompt", async () => {
+      const results: ControlResponse["results"] = [];
+      for (const agentId of subtree ? subtreeMembers() : [record.agentId]) {
+        try {
+          await api("POST", `/agents/${agentId}/prompt`, { text });
+          results.push({ agentId, outcome: "applied" });
+        } catch (err) {
+          results.push({ agentId, outcome: "failed", error: err instanceof Error ? err.message : String(err) });
+        }
+      }
+      return { results };
+    });
+  const budget = (caps: Record<string, unknown>) =>
+    act("Raise budget", async () => {
+      const answer = await api<{ agentId: string; budget: SpendView }>("POST", `${path}/budget`, caps);
+      return { results: [{ agentId: answer.agentId, outcome: "applied" }], note: budgetText(answer.budget) };
+    });
 
   return (
     <div class="controls">
       <button type="button" aria-pressed={subtree} class={subtree ? "toggle on" : "toggle"} onClick={() => setSubtree(!subtree)} title="Apply the controls to the agent and every agent under it">
         Subtree
       </button>
-      <button type="button" disabled={busy} onClick={() => act("Pause", () => api("POST", `${path}/pause`, { scope }))}>
+      <button type="button" disabled={busy} onClick={() => control("Pause", "pause", { scope })}>
         Pause
       </button>
-      <button type="button" disabled={busy} onClick={() => act("Resume", () => api("POST", `${path}/resume`, { scope }))}>
+      <button type="button" disabled={busy} onClick={() => control("Resume", "resume", { scope })}>
         Resume
       </button>
-      <button type="button" disabled={busy} class="danger" onClick={() => act("Stop", () => api("POST", `${path}/stop`, { mode: "abort", scope }))}>
+      <button type="button" disabled={busy} class="danger" onClick={() => control("Stop", "stop", { mode: "abort", scope })}>
         Stop
       </button>
-      <button type="button" disabled={busy} onClick={() => act("Drain", () => api("POST", `${path}/stop`, { mode: "drain", scope }))} title="Let running turns finish, then end">
+      <button type="button" disabled={busy} onClick={() => control("Drain", "stop", { mode: "drain", scope })} title="Let running turns finish, then end">
         Drain
       </button>
       <button type="button" disabled={busy} aria-expanded={form === "steer"} onClick={() => setForm(form === "steer" ? null : "steer")}>
@@ -59,10 +90,9 @@ export function AgentControls({ record }: { record: AgentRecord }) {
       <button type="button" disabled={busy} aria-expanded={form === "budget"} onClick={() => setForm(form === "budget" ? null : "budget")}>
         Raise budget
       </button>
-      {form === "steer" && <TextForm label={subtree ? "Steer message (to the agent, with its children's table)" : "Steer message"} busy={busy} onSend={(message) => act("Steer", () => api("POST", `${path}/steer`, { message, scope }))} />}
-      {form === "prompt" && <TextForm label="Prompt (a new turn)" busy={busy} onSend={(text) => act("Prompt", async () => (await api("POST", `${path}/prompt`, { text }), {}))} />}
-      {form === "budget" && <BudgetForm busy={busy} onSend={(caps) => act("Raise budget", async () => (await api("POST", `${path}/budget`, caps), {}))} />}
-      {outcome && <OutcomeView outcome={outcome} />}
+      {form === "steer" && <TextForm label={subtree ? "Steer message (to the agent, with its children's table)" : "Steer message"} busy={busy} onSend={(message) => control("Steer", "steer", { message, scope })} />}
+      {form === "prompt" && <TextForm label={subtree ? "Prompt (a new turn for each live agent of the subtree)" : "Prompt (a new turn)"} busy={busy} onSend={prompt} />}
+      {form === "budget" && <BudgetForm busy={busy} onSend={budget} />}
     </div>
   );
 }
@@ -145,7 +175,7 @@ function BudgetForm({ busy, onSend }: { busy: boolean; onSend: (caps: Record<str
   );
 }
 
-function OutcomeView({ outcome }: { outcome: Outcome }) {
+export function OutcomeView({ outcome }: { outcome: Outcome }) {
   if ("error" in outcome)
     return (
       <p class="error" role="alert">

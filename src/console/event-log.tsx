@@ -1,5 +1,5 @@
 import { useState } from "preact/hooks";
-import { brief, clock } from "./format.ts";
+import { clock } from "./format.ts";
 import type { RunState } from "./run-state.ts";
 
 /** Rows drawn at most: the newest that pass the filters. */
@@ -32,7 +32,7 @@ export function EventLog({ state }: { state: RunState }) {
         <h2>Events</h2>
         <label>
           Agent{" "}
-          <select value={agent} onChange={(e) => setAgent(e.currentTarget.value)}>
+          <select aria-label="Filter by agent" value={agent} onChange={(e) => setAgent(e.currentTarget.value)}>
             <option value="">all</option>
             {[...names].map(([id, name]) => (
               <option key={id} value={id}>
@@ -43,7 +43,7 @@ export function EventLog({ state }: { state: RunState }) {
         </label>
         <label>
           Type{" "}
-          <select value={type} onChange={(e) => setType(e.currentTarget.value)}>
+          <select aria-label="Filter by type" value={type} onChange={(e) => setType(e.currentTarget.value)}>
             <option value="">all</option>
             {[...state.types].sort().map((t) => (
               <option key={t} value={t}>
@@ -54,7 +54,7 @@ export function EventLog({ state }: { state: RunState }) {
         </label>
         <label>
           Kind{" "}
-          <select value={kind} onChange={(e) => setKind(e.currentTarget.value as Kind)}>
+          <select aria-label="Filter by kind" value={kind} onChange={(e) => setKind(e.currentTarget.value as Kind)}>
             <option value="all">all</option>
             <option value="persisted">persisted</option>
             <option value="ephemeral">live only (ephemeral)</option>
@@ -72,7 +72,7 @@ export function EventLog({ state }: { state: RunState }) {
               <td class="muted">{clock(entry.at)}</td>
               <td class="mono">{entry.type}</td>
               <td>{entry.agentId ? (names.get(entry.agentId) ?? entry.agentId) : "run"}</td>
-              <td class="data">{brief(entry.data, 300)}</td>
+              <td class="data">{entry.summary}</td>
             </tr>
           ))}
         </tbody>

@@ -40,10 +40,13 @@ export async function followRun(options: FollowOptions): Promise<void> {
     if (attempt === 0) options.onStatus({ state: "connecting", attempt });
     let error: string;
     try {
-      const refused = await readOnce(options, () => {
-        attempt = 0;
-        options.onStatus({ state: "live", attempt: 0 });
-      });
+      const refused = await readOnce(
+        options,
+        () => options.onStatus({ state: "live", attempt }),
+        // Counted as a good connection once something came through it: a stream that opens and
+        // ends at once keeps backing off.
+        () => (attempt = 0),
+      );
       if (refused) {
         options.onStatus({ state: "refused", ...refused });
         return;
@@ -60,25 +63,30 @@ export async function followRun(options: FollowOptions): Promise<void> {
 }
 
 /** One connection, read to its end. Resolves with the refusal when the daemon answers 4xx. */
-async function readOnce(options: FollowOptions, onOpen: () => void): Promise<{ status: number; error: string } | null> {
+async function readOnce(options: FollowOptions, onOpen: () => void, onFrame: () => void): Promise<{ status: number; error: string } | null> {
   const connection = new AbortController();
   const abort = () => connection.abort();
   options.signal.addEventListener("abort", abort, { once: true });
   let silence: ReturnType<typeof setTimeout> | undefined;
-  const listen = () => {
+  const arm = (why: string) => {
     clearTimeout(silence);
-    silence = setTimeout(() => connection.abort(new Error("no heartbeat: the connection went silent")), options.silenceMs ?? SILENCE_MS);
+    silence = setTimeout(() => connection.abort(new Error(why)), options.silenceMs ?? SILENCE_MS);
+  };
+  const listen = () => {
+    onFrame();
+    arm("no heartbeat: the connection went silent");
   };
   try {
     const headers: Record<string, string> = { accept: "text/event-stream" };
     if (options.token) headers.authorization = `Bearer ${options.token}`;
     const last = options.lastEventId();
     if (last > 0) headers["last-event-id"] = String(last);
-    listen();
+    arm("the daemon did not answer");
     const response = await fetch(`${options.base}/runs/${encodeURIComponent(options.runId)}/events`, { headers, signal: connection.signal });
     if (response.status >= 400 && response.status < 500) return { status: response.status, error: await errorOf(response) };
     if (!response.ok || response.body === null) throw new Error(`the stream answered ${response.status}`);
     onOpen();
+    arm("no heartbeat: the connection went silent");
     const events = response.body
       .pipeThrough(new TextDecoderStream())
       .pipeThrough(new EventSourceParserStream({ onComment: listen }))
@@ -87,7 +95,11 @@ async function readOnce(options: FollowOptions, onOpen: () => void): Promise<{ s
       const { done, value } = await events.read();
       if (done) return null;
       listen();
-      options.onMessage({ id: value.id, event: value.event ?? "message", data: value.data });
+      try {
+        options.onMessage({ id: value.id, event: value.event ?? "message", data: value.data });
+      } catch {
+        // One message the page cannot take is skipped; it is no reason to drop the connection.
+      }
     }
   } catch (err) {
     // An abort for silence is a dropped connection, told as such.

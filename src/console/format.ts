@@ -11,9 +11,14 @@ export function usageText(usage: Usage): string {
   return `${shown} tok · $${usage.costUsd.toFixed(4)} · ${usage.calls} call${usage.calls === 1 ? "" : "s"}`;
 }
 
-/** One line of JSON, cut to `max` characters. */
+/** One line of JSON cut to `max` characters; what will not serialize is said so. */
 export function brief(value: unknown, max = 240): string {
-  const text = typeof value === "string" ? value : JSON.stringify(value);
+  let text: string;
+  try {
+    text = typeof value === "string" ? value : (JSON.stringify(value) ?? String(value));
+  } catch {
+    text = "(not serializable)";
+  }
   return text.length > max ? `${text.slice(0, max)}…` : text;
 }
 

@@ -4,7 +4,8 @@
  * ephemeral ones, and the event log. No DOM here: the node tests drive it with the same messages.
  */
 import { agentView, createRunView, foldEvent, type AgentRecord, type RunView } from "../views/run-view.ts";
-import type { AgentView } from "../swarm-api.ts";
+import { isLive, type AgentView } from "../swarm-api.ts";
+import { brief } from "./format.ts";
 
 /** One SSE message as the stream hands it over: `id` only on persisted events. */
 export interface StreamMessage {
@@ -20,7 +21,8 @@ export interface LogEntry {
   at: number;
   type: string;
   agentId: string | null;
-  data: Record<string, unknown>;
+  /** The event's data as one line of JSON, cut to `SUMMARY_CHARS`. */
+  summary: string;
 }
 
 /** What an agent is doing now, from the events of its running turn. */
@@ -30,6 +32,7 @@ export type Activity = { kind: "tool"; toolName: string; since: number } | { kin
 export const LOG_LIMIT = 5_000;
 /** The tail of streamed text shown as what an agent is saying. */
 const TEXT_TAIL = 200;
+const SUMMARY_CHARS = 300;
 
 export class RunState {
   readonly view: RunView;
@@ -46,23 +49,32 @@ export class RunState {
     this.view = createRunView(runId);
   }
 
-  /** Folds one message in. A persisted event at or below `lastSeq` (a replay across a reconnect's seam) is ignored. */
+  /**
+   * Folds one message in. A persisted event at or below `lastSeq` (a replay across a reconnect's
+   * seam) is ignored. Never throws: the data of harness events is the agent's to write.
+   */
   apply(message: StreamMessage, now = Date.now()): void {
     const data = parseData(message.data);
     if (data === null) return;
-    const { agentId, seq: _seq, at, ...rest } = data;
-    const agent = typeof agentId === "string" ? agentId : null;
     const seq = message.id === undefined ? null : Number(message.id);
+    // The daemon puts `agentId`, `seq` and `at` on persisted events; on an ephemeral one only
+    // `agentId` is its, and a harness's own `at` is nobody's clock: it stays in the data.
+    const { agentId, ...rest } = data;
+    const agent = typeof agentId === "string" ? agentId : null;
+    let at = now;
     if (seq !== null) {
       if (!Number.isSafeInteger(seq) || seq <= this.lastSeq) return;
+      const { seq: _seq, at: stamped, ...own } = rest;
+      if (typeof stamped === "number") at = stamped;
       this.lastSeq = seq;
-      foldEvent(this.view, { seq, at: typeof at === "number" ? at : now, type: message.event, agentId: agent, data: rest });
+      foldEvent(this.view, { seq, at, type: message.event, agentId: agent, data: own });
     }
     this.received += 1;
     this.types.add(message.event);
-    this.log.push({ key: this.received, seq, at: typeof at === "number" ? at : now, type: message.event, agentId: agent, data: rest });
+    // The log keeps a line, not the data: events may be 256 KiB each.
+    this.log.push({ key: this.received, seq, at, type: message.event, agentId: agent, summary: brief(seq === null ? rest : omitStamps(rest), SUMMARY_CHARS) });
     if (this.log.length > LOG_LIMIT) this.log.splice(0, this.log.length - LOG_LIMIT);
-    if (agent !== null) this.track(agent, message.event, rest, now);
+    if (agent !== null) this.track(agent, message.event, rest, at);
   }
 
   agent(agentId: string): AgentRecord | undefined {
@@ -88,18 +100,31 @@ export class RunState {
     return rows;
   }
 
+  /** The agent and the live agents under it, parents first. */
+  liveSubtree(agentId: string): string[] {
+    const members: string[] = [];
+    const visit = (id: string) => {
+      const record = this.view.agents.get(id);
+      if (record === undefined) return;
+      if (isLive(record.state)) members.push(id);
+      for (const child of record.children) visit(child);
+    };
+    visit(agentId);
+    return members;
+  }
+
   pendingPermissions() {
     return [...this.view.permissions.values()].filter((p) => p.state === "pending");
   }
 
-  private track(agentId: string, type: string, data: Record<string, unknown>, now: number): void {
+  private track(agentId: string, type: string, data: Record<string, unknown>, at: number): void {
     switch (type) {
       case "tool_start":
-        this.activity.set(agentId, { kind: "tool", toolName: String(data.toolName ?? "tool"), since: now });
+        this.activity.set(agentId, { kind: "tool", toolName: typeof data.toolName === "string" ? data.toolName.slice(0, 64) : "a tool", since: at });
         return;
       case "text": {
         const previous = this.activity.get(agentId);
-        const text = (previous?.kind === "text" ? previous.text : "") + String(data.delta ?? "");
+        const text = (previous?.kind === "text" ? previous.text : "") + (typeof data.delta === "string" ? data.delta.slice(-TEXT_TAIL) : "");
         this.activity.set(agentId, { kind: "text", text: text.slice(-TEXT_TAIL) });
         return;
       }
@@ -116,6 +141,10 @@ export class RunState {
         return;
     }
   }
+}
+
+function omitStamps({ seq: _seq, at: _at, ...own }: Record<string, unknown>): Record<string, unknown> {
+  return own;
 }
 
 function parseData(text: string): Record<string, unknown> | null {

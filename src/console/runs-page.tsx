@@ -6,7 +6,7 @@ import { usePolled } from "./use-polled.ts";
 
 /** Every run, newest first, with its agents counted by state (`GET /runs`, read every 2 s). */
 export function RunsPage() {
-  const { data, error } = usePolled(() => api<{ runs: RunSummary[] }>("GET", "/runs"), "runs", 2_000);
+  const { data, error } = usePolled((signal) => api<{ runs: RunSummary[] }>("GET", "/runs", undefined, signal), "runs", 2_000);
   return (
     <main class="runs-page">
       <h1>Runs</h1>

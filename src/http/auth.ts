@@ -16,7 +16,9 @@ const OPEN_ROUTES = new Set(["/health", "/docs", "/docs/:asset", "/", "/console/
 export function bearerAuth(token: string): (request: FastifyRequest) => Promise<void> {
   const expected = digest(token);
   return async (request) => {
-    if (request.routeOptions.url !== undefined && OPEN_ROUTES.has(request.routeOptions.url)) return;
+    const route = request.routeOptions.url;
+    // The router also hands `/` an asterisk-form target (`GET *`): an unknown route, so it wants the token.
+    if (route !== undefined && OPEN_ROUTES.has(route) && (route !== "/" || request.url.split("?")[0] === "/")) return;
     const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(request.headers.authorization ?? "");
     // Digests are equal-length whatever was sent, so the comparison leaks neither content nor length.
     if (match?.[1] === undefined || !timingSafeEqual(digest(match[1]), expected)) throw new SwarmError("UNAUTHORIZED");

@@ -39,7 +39,7 @@ export function consolePage(app: FastifyInstance, dir = CONSOLE_DIR): void {
     const path = request.url.split("?")[0] ?? "";
     if (path !== "/") throw new SwarmError("NOT_FOUND", `No route GET ${path}.`);
     const index = join(dir, "index.html");
-    if (!existsSync(index)) throw new SwarmError("CONSOLE_NOT_BUILT", `The console is not built (no ${index}): run \`npm run build:console\`; \`make run\` builds it.`);
+    if (!existsSync(index)) throw new SwarmError("CONSOLE_NOT_BUILT", "The console is not built (no dist/console/index.html): run `npm run build:console`; `make run` builds it.");
     reply.header("content-security-policy", PAGE_POLICY).header("referrer-policy", "no-referrer");
     // Not kept: a rebuild names new assets, and the page must name them at once.
     return sendFile(request, reply, staticFiles()(index, "text/html; charset=utf-8"));

@@ -4,14 +4,20 @@
  * stream resumes with nothing missing, a bad token is told clearly, and agent text never runs.
  */
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Browser, Page } from "playwright-core";
 import { haveChromium, launchChromium, openConsole } from "../support/browser.ts";
 import { startDaemon, waitForState, type Daemon, type Json } from "../support/daemon.ts";
+import { spawnDaemon, waitState } from "../support/daemon-process.ts";
 import { until } from "../support/poll.ts";
 import { startTcpProxy } from "../support/tcp-proxy.ts";
 
-const SKIP = haveChromium() ? false : "chromium is not installed (make test installs it as root: scripts/setup-machine.sh --tests)";
+// Skipped only off CI, where a machine without root cannot install it; under CI=true a missing
+// browser fails the suite rather than passing without the console's tests.
+const SKIP = haveChromium() || process.env.CI === "true" ? false : "chromium is not installed (make test installs it as root: scripts/setup-machine.sh --tests)";
 const row = (page: Page, agentId: string) => page.locator(`li[data-agent-id="${agentId}"]`);
 const button = (page: Page, agentId: string, name: string) => row(page, agentId).getByRole("button", { name, exact: true });
 
@@ -35,7 +41,11 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
     await waitForState(d, run.rootAgentId, "running");
     return run;
   };
-  const spawn = async (runId: string, parentAgentId: string, name: string, extra: Json = {}) => (await d.call("POST", `/runs/${runId}/agents`, { parentAgentId, spec: { name, script: [] }, keepAlive: true, ...extra })).body.agentId as string;
+  const spawn = async (runId: string, parentAgentId: string, name: string, extra: Json = {}) => {
+    const answer = await d.call("POST", `/runs/${runId}/agents`, { parentAgentId, spec: { name, script: [] }, keepAlive: true, ...extra });
+    assert.equal(answer.status, 202, JSON.stringify(answer.body));
+    return answer.body.agentId as string;
+  };
   const stateOf = async (agentId: string) => (await d.call("GET", `/agents/${agentId}`)).body;
 
   it("lists runs newest first, and a run's tree grows live as agents are spawned", async () => {
@@ -58,6 +68,19 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
     assert.deepEqual(await page.locator("li[data-agent-id]").evaluateAll((lis) => lis.map((li) => li.getAttribute("data-agent-id"))), [run.rootAgentId, first, grandchild], "parents above their children");
     assert.equal(await page.evaluate(() => (globalThis as unknown as { stillThisPage?: boolean }).stillThisPage), true, "no reload: the stream fed the tree");
     assert.match(await row(page, grandchild).innerText(), /grandchild/);
+
+    // What an agent is doing now: a tool running.
+    const busy = await spawn(run.runId, run.rootAgentId, "sleeper", { spec: { name: "sleeper", script: [{ tool: "bash", args: { command: "sleep 60" } }] }, prompt: "sleep" });
+    await row(page, busy).locator(".activity").getByText("running bash").waitFor({ timeout: 60_000 });
+
+    // The event log, filtered by agent, then by type.
+    const log = page.getByRole("region", { name: "Event log" });
+    await log.getByLabel("Filter by agent").selectOption(grandchild);
+    const agents = await log.locator("tbody tr td:nth-child(4)").allInnerTexts();
+    assert.ok(agents.length > 0 && agents.every((name) => name === "grandchild"), agents.join(","));
+    await log.getByLabel("Filter by agent").selectOption("");
+    await log.getByLabel("Filter by type").selectOption("agent_spawned");
+    assert.deepEqual(await log.locator("tbody tr").evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-type"))), ["agent_spawned", "agent_spawned", "agent_spawned", "agent_spawned"]);
 
     // The agent panel: prompt, machine and stats of the agent opened.
     await row(page, first).getByRole("link", { name: "first-child" }).click();
@@ -107,6 +130,13 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
     await row(page, child).getByRole("button", { name: "Send" }).click();
     await until(async () => (await d.call("GET", `/agents/${child}/result`)).body.result === "typed in the console", "the prompt's turn settled with its text");
 
+    // Steer: the idle worker takes the message as a new turn.
+    await button(page, child, "Steer").click();
+    await row(page, child).getByRole("textbox", { name: "Steer message" }).fill("steered from the console");
+    await row(page, child).getByRole("button", { name: "Send" }).click();
+    assert.match(await row(page, child).getByRole("status", { name: "Steer results" }).innerText(), new RegExp(`delivered as turn[\\s\\S]*${child} applied`));
+    await until(async () => (await d.call("GET", `/agents/${child}/result`)).body.result === "steered from the console", "the steered turn settled with its text");
+
     // Raise budget: new caps through the API.
     await button(page, run.rootAgentId, "Raise budget").click();
     await row(page, run.rootAgentId).getByRole("textbox", { name: "maxTokens" }).fill("500000");
@@ -118,8 +148,15 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
     await until(async () => (await stateOf(child)).state === "done", "the worker drained");
     await until(async () => (await row(page, child).getAttribute("data-state")) === "done", "the worker shown done");
     assert.equal(await button(page, child, "Pause").count(), 0, "an ended agent has no controls");
+    // Subtree Stop: leaves first; the answer stays shown after the members ended.
+    const second = await spawn(run.runId, run.rootAgentId, "second");
+    await waitForState(d, second, "running");
+    await row(page, second).waitFor();
+    await button(page, run.rootAgentId, "Subtree").click();
     await button(page, run.rootAgentId, "Stop").click();
-    await until(async () => (await stateOf(run.rootAgentId)).state === "aborted", "the root stopped");
+    await until(async () => (await stateOf(run.rootAgentId)).state === "aborted" && (await stateOf(second)).state === "aborted", "the subtree stopped");
+    await until(async () => (await row(page, run.rootAgentId).getAttribute("data-state")) === "aborted", "the root shown aborted");
+    assert.deepEqual(await row(page, run.rootAgentId).getByRole("status", { name: "Stop results" }).locator("li").allInnerTexts(), [`${second} applied`, `${run.rootAgentId} applied`]);
     assert.deepEqual(unexpected(errors), []);
     await page.context().close();
   });
@@ -175,7 +212,7 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
       await until(async () => (await page.getByTestId("stream-position").innerText()).includes(`last seq ${snapshot.asOf}`), `the page at seq ${snapshot.asOf}`, 30_000);
       const shown = (await page.locator(".events tr[data-seq]").evaluateAll((trs) => trs.map((tr) => Number(tr.getAttribute("data-seq"))))).sort((a, b) => a - b);
       assert.deepEqual(shown.filter((seq) => seq <= snapshot.asOf), Array.from({ length: snapshot.asOf }, (_, i) => i + 1), "no event missing, none twice");
-      assert.deepEqual(unexpected(errors).filter((e) => !/ERR_CONNECTION_(RESET|REFUSED)|network error|Failed to fetch/i.test(e)), []);
+      assert.deepEqual(unexpected(errors).filter((e) => !/net::ERR_|network error|Failed to fetch/i.test(e)), []);
     } finally {
       await page.context().close();
       await proxy.close();
@@ -196,6 +233,16 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
     assert.deepEqual(unexpected(errors), []);
     await page.context().close();
     await d.call("DELETE", `/runs/${run.runId}`);
+  });
+
+  it("tells when the run open on the page is purged, and offers no controls for it", async () => {
+    const run = await keepAlive("purged-while-open");
+    const { page } = await openConsole(browser, `${d.url}/#/runs/${run.runId}`);
+    await button(page, run.rootAgentId, "Pause").waitFor();
+    assert.equal((await d.call("DELETE", `/runs/${run.runId}?purge=true`)).status, 204);
+    await page.getByRole("alert").getByText(/does not exist\. The run was deleted or purged/).waitFor({ timeout: 30_000 });
+    assert.equal(await page.getByRole("button", { name: "Pause" }).count(), 0);
+    await page.context().close();
   });
 });
 
@@ -233,5 +280,42 @@ describe("the web console with a token", { skip: SKIP }, () => {
     await row(page, run.rootAgentId).waitFor();
     await page.context().close();
     await d.call("DELETE", `/runs/${run.runId}`, undefined, auth);
+  });
+});
+
+describe("the web console across a daemon restart", { skip: SKIP }, () => {
+  const dataDir = mkdtempSync(join(tmpdir(), "swarmd-console-"));
+  let browser: Browser;
+  before(async () => {
+    browser = await launchChromium();
+  });
+  after(async () => {
+    await browser?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it("keeps the page through a SIGKILL and a restart: it reconnects by itself and shows what happens after", async () => {
+    let daemon = await spawnDaemon(dataDir);
+    const port = new URL(daemon.url).port;
+    try {
+      const run = (await daemon.call("POST", "/runs", { spec: { name: "survivor", script: [] }, keepAlive: true })).body;
+      await waitState(daemon, run.rootAgentId, "running");
+      const { page } = await openConsole(browser, `${daemon.url}/#/runs/${run.runId}`);
+      await row(page, run.rootAgentId).waitFor();
+      await page.getByRole("status").getByText("live", { exact: true }).waitFor();
+
+      await daemon.kill("SIGKILL");
+      await page.getByRole("status").getByText(/reconnecting/).waitFor();
+      daemon = await spawnDaemon(dataDir, { SWARM_PORT: port });
+      await page.getByRole("status").getByText("live", { exact: true }).waitFor({ timeout: 30_000 });
+      const child = (await daemon.call("POST", `/runs/${run.runId}/agents`, { parentAgentId: run.rootAgentId, spec: { name: "after-restart", script: [] }, keepAlive: true })).body.agentId;
+      await until(async () => (await row(page, child).getAttribute("data-state").catch(() => null)) === "running", "the child spawned after the restart, shown running", 60_000);
+      await button(page, child, "Pause").click();
+      await waitState(daemon, child, "paused");
+      await page.context().close();
+      await daemon.call("DELETE", `/runs/${run.runId}`);
+    } finally {
+      await daemon.kill("SIGKILL");
+    }
   });
 });

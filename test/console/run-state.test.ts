@@ -103,6 +103,30 @@ describe("the console's event stream and fold", () => {
   });
 });
 
+describe("the console's fold of what a harness writes", () => {
+  it("takes hostile event data without throwing, and keeps only a short line of it", () => {
+    const state = new RunState("r_1");
+    const at = 1_700_000_000_000;
+    state.apply({ id: "1", event: "run_started", data: JSON.stringify({ runId: "r_1", agentId: null, seq: 1, at }) });
+    const hostile = [
+      { event: "text", data: { agentId: "a_1", delta: { toString: null } } },
+      { event: "text", data: { agentId: "a_1", delta: "x".repeat(100_000), at: 1e20 } },
+      { event: "thinking", data: { agentId: { nested: true }, delta: 7 } },
+      { event: "<img src=x onerror=alert(1)>", data: { agentId: "a_1" } },
+      { event: "text", data: "[1,2,3]" },
+      { event: "text", data: "not json" },
+    ];
+    for (const { event, data } of hostile) assert.doesNotThrow(() => state.apply({ id: undefined, event, data: typeof data === "string" ? data : JSON.stringify(data) }, at + 5));
+    assert.doesNotThrow(() => state.apply({ id: "2", event: "tool_start", data: JSON.stringify({ agentId: "a_1", toolName: { toString: null }, seq: 2, at, hseq: 1, harnessAt: 0 }) }));
+    assert.equal(state.lastSeq, 2, "the persisted event was folded");
+    assert.deepEqual(state.activity.get("a_1"), { kind: "tool", toolName: "a tool", since: at });
+    const long = state.log.find((e) => e.summary.startsWith('{"delta":"xxx'));
+    assert.ok(long && long.summary.length <= 301, "the log keeps a line, not 100,000 characters");
+    assert.equal(long?.at, at + 5, "an ephemeral event's own `at` is not taken as its time");
+    assert.equal(state.log.filter((e) => e.seq === null).length, 4, "what is not a JSON object is dropped");
+  });
+});
+
 describe("the console's stream on a daemon with a token", () => {
   let d: Daemon;
   before(async () => {

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { setImmediate as tick, setTimeout as sleep } from "node:timers/promises";
+import { DaemonMetrics } from "../../src/metrics/daemon-metrics.ts";
 import { RUN_ID, ROOT_ID, setup } from "./fakes.ts";
 import { SseClient } from "./sse-client.ts";
 
@@ -50,8 +51,9 @@ test("a client that stops reading is cut off after slowConsumerLimit persisted e
   assert.deepEqual(again.ids, Array.from({ length: total - last }, (_, i) => last + 1 + i));
 });
 
-test("ephemeral events are dropped for a blocked client while persisted ones wait", async (t) => {
-  const { app, events } = setup({ slowConsumerLimit: 100_000 });
+test("ephemeral events are dropped for a blocked client while persisted ones wait, each counted in the metrics", async (t) => {
+  const metrics = new DaemonMetrics();
+  const { app, events } = setup({ slowConsumerLimit: 100_000, metrics });
   t.after(() => app.close());
   const address = await app.listen({ host: "127.0.0.1", port: 0 });
   const client = new SseClient(`${address}/runs/${RUN_ID}/events`);
@@ -71,6 +73,8 @@ test("ephemeral events are dropped for a blocked client while persisted ones wai
   assert.deepEqual(client.ids, Array.from({ length: total }, (_, i) => i + 1), "every persisted event arrives, in order");
   const texts = client.frames.filter((f) => f.event === "text").length;
   assert.ok(texts < 300, `some ephemeral events were dropped (${texts} of 300 arrived)`);
+  const dropped = (await metrics.registry.getSingleMetric("swarmd_sse_ephemeral_events_dropped_total")?.get())?.values[0]?.value;
+  assert.equal(dropped, 300 - texts, "swarmd_sse_ephemeral_events_dropped_total counts each one not sent");
   // The connection stays usable once the client reads again.
   await sleep(10);
   events.ephemeral(RUN_ID, "text", ROOT_ID, { delta: "after" });

@@ -16,7 +16,8 @@ export interface DaemonProcess {
 }
 
 export async function spawnDaemon(dataDir: string, env: Record<string, string> = {}): Promise<DaemonProcess> {
-  const port = await freePort();
+  // A restart on the same address passes the old one as SWARM_PORT.
+  const port = env.SWARM_PORT ? Number(env.SWARM_PORT) : await freePort();
   const child = spawn(process.execPath, ["--import", "tsx", join(SWARMD_ROOT, "src/main.ts")], {
     cwd: SWARMD_ROOT,
     env: { ...process.env, SWARM_DATA_DIR: dataDir, SWARM_HOST: "127.0.0.1", SWARM_PORT: String(port), SWARM_LOG_LEVEL: "info", ...env },
@@ -31,7 +32,11 @@ export async function spawnDaemon(dataDir: string, env: Record<string, string> =
     if (child.exitCode !== null) throw new Error(`daemon exited with ${child.exitCode}: ${output}`);
     const ok = await call(url, "GET", "/health").then((r) => r.status === 200, () => false);
     if (ok) break;
-    if (Date.now() > deadline) throw new Error(`daemon did not answer /health: ${output}`);
+    if (Date.now() > deadline) {
+      // Not left behind: a live child would keep the test process from ending.
+      child.kill("SIGKILL");
+      throw new Error(`daemon did not answer /health: ${output}`);
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
