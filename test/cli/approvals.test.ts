@@ -7,26 +7,14 @@ import { age } from "../../src/cli/table-format.ts";
 import type { PermissionView } from "../../src/swarm-api.ts";
 import { startDaemon, waitForState, type Daemon, type Json } from "../support/daemon.ts";
 import { freePort } from "../support/daemon-process.ts";
+import { PERMISSION } from "../http/fakes.ts";
 import { openEvents } from "../support/sse-client.ts";
 import { SPENT, swarm, swarmInProcess, tempDir } from "./helpers.ts";
 
 // `swarm approvals`, `allow`, `deny` and `stop --mode drain`; the tree's side of them is in cli.test.ts.
 
 describe("swarm approvals table", () => {
-  const request = (requestId: string, agentId: string, args: Record<string, unknown>, at: number): PermissionView => ({
-    requestId,
-    runId: "r_1",
-    agentId,
-    tool: "bash",
-    args,
-    at,
-    expiresAt: null,
-    state: "pending",
-    decision: null,
-    message: null,
-    by: null,
-    resolvedAt: null,
-  });
+  const request = (requestId: string, agentId: string, args: Record<string, unknown>, at: number): PermissionView => ({ ...PERMISSION, requestId, runId: "r_1", agentId, args, at });
 
   it("one line per request: id, agent, tool, age and the arguments as one clipped line of JSON", () => {
     const long = { command: `cat <<EOF\n${"x".repeat(80)}\nEOF` };
