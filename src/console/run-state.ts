@@ -90,27 +90,23 @@ export class RunState {
   /** The root first, then each agent's children in spawn order, with their depth in the tree. */
   tree(): Array<{ record: AgentRecord; depth: number }> {
     const rows: Array<{ record: AgentRecord; depth: number }> = [];
-    const visit = (agentId: string, depth: number) => {
-      const record = this.view.agents.get(agentId);
-      if (record === undefined) return;
-      rows.push({ record, depth });
-      for (const child of record.children) visit(child, depth + 1);
-    };
-    visit(this.view.rootAgentId, 0);
+    this.walk(this.view.rootAgentId, 0, (record, depth) => rows.push({ record, depth }));
     return rows;
   }
 
   /** The agent and the live agents under it, parents first. */
   liveSubtree(agentId: string): string[] {
     const members: string[] = [];
-    const visit = (id: string) => {
-      const record = this.view.agents.get(id);
-      if (record === undefined) return;
-      if (isLive(record.state)) members.push(id);
-      for (const child of record.children) visit(child);
-    };
-    visit(agentId);
+    this.walk(agentId, 0, (record) => isLive(record.state) && members.push(record.agentId));
     return members;
+  }
+
+  /** Depth first from `agentId`, parents before their children, children in spawn order. */
+  private walk(agentId: string, depth: number, visit: (record: AgentRecord, depth: number) => unknown): void {
+    const record = this.view.agents.get(agentId);
+    if (record === undefined) return;
+    visit(record, depth);
+    for (const child of record.children) this.walk(child, depth + 1, visit);
   }
 
   pendingPermissions() {
