@@ -4,7 +4,7 @@ import { loadModelCatalog } from "../src/gateway/models.ts";
 import type { Ledger } from "../src/ledger/ledger.ts";
 import type { ResultStore } from "../src/results/result-store.ts";
 import { DEFAULT_SANDBOX_LIMITS, type SandboxRuntime } from "../src/sandbox/runtime.ts";
-import { DEFAULT_RUN_LIST_LIMIT, type AgentState, type SwarmApi } from "../src/swarm-api.ts";
+import { type AgentState, DEFAULT_RUN_LIST_LIMIT, type SwarmApi } from "../src/swarm-api.ts";
 import { countStates, createRunView, runSummary } from "../src/views/run-view.ts";
 import { finishPurges } from "./run/purge.ts";
 import { restoreRuns } from "./run/restore.ts";
@@ -50,7 +50,14 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
   const agentRuns = new Map<string, Run>();
 
   const open = (runId: string): Run => {
-    const run: Run = new Run(runId, { ...deps, config, log, gateway, starts, onAgent: (agentId) => agentRuns.set(agentId, run) });
+    const run: Run = new Run(runId, {
+      ...deps,
+      config,
+      log,
+      gateway,
+      starts,
+      onAgent: (agentId) => agentRuns.set(agentId, run),
+    });
     runs.set(runId, run);
     return run;
   };
@@ -66,7 +73,7 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
   };
   const runOf = (agentId: string): Run => {
     const run = agentRuns.get(agentId);
-    if (!run || !run.has(agentId)) throw new SwarmError("AGENT_NOT_FOUND", `agent ${agentId} does not exist`);
+    if (!run?.has(agentId)) throw new SwarmError("AGENT_NOT_FOUND", `agent ${agentId} does not exist`);
     return run;
   };
 
@@ -98,7 +105,8 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
     resume: async (agentId, scope) => runOf(agentId).resume(agentId, scope),
     stop: async (agentId, request) => runOf(agentId).stop(agentId, request),
     listPermissions: (runId, state = "pending") => ({ permissions: runById(runId).listPermissions(state) }),
-    resolvePermission: async (agentId, requestId, answer) => runOf(agentId).resolvePermission(agentId, requestId, answer),
+    resolvePermission: async (agentId, requestId, answer) =>
+      runOf(agentId).resolvePermission(agentId, requestId, answer),
     result: async (agentId, waitSeconds, signal) => runOf(agentId).result(agentId, waitSeconds, signal),
     hasRun: (runId) => runs.has(runId),
     countAgents: () => {

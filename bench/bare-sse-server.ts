@@ -15,7 +15,10 @@ export interface BareSse {
 export async function startBareSse(replay?: (res: ServerResponse) => Promise<void>): Promise<BareSse> {
   const clients = new Set<ServerResponse>();
   const server = createServer((_req, res) => {
-    res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache, no-transform" });
+    res.writeHead(200, {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache, no-transform",
+    });
     res.flushHeaders();
     res.on("close", () => clients.delete(res));
     if (replay) void replay(res).catch(() => res.destroy());

@@ -24,11 +24,20 @@ export interface Consumers {
   stop(): void;
 }
 
-export function startConsumers(options: { url: string; clients: number; lastEventId: number; targetSeq: number }): Consumers {
-  const child = fork(script, [options.url, String(options.clients), String(options.lastEventId), String(options.targetSeq)], {
-    execArgv: ["--import", tsxLoader],
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-  });
+export function startConsumers(options: {
+  url: string;
+  clients: number;
+  lastEventId: number;
+  targetSeq: number;
+}): Consumers {
+  const child = fork(
+    script,
+    [options.url, String(options.clients), String(options.lastEventId), String(options.targetSeq)],
+    {
+      execArgv: ["--import", tsxLoader],
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    },
+  );
   const ready = deferred<void>();
   const done = deferred<ConsumerResult>();
   const fail = (err: Error) => {

@@ -13,7 +13,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import type { Json } from "../test/support/daemon.ts";
-import { spawnDaemon, type DaemonProcess } from "../test/support/daemon-process.ts";
+import { type DaemonProcess, spawnDaemon } from "../test/support/daemon-process.ts";
 import { openEvents, type SseConnection } from "../test/support/sse-client.ts";
 import { fmtMiB, fmtMs, fmtRate, fmtRatio, markdownTable, median, since } from "./stats.ts";
 import { timeBareXState, type XStateTimings } from "./xstate-baseline.ts";
@@ -36,7 +36,11 @@ interface DaemonTimings {
 }
 
 async function main(): Promise<void> {
-  console.log(`# control-plane benchmark: ${cpus().length} cores, ${Math.round(totalmem() / 1024 ** 3)} GiB, node ${process.version}, load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
+  console.log(
+    `# control-plane benchmark: ${cpus().length} cores, ${Math.round(totalmem() / 1024 ** 3)} GiB, node ${process.version}, load average ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" ")}`,
+  );
   console.log(`${AGENTS} agents, ${CONCURRENCY} spawn requests in flight, median of ${REPS} (a fresh daemon each)`);
   const daemon: DaemonTimings[] = [];
   const bare: XStateTimings[] = [];
@@ -49,7 +53,9 @@ async function main(): Promise<void> {
     bare.push(timeBareXState(AGENTS, false));
     children.push(timeBareXState(AGENTS, true));
     const last = daemon.at(-1)!;
-    process.stderr.write(`rep ${rep + 1}/${REPS}: spawn ${fmtMs(last.spawnMs)}, pause ${fmtMs(last.pauseMs)}, resume ${fmtMs(last.resumeMs)}, stop ${fmtMs(last.stopMs)}\n`);
+    process.stderr.write(
+      `rep ${rep + 1}/${REPS}: spawn ${fmtMs(last.spawnMs)}, pause ${fmtMs(last.pauseMs)}, resume ${fmtMs(last.resumeMs)}, stop ${fmtMs(last.stopMs)}\n`,
+    );
   }
   console.log(`\n${render(daemon, bare, children)}`);
 }
@@ -58,12 +64,21 @@ async function main(): Promise<void> {
 async function timeDaemon(): Promise<DaemonTimings> {
   const dataDir = mkdtempSync(join(tmpdir(), "swarmd-bench-control-"));
   // Hibernation off: idle agents stay as they are for the whole measurement.
-  const d = await spawnDaemon(dataDir, { SWARM_RUNTIME: "simulated", SWARM_HIBERNATE_AFTER_MS: "0", SWARM_LOG_LEVEL: "warn" });
+  const d = await spawnDaemon(dataDir, {
+    SWARM_RUNTIME: "simulated",
+    SWARM_HIBERNATE_AFTER_MS: "0",
+    SWARM_LOG_LEVEL: "warn",
+  });
   try {
     const rssBefore = rssOf(d);
     const start = performance.now();
-    const created = await d.call("POST", "/runs", { spec: IDLE, keepAlive: true, budget: { maxAgents: AGENTS, spawnDepth: 1 } });
-    if (created.status !== 202) throw new Error(`POST /runs answered ${created.status}: ${JSON.stringify(created.body)}`);
+    const created = await d.call("POST", "/runs", {
+      spec: IDLE,
+      keepAlive: true,
+      budget: { maxAgents: AGENTS, spawnDepth: 1 },
+    });
+    if (created.status !== 202)
+      throw new Error(`POST /runs answered ${created.status}: ${JSON.stringify(created.body)}`);
     const { runId, rootAgentId } = created.body as { runId: string; rootAgentId: string };
     const events = await openEvents(d.url, runId);
     try {
@@ -72,7 +87,11 @@ async function timeDaemon(): Promise<DaemonTimings> {
       const spawnSome = async () => {
         while (next < AGENTS) {
           next++;
-          const reply = await d.call("POST", `/runs/${runId}/agents`, { parentAgentId: rootAgentId, spec: IDLE, keepAlive: true });
+          const reply = await d.call("POST", `/runs/${runId}/agents`, {
+            parentAgentId: rootAgentId,
+            spec: IDLE,
+            keepAlive: true,
+          });
           if (reply.status !== 202) throw new Error(`spawn answered ${reply.status}: ${JSON.stringify(reply.body)}`);
         }
       };
@@ -86,7 +105,8 @@ async function timeDaemon(): Promise<DaemonTimings> {
         const reply = await d.call("POST", `/agents/${rootAgentId}/${op}`, { scope: "subtree" });
         const ms = since(t);
         const applied = (reply.body?.results ?? []).filter((r: Json) => r.outcome === "applied").length;
-        if (reply.status !== 202 || applied !== AGENTS) throw new Error(`subtree ${op} answered ${reply.status} with ${applied} of ${AGENTS} applied`);
+        if (reply.status !== 202 || applied !== AGENTS)
+          throw new Error(`subtree ${op} answered ${reply.status} with ${applied} of ${AGENTS} applied`);
         return ms;
       };
       const pauseMs = await control("pause");
@@ -132,12 +152,39 @@ function render(daemon: DaemonTimings[], bare: XStateTimings[], children: XState
     fmtRatio(ours, base),
   ];
   const table = markdownTable(
-    [`${n} agents (median of ${REPS})`, "swarmd, simulated runtime, over HTTP", "bare XState actors", "XState, children of one actor", "swarmd / bare XState"],
     [
-      row("spawn: first POST → all running", med(daemon, (t) => t.spawnMs), med(bare, (t) => t.createMs), med(children, (t) => t.createMs), true),
-      row("subtree pause of the root", med(daemon, (t) => t.pauseMs), med(bare, (t) => t.pauseMs), med(children, (t) => t.pauseMs)),
-      row("subtree resume of the root", med(daemon, (t) => t.resumeMs), med(bare, (t) => t.resumeMs), med(children, (t) => t.resumeMs)),
-      row("subtree stop of the root", med(daemon, (t) => t.stopMs), med(bare, (t) => t.stopMs), med(children, (t) => t.stopMs)),
+      `${n} agents (median of ${REPS})`,
+      "swarmd, simulated runtime, over HTTP",
+      "bare XState actors",
+      "XState, children of one actor",
+      "swarmd / bare XState",
+    ],
+    [
+      row(
+        "spawn: first POST → all running",
+        med(daemon, (t) => t.spawnMs),
+        med(bare, (t) => t.createMs),
+        med(children, (t) => t.createMs),
+        true,
+      ),
+      row(
+        "subtree pause of the root",
+        med(daemon, (t) => t.pauseMs),
+        med(bare, (t) => t.pauseMs),
+        med(children, (t) => t.pauseMs),
+      ),
+      row(
+        "subtree resume of the root",
+        med(daemon, (t) => t.resumeMs),
+        med(bare, (t) => t.resumeMs),
+        med(children, (t) => t.resumeMs),
+      ),
+      row(
+        "subtree stop of the root",
+        med(daemon, (t) => t.stopMs),
+        med(bare, (t) => t.stopMs),
+        med(children, (t) => t.stopMs),
+      ),
     ],
   );
   const notes = [

@@ -10,7 +10,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
-import { startDaemon, type Daemon, type Json } from "../test/support/daemon.ts";
+import { type Daemon, type Json, startDaemon } from "../test/support/daemon.ts";
 import { sandboxProcesses, sum } from "./proc-memory.ts";
 import { fmtMiB, fmtMs, fmtRatio, markdownTable, median, quantile, since } from "./stats.ts";
 
@@ -69,10 +69,20 @@ async function main(): Promise<void> {
   const bare = bareNodeStarts(Math.max(WAKES, 10));
   const d = await startDaemon({ hibernateAfterMs: HIBERNATE_MS });
   try {
-    const created = (await d.call("POST", "/runs", { spec: { name: "root", script: [] }, keepAlive: true, budget: { spawnDepth: 2, maxAgents: AGENTS } })).body;
+    const created = (
+      await d.call("POST", "/runs", {
+        spec: { name: "root", script: [] },
+        keepAlive: true,
+        budget: { spawnDepth: 2, maxAgents: AGENTS },
+      })
+    ).body;
     const { runId, rootAgentId } = created as { runId: string; rootAgentId: string };
     const spawn = (name: string) =>
-      d.call("POST", `/runs/${runId}/agents`, { parentAgentId: rootAgentId, spec: { name, script: [{ text: `${name} done` }] }, keepAlive: true });
+      d.call("POST", `/runs/${runId}/agents`, {
+        parentAgentId: rootAgentId,
+        spec: { name, script: [{ text: `${name} done` }] },
+        keepAlive: true,
+      });
     const probeAgent = (await spawn("probe")).body.agentId as string;
     const probes = probe(d, runId, probeAgent);
 
@@ -95,15 +105,22 @@ async function main(): Promise<void> {
         const running = all.filter((a) => a.state === "running" || a.state === "paused").length;
         if (Date.now() - lastReport > 10_000) {
           lastReport = Date.now();
-          process.stderr.write(`density: ${running}/${all.length} live, ${all.filter((a) => a.hibernated).length} hibernated, ${all.filter((a) => a.outcome !== null).length} ended\n`);
+          process.stderr.write(
+            `density: ${running}/${all.length} live, ${all.filter((a) => a.hibernated).length} hibernated, ${all.filter((a) => a.outcome !== null).length} ended\n`,
+          );
         }
-        if (all.some((a) => a.outcome !== null)) throw new Error(`agents ended: ${JSON.stringify(all.filter((a) => a.outcome !== null).slice(0, 3))}`);
+        if (all.some((a) => a.outcome !== null))
+          throw new Error(`agents ended: ${JSON.stringify(all.filter((a) => a.outcome !== null).slice(0, 3))}`);
         return running === all.length;
       },
       3_600_000,
     );
     const allRunningMs = since(spawnStart);
-    await until("every idle child hibernated", async () => (await agents()).filter((a) => a.hibernated).length >= AGENTS - 2, 600_000);
+    await until(
+      "every idle child hibernated",
+      async () => (await agents()).filter((a) => a.hibernated).length >= AGENTS - 2,
+      600_000,
+    );
     await probes.stop();
     // The same probes with all of them idle: what an operator sees of a settled wide run.
     const atRest = probe(d, runId, probeAgent);
@@ -137,19 +154,56 @@ async function main(): Promise<void> {
       wakes.push((await woke) - start);
     }
     const bareP50 = median(bare);
-    console.log(`### Density (\`bench/density.ts\`): ${AGENTS} agents in one run, hibernating after ${HIBERNATE_MS} ms idle\n`);
+    console.log(
+      `### Density (\`bench/density.ts\`): ${AGENTS} agents in one run, hibernating after ${HIBERNATE_MS} ms idle\n`,
+    );
     console.log(
       markdownTable(
         ["measure", "swarmd", "baseline", "ratio"],
         [
           ["all agents running after the spawns began", fmtMs(allRunningMs), "—", "—"],
-          [`GET /runs/:id p99, while the agents start and settle (${probes.reads.length} reads)`, fmtMs(quantile(probes.reads, 0.99)), "100 ms target", fmtRatio(quantile(probes.reads, 0.99), 100)],
-          [`pause or resume of one agent p99, meanwhile (${probes.controls.length})`, fmtMs(quantile(probes.controls, 0.99)), "100 ms target", fmtRatio(quantile(probes.controls, 0.99), 100)],
-          [`GET /runs/:id p99, all ${AGENTS} idle (${atRest.reads.length} reads)`, fmtMs(quantile(atRest.reads, 0.99)), "100 ms target", fmtRatio(quantile(atRest.reads, 0.99), 100)],
-          [`pause or resume of one agent p99, all idle (${atRest.controls.length})`, fmtMs(quantile(atRest.controls, 0.99)), "100 ms target", fmtRatio(quantile(atRest.controls, 0.99), 100)],
-          [`hibernated agent: prompt → harness back (\`agent_woke\`) p50 (${wakes.length})`, fmtMs(median(wakes)), `\`node -e 0\` ${fmtMs(bareP50)}`, fmtRatio(median(wakes), bareP50)],
-          [`hibernated agent: prompt → its turn's result p50 (${turns.length})`, fmtMs(median(turns)), `\`node -e 0\` ${fmtMs(bareP50)}`, fmtRatio(median(turns), bareP50)],
-          ["memory per idle agent (daemon RSS + sandbox processes) / agents", fmtMiB((daemonRss + sandboxRss) / AGENTS), "—", "—"],
+          [
+            `GET /runs/:id p99, while the agents start and settle (${probes.reads.length} reads)`,
+            fmtMs(quantile(probes.reads, 0.99)),
+            "100 ms target",
+            fmtRatio(quantile(probes.reads, 0.99), 100),
+          ],
+          [
+            `pause or resume of one agent p99, meanwhile (${probes.controls.length})`,
+            fmtMs(quantile(probes.controls, 0.99)),
+            "100 ms target",
+            fmtRatio(quantile(probes.controls, 0.99), 100),
+          ],
+          [
+            `GET /runs/:id p99, all ${AGENTS} idle (${atRest.reads.length} reads)`,
+            fmtMs(quantile(atRest.reads, 0.99)),
+            "100 ms target",
+            fmtRatio(quantile(atRest.reads, 0.99), 100),
+          ],
+          [
+            `pause or resume of one agent p99, all idle (${atRest.controls.length})`,
+            fmtMs(quantile(atRest.controls, 0.99)),
+            "100 ms target",
+            fmtRatio(quantile(atRest.controls, 0.99), 100),
+          ],
+          [
+            `hibernated agent: prompt → harness back (\`agent_woke\`) p50 (${wakes.length})`,
+            fmtMs(median(wakes)),
+            `\`node -e 0\` ${fmtMs(bareP50)}`,
+            fmtRatio(median(wakes), bareP50),
+          ],
+          [
+            `hibernated agent: prompt → its turn's result p50 (${turns.length})`,
+            fmtMs(median(turns)),
+            `\`node -e 0\` ${fmtMs(bareP50)}`,
+            fmtRatio(median(turns), bareP50),
+          ],
+          [
+            "memory per idle agent (daemon RSS + sandbox processes) / agents",
+            fmtMiB((daemonRss + sandboxRss) / AGENTS),
+            "—",
+            "—",
+          ],
           ["daemon RSS", fmtMiB(daemonRss), "—", "—"],
           [`sandbox processes left (${procs.length})`, fmtMiB(sandboxRss), "—", "—"],
         ],

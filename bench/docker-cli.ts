@@ -70,15 +70,23 @@ export function createDockerCli(options: { image: string; scratchDir: string; ta
     mkdirSync(control, { recursive: true });
     return docker([
       "create",
-      "--label", label,
-      "--network", "none",
+      "--label",
+      label,
+      "--network",
+      "none",
       "--init",
-      "--memory", String(2 * 1024 ** 3),
-      "--pids-limit", "1024",
-      "--security-opt", "no-new-privileges",
-      "--entrypoint", "",
-      "-v", `${control}:/control`,
-      "-v", `${SWARMD_ROOT}:/opt/swarmd:ro`,
+      "--memory",
+      String(2 * 1024 ** 3),
+      "--pids-limit",
+      "1024",
+      "--security-opt",
+      "no-new-privileges",
+      "--entrypoint",
+      "",
+      "-v",
+      `${control}:/control`,
+      "-v",
+      `${SWARMD_ROOT}:/opt/swarmd:ro`,
       image,
       ...command,
     ]);
@@ -108,7 +116,9 @@ export function createDockerCli(options: { image: string; scratchDir: string; ta
       if (image !== undefined) await docker(["rmi", image]);
     },
     async cleanUp() {
-      const ids = (await docker(["ps", "-aq", "--filter", `label=${label}`]).catch(() => "")).split("\n").filter(Boolean);
+      const ids = (await docker(["ps", "-aq", "--filter", `label=${label}`]).catch(() => ""))
+        .split("\n")
+        .filter(Boolean);
       if (ids.length > 0) await docker(["rm", "-f", ...ids]).catch(() => "");
       const images = (await docker(["images", "-q", forkRepo]).catch(() => "")).split("\n").filter(Boolean);
       if (images.length > 0) await docker(["rmi", "-f", ...new Set(images)]).catch(() => "");

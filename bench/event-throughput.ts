@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { Level } from "level";
 import type { Ledger, LedgerEvent, NewEvent } from "../src/ledger/ledger.ts";
 import { eventKey } from "../src/ledger/ledger-keys.ts";
-import { startBareSse, type BareSse } from "./bare-sse-server.ts";
+import { type BareSse, startBareSse } from "./bare-sse-server.ts";
 import { startConsumers } from "./consumers.ts";
 import { benchEvents, frameOf, storedValueOf } from "./frames.ts";
 import { fmtRate, fmtRatio, markdownTable, median } from "./stats.ts";
@@ -46,15 +46,42 @@ export async function measureThroughput(s: ThroughputSetup): Promise<string> {
   const rawAppend = async (to?: BareSse) => {
     for (let i = 0; i < events.length; i += CHUNK) {
       const at = Date.now();
-      const stored = events.slice(i, i + CHUNK).map((e: NewEvent): LedgerEvent => ({ runId: s.runId, seq: ++rawSeq, type: e.type, agentId: e.agentId, at, data: e.data }));
+      const stored = events.slice(i, i + CHUNK).map(
+        (e: NewEvent): LedgerEvent => ({
+          runId: s.runId,
+          seq: ++rawSeq,
+          type: e.type,
+          agentId: e.agentId,
+          at,
+          data: e.data,
+        }),
+      );
       // The ledger's own shape of write: sublevel puts in one batch on the database, fsync'd.
-      await db.batch(stored.map((e) => ({ type: "put" as const, sublevel: raw, key: eventKey(s.runId, e.seq), value: storedValueOf(e) })), { sync: true });
+      await db.batch(
+        stored.map((e) => ({
+          type: "put" as const,
+          sublevel: raw,
+          key: eventKey(s.runId, e.seq),
+          value: storedValueOf(e),
+        })),
+        { sync: true },
+      );
       if (to) for (const e of stored) to.broadcast(frameOf(e));
     }
   };
   /** Events per second of `write`, until the clients (if any) have the last seq. */
-  const rate = async (write: () => Promise<void>, consumersAt?: { url: string; lastSeq: () => number }): Promise<number> => {
-    const consumers = consumersAt && startConsumers({ url: consumersAt.url, clients: s.clients, lastEventId: consumersAt.lastSeq(), targetSeq: consumersAt.lastSeq() + s.events });
+  const rate = async (
+    write: () => Promise<void>,
+    consumersAt?: { url: string; lastSeq: () => number },
+  ): Promise<number> => {
+    const consumers =
+      consumersAt &&
+      startConsumers({
+        url: consumersAt.url,
+        clients: s.clients,
+        lastEventId: consumersAt.lastSeq(),
+        targetSeq: consumersAt.lastSeq() + s.events,
+      });
     await consumers?.ready;
     const start = performance.now();
     await write();
@@ -90,12 +117,37 @@ export async function measureThroughput(s: ThroughputSetup): Promise<string> {
   const m = (name: keyof typeof variants) => median(results.get(name) ?? []);
   const clients = `${s.clients} SSE clients`;
   return markdownTable(
-    [`${s.events.toLocaleString("en-US")} persisted events (median of ${s.reps})`, "swarmd", "baseline", "swarmd / baseline"],
     [
-      [`ledger → ${clients}, ${CHUNK} events per append`, fmtRate(m("sseChunk")), `${fmtRate(m("sseBase"))} (raw level batch of ${CHUNK} → bare node:http SSE)`, fmtRatio(m("sseChunk"), m("sseBase"))],
-      [`ledger → ${clients}, 1 event per append (${CHUNK} in flight)`, fmtRate(m("sseSingle")), fmtRate(m("sseBase")), fmtRatio(m("sseSingle"), m("sseBase"))],
-      [`ledger only, ${CHUNK} events per append`, fmtRate(m("storeChunk")), `${fmtRate(m("storeBase"))} (raw level batch of ${CHUNK}, sync)`, fmtRatio(m("storeChunk"), m("storeBase"))],
-      [`ledger only, 1 event per append (${CHUNK} in flight)`, fmtRate(m("storeSingle")), fmtRate(m("storeBase")), fmtRatio(m("storeSingle"), m("storeBase"))],
+      `${s.events.toLocaleString("en-US")} persisted events (median of ${s.reps})`,
+      "swarmd",
+      "baseline",
+      "swarmd / baseline",
+    ],
+    [
+      [
+        `ledger → ${clients}, ${CHUNK} events per append`,
+        fmtRate(m("sseChunk")),
+        `${fmtRate(m("sseBase"))} (raw level batch of ${CHUNK} → bare node:http SSE)`,
+        fmtRatio(m("sseChunk"), m("sseBase")),
+      ],
+      [
+        `ledger → ${clients}, 1 event per append (${CHUNK} in flight)`,
+        fmtRate(m("sseSingle")),
+        fmtRate(m("sseBase")),
+        fmtRatio(m("sseSingle"), m("sseBase")),
+      ],
+      [
+        `ledger only, ${CHUNK} events per append`,
+        fmtRate(m("storeChunk")),
+        `${fmtRate(m("storeBase"))} (raw level batch of ${CHUNK}, sync)`,
+        fmtRatio(m("storeChunk"), m("storeBase")),
+      ],
+      [
+        `ledger only, 1 event per append (${CHUNK} in flight)`,
+        fmtRate(m("storeSingle")),
+        fmtRate(m("storeBase")),
+        fmtRatio(m("storeSingle"), m("storeBase")),
+      ],
     ],
   );
 }

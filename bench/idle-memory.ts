@@ -1,9 +1,9 @@
 import { totalmem } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
-import { startDaemon, type Daemon } from "../test/support/daemon.ts";
-import { watchAgents, type AgentWatch } from "./agent-watch.ts";
-import { startBaselines, type BaselineMemory } from "./memory-baselines.ts";
-import { memAvailable, sandboxProcesses, sum, type ProcMemory } from "./proc-memory.ts";
+import { type Daemon, startDaemon } from "../test/support/daemon.ts";
+import { type AgentWatch, watchAgents } from "./agent-watch.ts";
+import { type BaselineMemory, startBaselines } from "./memory-baselines.ts";
+import { memAvailable, type ProcMemory, sandboxProcesses, sum } from "./proc-memory.ts";
 import { fmtMiB, fmtMs, fmtRatio, markdownTable, median, p90, since } from "./stats.ts";
 
 export interface IdleMemoryOptions {
@@ -41,14 +41,22 @@ export async function measureIdleMemory(o: IdleMemoryOptions): Promise<string> {
   process.once("SIGINT", onSigint);
   try {
     gc();
-    const before = { rss: process.memoryUsage().rss, heap: process.memoryUsage().heapUsed, available: await memAvailable() };
+    const before = {
+      rss: process.memoryUsage().rss,
+      heap: process.memoryUsage().heapUsed,
+      available: await memAvailable(),
+    };
     const spawned = await spawnIdleAgents(d, o, before.available);
     process.stderr.write(`\nidle: settling ${o.settleMs} ms\n`);
     await sleep(o.settleMs);
     gc();
     const sandboxIds = new Set((await d.runtime.list(AbortSignal.timeout(60_000))).map((s) => s.sandboxId));
     const procs = await sandboxProcesses(sandboxIds);
-    const after = { rss: process.memoryUsage().rss, heap: process.memoryUsage().heapUsed, available: await memAvailable() };
+    const after = {
+      rss: process.memoryUsage().rss,
+      heap: process.memoryUsage().heapUsed,
+      available: await memAvailable(),
+    };
     const baseline = await baselines.read();
     const teardownMs = await tearDown();
     return render(o, spawned, { before, after, procs, baseline, harnessStartMs: baselines.harnessStartMs, teardownMs });
@@ -73,7 +81,11 @@ async function spawnIdleAgents(d: Daemon, o: IdleMemoryOptions, availableBefore:
   let stopReason: string | undefined;
 
   const t0 = performance.now();
-  const created = await d.call<{ runId: string; rootAgentId: string }>("POST", "/runs", { spec: IDLE_SPEC, keepAlive: true, budget: { maxAgents: o.agents, spawnDepth: 1 } });
+  const created = await d.call<{ runId: string; rootAgentId: string }>("POST", "/runs", {
+    spec: IDLE_SPEC,
+    keepAlive: true,
+    budget: { maxAgents: o.agents, spawnDepth: 1 },
+  });
   if (created.status !== 201 && created.status !== 202) throw new Error(`POST /runs answered ${created.status}`);
   const { runId, rootAgentId } = created.body;
   const watch: AgentWatch = watchAgents(d.ledger, runId);
@@ -82,8 +94,13 @@ async function spawnIdleAgents(d: Daemon, o: IdleMemoryOptions, availableBefore:
 
   const spawnOne = async () => {
     const t = performance.now();
-    const res = await d.call<{ agentId: string }>("POST", `/runs/${runId}/agents`, { parentAgentId: rootAgentId, spec: IDLE_SPEC, keepAlive: true });
-    if (res.status !== 201 && res.status !== 202) throw new Error(`spawn answered ${res.status}: ${JSON.stringify(res.body)}`);
+    const res = await d.call<{ agentId: string }>("POST", `/runs/${runId}/agents`, {
+      parentAgentId: rootAgentId,
+      spec: IDLE_SPEC,
+      keepAlive: true,
+    });
+    if (res.status !== 201 && res.status !== 202)
+      throw new Error(`spawn answered ${res.status}: ${JSON.stringify(res.body)}`);
     await watch.running(res.body.agentId, RUNNING_TIMEOUT_MS);
     times.push(since(t));
   };
@@ -93,7 +110,9 @@ async function spawnIdleAgents(d: Daemon, o: IdleMemoryOptions, availableBefore:
     const available = await memAvailable();
     if (watch.runningCount() !== shown) {
       shown = watch.runningCount();
-      process.stderr.write(`\ridle: ${shown}/${o.agents} agents running, ${(available / 1024 ** 3).toFixed(1)} GiB available, ${Math.round(since(started) / 1000)} s   `);
+      process.stderr.write(
+        `\ridle: ${shown}/${o.agents} agents running, ${(available / 1024 ** 3).toFixed(1)} GiB available, ${Math.round(since(started) / 1000)} s   `,
+      );
     }
     return available;
   };
@@ -170,14 +189,44 @@ function render(o: IdleMemoryOptions, spawned: Spawned, m: Measured): string {
   return `${lines.join("\n")}\n${markdownTable(
     [`per idle agent (${n} agents, process runtime)`, "swarmd", "baseline", "swarmd / baseline"],
     [
-      ["sandbox processes, VmRSS (all)", fmtMiB(per(sandboxRss)), `${fmtMiB(b.harnessRss)} (one bare idle harness, its process tree)`, fmtRatio(per(sandboxRss), b.harnessRss)],
-      ["harness node process, VmRSS", fmtMiB(per(sum(harness, "rss"))), `${fmtMiB(b.harnessNodeRss)} (bare harness node)`, fmtRatio(per(sum(harness, "rss")), b.harnessNodeRss)],
-      ["sandbox processes, PSS", fmtMiB(per(sum(m.procs, "pss"))), `${fmtMiB(b.harnessPss)} (bare harness PSS)`, fmtRatio(per(sum(m.procs, "pss")), b.harnessPss)],
-      ["daemon RSS growth", fmtMiB(per(daemonGrowth)), `${fmtMiB(b.bareNodeRss)} (bare idle node process)`, fmtRatio(per(daemonGrowth), b.bareNodeRss)],
+      [
+        "sandbox processes, VmRSS (all)",
+        fmtMiB(per(sandboxRss)),
+        `${fmtMiB(b.harnessRss)} (one bare idle harness, its process tree)`,
+        fmtRatio(per(sandboxRss), b.harnessRss),
+      ],
+      [
+        "harness node process, VmRSS",
+        fmtMiB(per(sum(harness, "rss"))),
+        `${fmtMiB(b.harnessNodeRss)} (bare harness node)`,
+        fmtRatio(per(sum(harness, "rss")), b.harnessNodeRss),
+      ],
+      [
+        "sandbox processes, PSS",
+        fmtMiB(per(sum(m.procs, "pss"))),
+        `${fmtMiB(b.harnessPss)} (bare harness PSS)`,
+        fmtRatio(per(sum(m.procs, "pss")), b.harnessPss),
+      ],
+      [
+        "daemon RSS growth",
+        fmtMiB(per(daemonGrowth)),
+        `${fmtMiB(b.bareNodeRss)} (bare idle node process)`,
+        fmtRatio(per(daemonGrowth), b.bareNodeRss),
+      ],
       ["daemon heap growth (after gc)", fmtMiB(per(m.after.heap - m.before.heap)), "—", "—"],
-      ["daemon + sandbox VmRSS", fmtMiB(per(daemonGrowth + sandboxRss)), fmtMiB(b.bareNodeRss), fmtRatio(per(daemonGrowth + sandboxRss), b.bareNodeRss)],
+      [
+        "daemon + sandbox VmRSS",
+        fmtMiB(per(daemonGrowth + sandboxRss)),
+        fmtMiB(b.bareNodeRss),
+        fmtRatio(per(daemonGrowth + sandboxRss), b.bareNodeRss),
+      ],
       ["host MemAvailable drop (whole machine, noisy)", fmtMiB(per(m.before.available - m.after.available)), "—", "—"],
-      [`POST → running (median, p90 of ${spawned.times.length})`, `${fmtMs(median(spawned.times))}, ${fmtMs(p90(spawned.times))}`, `${fmtMs(m.harnessStartMs)} (bare harness start, median of 3)`, fmtRatio(median(spawned.times), m.harnessStartMs)],
+      [
+        `POST → running (median, p90 of ${spawned.times.length})`,
+        `${fmtMs(median(spawned.times))}, ${fmtMs(p90(spawned.times))}`,
+        `${fmtMs(m.harnessStartMs)} (bare harness start, median of 3)`,
+        fmtRatio(median(spawned.times), m.harnessStartMs),
+      ],
     ],
   )}`;
 }

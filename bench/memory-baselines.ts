@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
-import { startHarness, type HarnessFixture } from "../test/support/harness-fixture.ts";
-import { procMemory, processTree, sum } from "./proc-memory.ts";
+import { type HarnessFixture, startHarness } from "../test/support/harness-fixture.ts";
+import { processTree, procMemory, sum } from "./proc-memory.ts";
 import { median, since } from "./stats.ts";
 
 export interface BaselineMemory {

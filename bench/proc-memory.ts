@@ -12,13 +12,19 @@ export interface ProcMemory {
   pss: number;
 }
 
-const kib = (text: string, field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(text)?.[1] ?? Number.NaN) * 1024;
+const kib = (text: string, field: string) =>
+  Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(text)?.[1] ?? Number.NaN) * 1024;
 
 export async function procMemory(pid: number): Promise<ProcMemory | undefined> {
   try {
     const status = await readFile(`/proc/${pid}/status`, "utf8");
     const rollup = await readFile(`/proc/${pid}/smaps_rollup`, "utf8").catch(() => "");
-    return { pid, name: /^Name:\s+(.*)$/m.exec(status)?.[1] ?? "?", rss: kib(status, "VmRSS"), pss: kib(rollup, "Pss") };
+    return {
+      pid,
+      name: /^Name:\s+(.*)$/m.exec(status)?.[1] ?? "?",
+      rss: kib(status, "VmRSS"),
+      pss: kib(rollup, "Pss"),
+    };
   } catch {
     return undefined; // exited meanwhile
   }
@@ -54,4 +60,5 @@ export async function memAvailable(): Promise<number> {
   return kib(await readFile("/proc/meminfo", "utf8"), "MemAvailable");
 }
 
-export const sum = (procs: readonly ProcMemory[], field: "rss" | "pss") => procs.reduce((total, p) => total + p[field], 0);
+export const sum = (procs: readonly ProcMemory[], field: "rss" | "pss") =>
+  procs.reduce((total, p) => total + p[field], 0);

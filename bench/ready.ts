@@ -23,7 +23,7 @@ import type { Ledger, LedgerEvent, LiveEvent } from "../src/ledger/ledger.ts";
 import { createDockerRuntime } from "../src/sandbox/docker/docker-runtime.ts";
 import { defaultSandboxImage } from "../src/sandbox/docker/sandbox-image.ts";
 import { createProcessRuntime } from "../src/sandbox/process/process-runtime.ts";
-import { startDaemon, type Daemon } from "../test/support/daemon.ts";
+import { type Daemon, startDaemon } from "../test/support/daemon.ts";
 import { createDockerCli, dockerUnusable } from "./docker-cli.ts";
 import { fmtMs, fmtRatio, markdownTable, median, p90, since } from "./stats.ts";
 
@@ -103,7 +103,10 @@ function runningAt(ledger: Ledger, runId: string) {
 /** One `POST /runs` → root `running`, in ms; the run is deleted afterwards (untimed). */
 async function postToRunning(d: Daemon): Promise<number> {
   const posted = Date.now();
-  const created = await d.call<{ runId: string; rootAgentId: string }>("POST", "/runs", { spec: IDLE_SPEC, keepAlive: true });
+  const created = await d.call<{ runId: string; rootAgentId: string }>("POST", "/runs", {
+    spec: IDLE_SPEC,
+    keepAlive: true,
+  });
   if (created.status !== 202) throw new Error(`POST /runs answered ${created.status}: ${JSON.stringify(created.body)}`);
   const watch = runningAt(d.ledger, created.body.runId);
   try {
@@ -128,14 +131,21 @@ async function paired(label: string, ours: () => Promise<number>, baseline: () =
       samples.ours.push(pair[0]!);
       samples.baseline.push(pair[1]!);
     }
-    process.stderr.write(`\r${label}: ${i < WARMUP ? "warm-up" : "rep"} ${i < WARMUP ? i + 1 : i - WARMUP + 1}/${i < WARMUP ? WARMUP : REPS}   `);
+    process.stderr.write(
+      `\r${label}: ${i < WARMUP ? "warm-up" : "rep"} ${i < WARMUP ? i + 1 : i - WARMUP + 1}/${i < WARMUP ? WARMUP : REPS}   `,
+    );
   }
   process.stderr.write("\n");
   return samples;
 }
 
 const cell = (samples: number[]) => `${fmtMs(median(samples))} (${fmtMs(p90(samples))})`;
-const row = (what: string, s: Paired, baseline: string) => [what, cell(s.ours), `${cell(s.baseline)} ${baseline}`, fmtRatio(median(s.ours), median(s.baseline))];
+const row = (what: string, s: Paired, baseline: string) => [
+  what,
+  cell(s.ours),
+  `${cell(s.baseline)} ${baseline}`,
+  fmtRatio(median(s.ours), median(s.baseline)),
+];
 
 interface FanOut {
   /** First spawn request → the last child `running`, ms. */
@@ -162,7 +172,12 @@ async function fanOut(d: Daemon, count: number, prompted: boolean): Promise<FanO
     const children = await Promise.all(
       Array.from({ length: count }, async (_, i) => {
         const spec = { name: `child-${i}`, script: prompted ? [{ text: `child ${i} done` }] : [] };
-        const res = await d.call<{ agentId: string }>("POST", `/runs/${runId}/agents`, { parentAgentId: rootAgentId, spec, keepAlive: true, ...(prompted ? { prompt: "go" } : {}) });
+        const res = await d.call<{ agentId: string }>("POST", `/runs/${runId}/agents`, {
+          parentAgentId: rootAgentId,
+          spec,
+          keepAlive: true,
+          ...(prompted ? { prompt: "go" } : {}),
+        });
         if (res.status !== 202) throw new Error(`spawn answered ${res.status}: ${JSON.stringify(res.body)}`);
         return res.body.agentId;
       }).map((spawned) =>
@@ -186,19 +201,32 @@ async function fanOut(d: Daemon, count: number, prompted: boolean): Promise<FanO
 }
 
 async function main(): Promise<void> {
-  console.log(`# ready benchmark: ${cpus().length} cores, ${Math.round(totalmem() / 1024 ** 3)} GiB, node ${process.version}, load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
+  console.log(
+    `# ready benchmark: ${cpus().length} cores, ${Math.round(totalmem() / 1024 ** 3)} GiB, node ${process.version}, load average ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" ")}`,
+  );
   const scratch = mkdtempSync(join(tmpdir(), "swarmd-bench-"));
   const quiet = { info: () => undefined, warn: () => undefined };
   const processRuntime = createProcessRuntime({ dataDir: join(scratch, "process"), logger: quiet });
-  console.log(`process runtime: isolation ${processRuntime.isolation}, freezer ${processRuntime.freezer}; sandbox starts at once: ${DEFAULT_START_CONCURRENCY} (SWARM_START_CONCURRENCY default)`);
+  console.log(
+    `process runtime: isolation ${processRuntime.isolation}, freezer ${processRuntime.freezer}; sandbox starts at once: ${DEFAULT_START_CONCURRENCY} (SWARM_START_CONCURRENCY default)`,
+  );
   const rows: string[][] = [];
   const fanOutRows: string[][] = [];
   let d: Daemon | undefined;
   try {
-    if (only.has("ready") || only.has("fanout")) d = await startDaemon({ dataDir: join(scratch, "process"), runtime: () => processRuntime });
+    if (only.has("ready") || only.has("fanout"))
+      d = await startDaemon({ dataDir: join(scratch, "process"), runtime: () => processRuntime });
     if (d && only.has("ready")) {
       const daemon = d;
-      rows.push(row("process runtime (bubblewrap): POST /runs → root running", await paired("process", () => postToRunning(daemon), bareNodeStart), "(bare `node -e 0`, spawn → exit)"));
+      rows.push(
+        row(
+          "process runtime (bubblewrap): POST /runs → root running",
+          await paired("process", () => postToRunning(daemon), bareNodeStart),
+          "(bare `node -e 0`, spawn → exit)",
+        ),
+      );
     }
     if (only.has("docker")) rows.push(await dockerRow(join(scratch, "docker")));
     if (d && only.has("fanout")) {
@@ -222,12 +250,21 @@ async function main(): Promise<void> {
     rmSync(scratch, { recursive: true, force: true });
   }
   if (rows.length > 0) {
-    console.log(`\n## Ready: POST → running\n\n${markdownTable([`median (p90), n=${REPS}`, "swarmd", "baseline", "swarmd / baseline"], rows)}`);
+    console.log(
+      `\n## Ready: POST → running\n\n${markdownTable([`median (p90), n=${REPS}`, "swarmd", "baseline", "swarmd / baseline"], rows)}`,
+    );
   }
   if (fanOutRows.length > 0) {
     console.log(
       `\n## Fan-out: children spawned at once until all are running\n\n${markdownTable(
-        ["children spawned at once (process runtime)", "swarmd: all running", "baseline", "swarmd / baseline", "spawn → running per child (median, p90)", "failed children"],
+        [
+          "children spawned at once (process runtime)",
+          "swarmd: all running",
+          "baseline",
+          "swarmd / baseline",
+          "spawn → running per child (median, p90)",
+          "failed children",
+        ],
         fanOutRows,
       )}`,
     );
@@ -240,7 +277,10 @@ async function dockerRow(scratch: string): Promise<string[]> {
   const why = await dockerUnusable(image);
   if (why !== undefined) return ["docker runtime: POST /runs → root running", "—", `skipped: ${why}`, "—"];
   const cli = createDockerCli({ image, scratchDir: join(scratch, "cli"), tag: `ready-${process.pid}` });
-  const d = await startDaemon({ dataDir: join(scratch, "daemon"), runtime: (dataDir) => createDockerRuntime({ dataDir, image }) });
+  const d = await startDaemon({
+    dataDir: join(scratch, "daemon"),
+    runtime: (dataDir) => createDockerRuntime({ dataDir, image }),
+  });
   try {
     const raw = async () => {
       const start = performance.now();
@@ -249,7 +289,11 @@ async function dockerRow(scratch: string): Promise<string[]> {
       await cli.close(id);
       return ms;
     };
-    return row("docker runtime: POST /runs → root running", await paired("docker", () => postToRunning(d), raw), `(raw \`docker create\` + \`docker start -a\`, \`node -e 0\` in ${image})`);
+    return row(
+      "docker runtime: POST /runs → root running",
+      await paired("docker", () => postToRunning(d), raw),
+      `(raw \`docker create\` + \`docker start -a\`, \`node -e 0\` in ${image})`,
+    );
   } finally {
     await d.stop();
     await cli.cleanUp();

@@ -10,7 +10,8 @@ const FILL_CHUNK = 1000;
 
 /** Append `count` events to the run through the ledger; the run's last seq after it. */
 export async function fillRun(ledger: Ledger, runId: string, agentId: string, count: number): Promise<number> {
-  for (let i = 0; i < count; i += FILL_CHUNK) await ledger.append(runId, benchEvents(agentId, i + 1, Math.min(FILL_CHUNK, count - i)));
+  for (let i = 0; i < count; i += FILL_CHUNK)
+    await ledger.append(runId, benchEvents(agentId, i + 1, Math.min(FILL_CHUNK, count - i)));
   return ledger.lastSeq(runId);
 }
 
@@ -24,7 +25,12 @@ export interface DaemonReplay {
   iterate: number[];
 }
 
-export async function replayThroughDaemon(url: string, ledger: Ledger, runId: string, reps: number): Promise<DaemonReplay> {
+export async function replayThroughDaemon(
+  url: string,
+  ledger: Ledger,
+  runId: string,
+  reps: number,
+): Promise<DaemonReplay> {
   const lastSeq = ledger.lastSeq(runId);
   const sse: number[] = [];
   const iterate: number[] = [];
@@ -55,7 +61,8 @@ export async function replayBaselines(ledgerPath: string, daemon: DaemonReplay, 
   const ev = db.sublevel("ev");
   const range = { gt: eventKey(daemon.runId, 0), lte: eventKey(daemon.runId, daemon.lastSeq) };
   const bare = await startBareSse(async (res) => {
-    for await (const page of pages(ev.values(range))) for (const value of page) await writeFrame(res, frameOf(JSON.parse(value) as LedgerEvent));
+    for await (const page of pages(ev.values(range)))
+      for (const value of page) await writeFrame(res, frameOf(JSON.parse(value) as LedgerEvent));
   });
   const raw: number[] = [];
   const bareSse: number[] = [];
@@ -82,7 +89,13 @@ export async function replayBaselines(ledgerPath: string, daemon: DaemonReplay, 
     fmtRatio(median(samples), median(bareSse)),
   ];
   return markdownTable(
-    [`replay of a ${n.toLocaleString("en-US")}-event run (median of ${reps})`, "time", "events/s", "time / raw level iteration", "time / bare SSE"],
+    [
+      `replay of a ${n.toLocaleString("en-US")}-event run (median of ${reps})`,
+      "time",
+      "events/s",
+      "time / raw level iteration",
+      "time / bare SSE",
+    ],
     [
       row("swarmd SSE, one client from Last-Event-ID 0", daemon.sse),
       row("swarmd ledger.iterate in-process (no HTTP)", daemon.iterate),
@@ -93,7 +106,10 @@ export async function replayBaselines(ledgerPath: string, daemon: DaemonReplay, 
 }
 
 /** Read an iterator in pages of 1000 with `nextv`, level's fastest way through a range. */
-async function* pages(iterator: { nextv(size: number): Promise<string[]>; close(): Promise<void> }): AsyncGenerator<string[]> {
+async function* pages(iterator: {
+  nextv(size: number): Promise<string[]>;
+  close(): Promise<void>;
+}): AsyncGenerator<string[]> {
   try {
     for (let page = await iterator.nextv(1000); page.length > 0; page = await iterator.nextv(1000)) yield page;
   } finally {

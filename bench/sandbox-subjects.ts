@@ -47,7 +47,8 @@ export function runtimeSubject(name: string, runtime: SandboxRuntime, options: {
       return { provision, fork, freeze, thaw, close, closeFork };
     },
     async cleanUp() {
-      for (const sandbox of await runtime.list(signal())) await runtime.close(sandbox.sandboxId, signal()).catch(() => undefined);
+      for (const sandbox of await runtime.list(signal()))
+        await runtime.close(sandbox.sandboxId, signal()).catch(() => undefined);
     },
   };
 }

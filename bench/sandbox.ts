@@ -13,7 +13,7 @@ import { defaultSandboxImage } from "../src/sandbox/docker/sandbox-image.ts";
 import { createProcessRuntime } from "../src/sandbox/process/process-runtime.ts";
 import { scriptGateway } from "../test/support/script-gateway.ts";
 import { createDockerCli, dockerUnusable } from "./docker-cli.ts";
-import { cliSubject, OPS, runtimeSubject, type Op, type RepTimings, type Subject } from "./sandbox-subjects.ts";
+import { cliSubject, OPS, type Op, type RepTimings, runtimeSubject, type Subject } from "./sandbox-subjects.ts";
 import { fmtMs, fmtRatio, markdownTable, median, p90 } from "./stats.ts";
 
 const REPS = Number(process.env.BENCH_REPS ?? 20);
@@ -39,7 +39,11 @@ async function main(): Promise<void> {
 
   const noDocker = await dockerUnusable(image);
   if (noDocker === undefined) {
-    subjects.push(runtimeSubject("docker", createDockerRuntime({ dataDir: join(scratch, "docker"), image }), { startHarness: false }));
+    subjects.push(
+      runtimeSubject("docker", createDockerRuntime({ dataDir: join(scratch, "docker"), image }), {
+        startHarness: false,
+      }),
+    );
     subjects.push(cliSubject(createDockerCli({ image, scratchDir: join(scratch, "cli"), tag: String(process.pid) })));
   } else {
     console.log(`docker rows skipped: ${noDocker}`);
@@ -49,14 +53,21 @@ async function main(): Promise<void> {
   const cleanUp = async () => {
     if (cleaned) return;
     cleaned = true;
-    for (const s of subjects) await s.cleanUp().catch((err: unknown) => console.error(`clean-up of ${s.name}: ${errorMessage(err)}`));
+    for (const s of subjects)
+      await s.cleanUp().catch((err: unknown) => console.error(`clean-up of ${s.name}: ${errorMessage(err)}`));
     await models.close();
     rmSync(scratch, { recursive: true, force: true });
   };
   process.once("SIGINT", () => void cleanUp().then(() => process.exit(130)));
 
-  console.log(`# sandbox benchmark: ${cpus().length} cores, ${Math.round(totalmem() / 1024 ** 3)} GiB, node ${process.version}, load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
-  console.log(`process runtime: isolation ${processRuntime.isolation}, freezer ${processRuntime.freezer}; docker image ${image}`);
+  console.log(
+    `# sandbox benchmark: ${cpus().length} cores, ${Math.round(totalmem() / 1024 ** 3)} GiB, node ${process.version}, load average ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" ")}`,
+  );
+  console.log(
+    `process runtime: isolation ${processRuntime.isolation}, freezer ${processRuntime.freezer}; docker image ${image}`,
+  );
   const samples = new Map<string, RepTimings[]>(subjects.map((s) => [s.name, []]));
   try {
     for (let i = 0; i < WARMUP + REPS; i++) {
@@ -67,13 +78,20 @@ async function main(): Promise<void> {
         const timings = await subject.rep();
         if (i >= WARMUP) samples.get(subject.name)?.push(timings);
       }
-      process.stderr.write(`\r${i < WARMUP ? "warm-up" : "rep"} ${i < WARMUP ? i + 1 : i - WARMUP + 1}/${i < WARMUP ? WARMUP : REPS}   `);
+      process.stderr.write(
+        `\r${i < WARMUP ? "warm-up" : "rep"} ${i < WARMUP ? i + 1 : i - WARMUP + 1}/${i < WARMUP ? WARMUP : REPS}   `,
+      );
     }
     process.stderr.write("\n");
   } finally {
     await cleanUp();
   }
-  console.log(renderTable(subjects.map((s) => s.name), samples));
+  console.log(
+    renderTable(
+      subjects.map((s) => s.name),
+      samples,
+    ),
+  );
 }
 
 function renderTable(names: string[], samples: Map<string, RepTimings[]>): string {
@@ -84,7 +102,10 @@ function renderTable(names: string[], samples: Map<string, RepTimings[]>): strin
   const cell = (s: { median: number; p90: number }) => `${fmtMs(s.median)} (${fmtMs(s.p90)})`;
   const cli = names.includes("docker CLI") ? "docker CLI" : undefined;
   const ours = names.filter((n) => n !== cli);
-  const header = [`operation (median (p90), n=${REPS})`, ...names.map((n) => (n === cli ? "raw docker CLI" : `${n} runtime`))];
+  const header = [
+    `operation (median (p90), n=${REPS})`,
+    ...names.map((n) => (n === cli ? "raw docker CLI" : `${n} runtime`)),
+  ];
   if (cli) header.push(...ours.map((n) => `${n} / CLI`));
   const rows = OPS.map((op) => {
     const row = [LABELS[op], ...names.map((n) => cell(stat(n, op)))];

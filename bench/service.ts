@@ -16,14 +16,18 @@ import { startDaemon } from "../test/support/daemon.ts";
 import { watchAgents } from "./agent-watch.ts";
 import { measureThroughput } from "./event-throughput.ts";
 import { measureIdleMemory } from "./idle-memory.ts";
-import { fillRun, replayBaselines, replayThroughDaemon, type DaemonReplay } from "./replay-speed.ts";
+import { type DaemonReplay, fillRun, replayBaselines, replayThroughDaemon } from "./replay-speed.ts";
 
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const only = new Set((process.env.BENCH_ONLY ?? "events,replay,memory").split(","));
 const reps = env("BENCH_SERVICE_REPS", 5);
 
 async function main(): Promise<void> {
-  console.log(`# service benchmark: ${cpus().length} cores, ${Math.round(totalmem() / 1024 ** 3)} GiB, node ${process.version}, load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
+  console.log(
+    `# service benchmark: ${cpus().length} cores, ${Math.round(totalmem() / 1024 ** 3)} GiB, node ${process.version}, load average ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" ")}`,
+  );
   if (!(globalThis as { gc?: unknown }).gc) console.log("note: run with --expose-gc for steadier daemon RSS figures");
   const scratch = mkdtempSync(join(tmpdir(), "swarmd-bench-"));
   try {
@@ -52,7 +56,10 @@ async function ledgerAndSse(scratch: string): Promise<void> {
   let replay: DaemonReplay | undefined;
   let throughput: string | undefined;
   try {
-    const created = await d.call<{ runId: string; rootAgentId: string }>("POST", "/runs", { spec: { name: "bench", script: [] }, keepAlive: true });
+    const created = await d.call<{ runId: string; rootAgentId: string }>("POST", "/runs", {
+      spec: { name: "bench", script: [] },
+      keepAlive: true,
+    });
     const { runId, rootAgentId } = created.body;
     const watch = watchAgents(d.ledger, runId);
     await watch.running(rootAgentId, 120_000);

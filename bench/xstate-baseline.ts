@@ -1,4 +1,4 @@
-import { createActor, createMachine, enqueueActions, setup, type AnyActorRef } from "xstate";
+import { type AnyActorRef, createActor, createMachine, enqueueActions, setup } from "xstate";
 import { since } from "./stats.ts";
 
 /** One agent as bare XState sees it: running ⇄ paused, then stopped. Nothing else happens. */

@@ -5,7 +5,15 @@ import type { agentMachine } from "./agent.machine.ts";
 type AgentSnapshot = Pick<SnapshotFrom<typeof agentMachine>, "hasTag" | "context">;
 
 /** The statuses in the order the tags are read; exactly one is on at a time. */
-const STATUSES = ["spawning", "provisioning", "running", "paused", "ending", "done", "aborted"] as const satisfies readonly AgentStatus[];
+const STATUSES = [
+  "spawning",
+  "provisioning",
+  "running",
+  "paused",
+  "ending",
+  "done",
+  "aborted",
+] as const satisfies readonly AgentStatus[];
 
 /**
  * An agent's status as its machine has it, read from the state's tags: the one source every

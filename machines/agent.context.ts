@@ -1,4 +1,4 @@
-import type { AgentInput, ControlOutcome, Delivery, Drain, EndReason, Ending, PausedBy } from "./agent.types.ts";
+import type { AgentInput, ControlOutcome, Delivery, Drain, Ending, EndReason, PausedBy } from "./agent.types.ts";
 
 /** What one agent's machine remembers between events. */
 export interface AgentContext {

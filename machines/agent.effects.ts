@@ -1,5 +1,11 @@
 import { fromCallback, fromPromise } from "xstate";
-import type { CloseInput, HarnessActorInput, HarnessCommandEvent, ProvisionInput, SandboxActorInput } from "./agent.types.ts";
+import type {
+  CloseInput,
+  HarnessActorInput,
+  HarnessCommandEvent,
+  ProvisionInput,
+  SandboxActorInput,
+} from "./agent.types.ts";
 
 const notProvided = async (): Promise<never> => {
   throw new Error("effect not provided: pass it with machine.provide()");

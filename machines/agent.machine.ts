@@ -48,15 +48,26 @@ export const agentMachine = agentSetup.createMachine({
         "control.resume": [
           {
             guard: "hasPendingPause",
-            actions: [assign({ pendingPause: null }), { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "applied" }) }],
+            actions: [
+              assign({ pendingPause: null }),
+              { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "applied" }) },
+            ],
           },
-          { actions: { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "failed", error: "agent is not paused" }) } },
+          {
+            actions: {
+              type: "reply",
+              params: ({ event }) => ({ requestId: event.requestId, outcome: "failed", error: "agent is not paused" }),
+            },
+          },
         ],
         "control.steer": {
           actions: [
             assign({ prompts: ({ context, event }) => [...context.prompts, event.message] }),
             { type: "fact", params: ({ event }) => ({ kind: "steered", message: event.message }) },
-            { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "applied", delivery: "queued" }) },
+            {
+              type: "reply",
+              params: ({ event }) => ({ requestId: event.requestId, outcome: "applied", delivery: "queued" }),
+            },
           ],
         },
         prompt: { actions: assign({ prompts: ({ context, event }) => [...context.prompts, event.text] }) },
@@ -67,17 +78,30 @@ export const agentMachine = agentSetup.createMachine({
           on: {
             "deps.settled": {
               target: "provisioning",
-              actions: { type: "fact", params: { kind: "state", from: "spawning", to: "provisioning", reason: "deps-settled" } },
+              actions: {
+                type: "fact",
+                params: { kind: "state", from: "spawning", to: "provisioning", reason: "deps-settled" },
+              },
             },
             "control.stop": {
               target: "#agent.aborted",
               actions: [
-                { type: "fact", params: ({ event }) => ({ kind: "ended", outcome: "aborted", ...(event.reason ? { reason: event.reason } : {}) }) },
+                {
+                  type: "fact",
+                  params: ({ event }) => ({
+                    kind: "ended",
+                    outcome: "aborted",
+                    ...(event.reason ? { reason: event.reason } : {}),
+                  }),
+                },
                 { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "applied" }) },
               ],
             },
             // A drain starts nothing new: an agent still waiting for its inputs never starts.
-            drain: { target: "#agent.aborted", actions: { type: "fact", params: { kind: "ended", outcome: "aborted", reason: "drained" } } },
+            drain: {
+              target: "#agent.aborted",
+              actions: { type: "fact", params: { kind: "ended", outcome: "aborted", reason: "drained" } },
+            },
           },
         },
         provisioning: {
@@ -94,13 +118,21 @@ export const agentMachine = agentSetup.createMachine({
             },
             onError: {
               target: "#agent.finishing",
-              actions: assign({ end: ({ event }) => ({ outcome: "failed" as const, error: `provisioning failed: ${errorMessage(event.error)}` }) }),
+              actions: assign({
+                end: ({ event }) => ({
+                  outcome: "failed" as const,
+                  error: `provisioning failed: ${errorMessage(event.error)}`,
+                }),
+              }),
             },
           },
           on: {
             "control.stop": {
               target: "#agent.stopping",
-              actions: assign({ request: ({ event }) => ({ requestId: event.requestId, by: "operator" as const }), stopReason: ({ event }) => event.reason ?? null }),
+              actions: assign({
+                request: ({ event }) => ({ requestId: event.requestId, by: "operator" as const }),
+                stopReason: ({ event }) => event.reason ?? null,
+              }),
             },
             // Its sandbox is still being made: it is closed, and the agent never starts.
             drain: { target: "#agent.stopping", actions: assign({ stopReason: "drained" }) },
@@ -132,7 +164,10 @@ export const agentMachine = agentSetup.createMachine({
           target: "stopping",
           actions: [
             { type: "abandonRequests", params: { error: "the agent was stopped before this finished" } },
-            assign({ request: ({ event }) => ({ requestId: event.requestId, by: "operator" as const }), stopReason: ({ event }) => event.reason ?? null }),
+            assign({
+              request: ({ event }) => ({ requestId: event.requestId, by: "operator" as const }),
+              stopReason: ({ event }) => event.reason ?? null,
+            }),
           ],
         },
         // Marked; `idle` and `paused` end it once its accepted work is done (the `drained` guard).
@@ -149,7 +184,14 @@ export const agentMachine = agentSetup.createMachine({
       states: {
         enter: {
           always: [
-            { guard: "hasPendingPause", target: "pausing", actions: assign({ request: ({ context }) => ({ requestId: "", by: context.pendingPause ?? "cascade" }), pendingPause: null }) },
+            {
+              guard: "hasPendingPause",
+              target: "pausing",
+              actions: assign({
+                request: ({ context }) => ({ requestId: "", by: context.pendingPause ?? "cascade" }),
+                pendingPause: null,
+              }),
+            },
             { guard: ({ context }) => context.pausedBy !== null, target: "paused" },
             { target: "running" },
           ],
@@ -165,7 +207,13 @@ export const agentMachine = agentSetup.createMachine({
                   guard: "turnFailed",
                   target: "#agent.finishing",
                   // A draining agent ends as drained whatever its turn's outcome.
-                  actions: assign({ end: ({ context }) => ({ outcome: "failed" as const, error: context.failure ?? undefined, ...(context.draining ? { reason: "drained" as const } : {}) }) }),
+                  actions: assign({
+                    end: ({ context }) => ({
+                      outcome: "failed" as const,
+                      error: context.failure ?? undefined,
+                      ...(context.draining ? { reason: "drained" as const } : {}),
+                    }),
+                  }),
                 },
                 { guard: "busy", target: "turn" },
                 { target: "idle" },
@@ -177,7 +225,11 @@ export const agentMachine = agentSetup.createMachine({
             idle: {
               entry: sendTo("harness", { type: "harness.idle" }),
               always: [
-                { guard: "drained", target: "#agent.finishing", actions: assign({ end: { outcome: "success", reason: "drained" } }) },
+                {
+                  guard: "drained",
+                  target: "#agent.finishing",
+                  actions: assign({ end: { outcome: "success", reason: "drained" } }),
+                },
                 { guard: "canFinish", target: "#agent.finishing", actions: assign({ end: { outcome: "success" } }) },
               ],
             },
@@ -189,7 +241,9 @@ export const agentMachine = agentSetup.createMachine({
                 clock: {
                   always: { guard: "holding", target: "held" },
                   after: {
-                    quietLimit: { actions: [assign({ quietAbort: true }), sendTo("harness", { type: "harness.abort" })] },
+                    quietLimit: {
+                      actions: [assign({ quietAbort: true }), sendTo("harness", { type: "harness.abort" })],
+                    },
                   },
                 },
                 held: {
@@ -204,14 +258,30 @@ export const agentMachine = agentSetup.createMachine({
             "harness.settled": { target: ".check", actions: "settleTurn" },
             // A steer that reached an idle harness starts a turn: `check` starts its quiet clock.
             "harness.steered": { target: ".check", actions: "steerAnswered" },
-            "control.pause": { target: "pausing", actions: assign({ request: ({ event }) => ({ requestId: event.requestId, by: event.by }) }) },
-            "control.resume": { actions: { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "failed", error: "agent is not paused" }) } },
+            "control.pause": {
+              target: "pausing",
+              actions: assign({ request: ({ event }) => ({ requestId: event.requestId, by: event.by }) }),
+            },
+            "control.resume": {
+              actions: {
+                type: "reply",
+                params: ({ event }) => ({
+                  requestId: event.requestId,
+                  outcome: "failed",
+                  error: "agent is not paused",
+                }),
+              },
+            },
             "control.steer": [
               {
                 guard: "busy",
                 actions: [
                   assign({ steering: ({ context, event }) => [...context.steering, event.requestId] }),
-                  sendTo("harness", ({ event }) => ({ type: "harness.steer" as const, message: event.message, requestId: event.requestId })),
+                  sendTo("harness", ({ event }) => ({
+                    type: "harness.steer" as const,
+                    message: event.message,
+                    requestId: event.requestId,
+                  })),
                 ],
               },
               {
@@ -219,7 +289,10 @@ export const agentMachine = agentSetup.createMachine({
                 actions: [
                   { type: "startTurn", params: ({ event }) => ({ text: event.message }) },
                   { type: "fact", params: ({ event }) => ({ kind: "steered", message: event.message }) },
-                  { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "applied", delivery: "turn" }) },
+                  {
+                    type: "reply",
+                    params: ({ event }) => ({ requestId: event.requestId, outcome: "applied", delivery: "turn" }),
+                  },
                 ],
               },
             ],
@@ -237,7 +310,10 @@ export const agentMachine = agentSetup.createMachine({
                 actions: [
                   "markPaused",
                   { type: "replyToRequest", params: { outcome: "applied" } },
-                  assign({ request: ({ context }) => ({ requestId: context.resumeAfterPause!, by: "operator" as const }), resumeAfterPause: null }),
+                  assign({
+                    request: ({ context }) => ({ requestId: context.resumeAfterPause!, by: "operator" as const }),
+                    resumeAfterPause: null,
+                  }),
                 ],
               },
               { target: "paused", actions: ["markPaused", { type: "replyToRequest", params: { outcome: "applied" } }] },
@@ -245,9 +321,15 @@ export const agentMachine = agentSetup.createMachine({
             onError: {
               target: "running",
               actions: [
-                { type: "replyToRequest", params: ({ event }) => ({ outcome: "failed", error: errorMessage(event.error) }) },
+                {
+                  type: "replyToRequest",
+                  params: ({ event }) => ({ outcome: "failed", error: errorMessage(event.error) }),
+                },
                 // The resume that was waiting finds the agent running: nothing left to do.
-                { type: "reply", params: ({ context }) => ({ requestId: context.resumeAfterPause ?? "", outcome: "noop" }) },
+                {
+                  type: "reply",
+                  params: ({ context }) => ({ requestId: context.resumeAfterPause ?? "", outcome: "noop" }),
+                },
                 assign({ resumeAfterPause: null }),
               ],
             },
@@ -255,11 +337,16 @@ export const agentMachine = agentSetup.createMachine({
           on: {
             // Only a pause the agent started itself (joining a subtree pause once forked) can be
             // under way when a control arrives: the supervisor sends one control at a time.
-            "control.pause": { actions: { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "noop" }) } },
+            "control.pause": {
+              actions: { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "noop" }) },
+            },
             // A newer resume replaces one already waiting (whose caller gave up on it): that one is a `noop`.
             "control.resume": {
               actions: [
-                { type: "reply", params: ({ context }) => ({ requestId: context.resumeAfterPause ?? "", outcome: "noop" }) },
+                {
+                  type: "reply",
+                  params: ({ context }) => ({ requestId: context.resumeAfterPause ?? "", outcome: "noop" }),
+                },
                 assign({ resumeAfterPause: ({ event }) => event.requestId }),
               ],
             },
@@ -269,10 +356,19 @@ export const agentMachine = agentSetup.createMachine({
         paused: {
           tags: ["paused"],
           // Drained while paused with nothing left to run: it ends without being resumed.
-          always: { guard: "drained", target: "#agent.finishing", actions: assign({ end: { outcome: "success", reason: "drained" } }) },
+          always: {
+            guard: "drained",
+            target: "#agent.finishing",
+            actions: assign({ end: { outcome: "success", reason: "drained" } }),
+          },
           on: {
-            "control.pause": { actions: { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "noop" }) } },
-            "control.resume": { target: "resuming", actions: assign({ request: ({ event }) => ({ requestId: event.requestId, by: "operator" as const }) }) },
+            "control.pause": {
+              actions: { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "noop" }) },
+            },
+            "control.resume": {
+              target: "resuming",
+              actions: assign({ request: ({ event }) => ({ requestId: event.requestId, by: "operator" as const }) }),
+            },
             "control.steer": { actions: "queueSteer" },
           },
         },
@@ -284,12 +380,26 @@ export const agentMachine = agentSetup.createMachine({
             onDone: {
               target: "running",
               actions: [
-                { type: "fact", params: ({ context }) => ({ kind: "state", from: "paused", to: "running", reason: context.pausedBy ?? "operator" }) },
+                {
+                  type: "fact",
+                  params: ({ context }) => ({
+                    kind: "state",
+                    from: "paused",
+                    to: "running",
+                    reason: context.pausedBy ?? "operator",
+                  }),
+                },
                 assign({ pausedBy: null }),
                 { type: "replyToRequest", params: { outcome: "applied" } },
               ],
             },
-            onError: { target: "paused", actions: { type: "replyToRequest", params: ({ event }) => ({ outcome: "failed", error: errorMessage(event.error) }) } },
+            onError: {
+              target: "paused",
+              actions: {
+                type: "replyToRequest",
+                params: ({ event }) => ({ outcome: "failed", error: errorMessage(event.error) }),
+              },
+            },
           },
           on: { "control.steer": { actions: "queueSteer" } },
         },
@@ -299,12 +409,23 @@ export const agentMachine = agentSetup.createMachine({
       tags: ["ending"],
       invoke: {
         src: "close",
-        input: ({ context }) => ({ agentId: context.agentId, sandboxId: context.sandboxId, ending: { outcome: "aborted" as const, ...(context.stopReason ? { reason: context.stopReason } : {}) } }),
+        input: ({ context }) => ({
+          agentId: context.agentId,
+          sandboxId: context.sandboxId,
+          ending: { outcome: "aborted" as const, ...(context.stopReason ? { reason: context.stopReason } : {}) },
+        }),
         onDone: { target: "aborted" },
         onError: { target: "aborted" },
       },
       exit: [
-        { type: "fact", params: ({ context }) => ({ kind: "ended", outcome: "aborted", ...(context.stopReason ? { reason: context.stopReason } : {}) }) },
+        {
+          type: "fact",
+          params: ({ context }) => ({
+            kind: "ended",
+            outcome: "aborted",
+            ...(context.stopReason ? { reason: context.stopReason } : {}),
+          }),
+        },
         { type: "replyToRequest", params: { outcome: "applied" } },
       ],
     },
@@ -326,6 +447,14 @@ export const agentMachine = agentSetup.createMachine({
 
 /** `noop` for every control: an ended or ending agent keeps its recorded outcome. */
 function noopControls() {
-  const noop = { type: "reply", params: ({ event }: { event: { requestId: string } }) => ({ requestId: event.requestId, outcome: "noop" as const }) } as const;
-  return { "control.pause": { actions: noop }, "control.resume": { actions: noop }, "control.stop": { actions: noop }, "control.steer": { actions: noop } };
+  const noop = {
+    type: "reply",
+    params: ({ event }: { event: { requestId: string } }) => ({ requestId: event.requestId, outcome: "noop" as const }),
+  } as const;
+  return {
+    "control.pause": { actions: noop },
+    "control.resume": { actions: noop },
+    "control.stop": { actions: noop },
+    "control.steer": { actions: noop },
+  };
 }

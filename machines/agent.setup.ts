@@ -58,7 +58,12 @@ export const agentSetup = setup({
     }),
     replyToRequest: enqueueActions(({ context, enqueue }, params: { outcome: ControlOutcome; error?: string }) => {
       if (context.request && context.request.requestId !== "") {
-        enqueue.sendParent({ type: "member.reply", agentId: context.agentId, requestId: context.request.requestId, ...params });
+        enqueue.sendParent({
+          type: "member.reply",
+          agentId: context.agentId,
+          requestId: context.request.requestId,
+          ...params,
+        });
       }
       enqueue.assign({ request: null });
     }),
@@ -86,9 +91,14 @@ export const agentSetup = setup({
     settleTurn: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "harness.settled") return;
       const outcome = event.outcome === "aborted" ? (event.text ? "success" : "failed") : event.outcome;
-      enqueue.emit({ type: "fact", agentId: context.agentId, fact: { kind: "settled", outcome, text: event.text, hseq: event.hseq } });
+      enqueue.emit({
+        type: "fact",
+        agentId: context.agentId,
+        fact: { kind: "settled", outcome, text: event.text, hseq: event.hseq },
+      });
       enqueue.sendParent({ type: "agent.settled", agentId: context.agentId });
-      const reason = event.error ?? (context.quietAbort ? "the turn went quiet past the quiet-turn limit" : "the turn failed");
+      const reason =
+        event.error ?? (context.quietAbort ? "the turn went quiet past the quiet-turn limit" : "the turn failed");
       enqueue.assign({
         inflight: Math.max(0, context.inflight - 1),
         quietAbort: false,
@@ -100,7 +110,8 @@ export const agentSetup = setup({
       enqueue.assign({ steering: context.steering.filter((id) => id !== event.requestId) });
       // A queued steer handed over on resume (empty requestId) has been answered already.
       const reply = (answer: { outcome: ControlOutcome; error?: string; delivery?: Delivery }) => {
-        if (event.requestId !== "") enqueue.sendParent({ type: "member.reply", agentId: context.agentId, requestId: event.requestId, ...answer });
+        if (event.requestId !== "")
+          enqueue.sendParent({ type: "member.reply", agentId: context.agentId, requestId: event.requestId, ...answer });
       };
       if (!event.ok && !event.idle) {
         reply({ outcome: "failed", error: event.error ?? "the harness did not accept the message" });
@@ -117,13 +128,23 @@ export const agentSetup = setup({
     /** The freeze finished: the agent is paused by whom its request says. */
     markPaused: enqueueActions(({ context, enqueue }) => {
       const by = context.request?.by ?? "operator";
-      enqueue.emit({ type: "fact", agentId: context.agentId, fact: { kind: "state", from: "running", to: "paused", reason: by } });
+      enqueue.emit({
+        type: "fact",
+        agentId: context.agentId,
+        fact: { kind: "state", from: "running", to: "paused", reason: by },
+      });
       enqueue.assign({ pausedBy: by });
     }),
     /** Leaving `live` with steers unanswered: the harness that would answer them is gone. */
     dropSteers: enqueueActions(({ context, enqueue }) => {
       for (const requestId of context.steering) {
-        enqueue.sendParent({ type: "member.reply", agentId: context.agentId, requestId, outcome: "failed", error: "the agent ended before the message reached it" });
+        enqueue.sendParent({
+          type: "member.reply",
+          agentId: context.agentId,
+          requestId,
+          outcome: "failed",
+          error: "the agent ended before the message reached it",
+        });
       }
       enqueue.assign({ steering: [] });
     }),
@@ -133,7 +154,14 @@ export const agentSetup = setup({
      */
     abandonRequests: enqueueActions(({ context, enqueue }, params: { error: string }) => {
       for (const requestId of [context.request?.requestId, context.resumeAfterPause]) {
-        if (requestId) enqueue.sendParent({ type: "member.reply", agentId: context.agentId, requestId, outcome: "failed", error: params.error });
+        if (requestId)
+          enqueue.sendParent({
+            type: "member.reply",
+            agentId: context.agentId,
+            requestId,
+            outcome: "failed",
+            error: params.error,
+          });
       }
       enqueue.assign({ request: null, resumeAfterPause: null });
     }),
@@ -142,7 +170,13 @@ export const agentSetup = setup({
       if (event.type !== "control.steer") return;
       enqueue.assign({ steers: [...context.steers, event.message] });
       enqueue.emit({ type: "fact", agentId: context.agentId, fact: { kind: "steered", message: event.message } });
-      enqueue.sendParent({ type: "member.reply", agentId: context.agentId, requestId: event.requestId, outcome: "applied", delivery: "queued" });
+      enqueue.sendParent({
+        type: "member.reply",
+        agentId: context.agentId,
+        requestId: event.requestId,
+        outcome: "applied",
+        delivery: "queued",
+      });
     }),
     startTurn: enqueueActions(({ context, enqueue }, params: { text: string }) => {
       enqueue.sendTo("harness", { type: "harness.prompt", text: params.text });

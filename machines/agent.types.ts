@@ -62,7 +62,8 @@ interface AgentInputBase {
  * A new agent starts at `start`; an agent the ledger shows live after a restart is `restored` and
  * goes straight back to `running` or `paused`. Both come from one place (`Run.addAgent`).
  */
-export type AgentInput = AgentInputBase & ({ start: StartState; restored?: undefined } | { start?: undefined; restored: RestoredLive });
+export type AgentInput = AgentInputBase &
+  ({ start: StartState; restored?: undefined } | { start?: undefined; restored: RestoredLive });
 
 /**
  * Facts the machine states; the actors layer turns each into a ledger event (in emit order).

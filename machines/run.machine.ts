@@ -1,6 +1,6 @@
 import { assign, emit, enqueueActions, sendTo, setup } from "xstate";
-import { agentMachine } from "./agent.machine.ts";
 import type { MemberResult } from "../src/swarm-api.ts";
+import { agentMachine } from "./agent.machine.ts";
 import type { AgentInput, ControlOp, Delivery, EndReason, MemberReply, PausedBy } from "./agent.types.ts";
 
 /** One member of a control request, in the order the cascade must visit them. */
@@ -94,7 +94,11 @@ export const runMachine = setup({
           case "resume":
             return { type: "control.resume" as const, requestId: request.requestId };
           case "stop":
-            return { type: "control.stop" as const, requestId: request.requestId, ...(request.reason ? { reason: request.reason } : {}) };
+            return {
+              type: "control.stop" as const,
+              requestId: request.requestId,
+              ...(request.reason ? { reason: request.reason } : {}),
+            };
           case "steer":
             return { type: "control.steer" as const, requestId: request.requestId, message: request.message ?? "" };
         }
@@ -116,7 +120,8 @@ export const runMachine = setup({
   context: ({ input }) => ({
     runId: input.runId,
     memberTimeoutMs: input.memberTimeoutMs ?? DEFAULT_MEMBER_TIMEOUT_MS,
-    actors: {}, parents: {},
+    actors: {},
+    parents: {},
     settled: {},
     waiting: {},
     queue: [],
@@ -131,8 +136,10 @@ export const runMachine = setup({
           // per spawn made a 10,000-agent run quadratic (nothing keeps an older snapshot's maps).
           context.actors[event.input.agentId] = true;
           context.parents[event.input.agentId] = event.parentAgentId;
-          if (event.input.start === "spawning") enqueue.assign({ waiting: { ...context.waiting, [event.input.agentId]: event.waitFor } });
-          if (event.parentAgentId && !event.counted && context.actors[event.parentAgentId]) enqueue.sendTo(event.parentAgentId, { type: "child.spawned" });
+          if (event.input.start === "spawning")
+            enqueue.assign({ waiting: { ...context.waiting, [event.input.agentId]: event.waitFor } });
+          if (event.parentAgentId && !event.counted && context.actors[event.parentAgentId])
+            enqueue.sendTo(event.parentAgentId, { type: "child.spawned" });
         }),
         "releaseReady",
       ],
@@ -156,7 +163,10 @@ export const runMachine = setup({
   states: {
     ready: {
       on: {
-        control: { target: "working", actions: assign({ current: ({ event }) => ({ request: event.request, index: 0, results: [] }) }) },
+        control: {
+          target: "working",
+          actions: assign({ current: ({ event }) => ({ request: event.request, index: 0, results: [] }) }),
+        },
       },
     },
     working: {
@@ -177,7 +187,11 @@ export const runMachine = setup({
                 current: ({ context }) => {
                   const current = context.current!;
                   const agentId = current.request.members[current.index]!.agentId;
-                  return { ...current, index: current.index + 1, results: [...current.results, { agentId, outcome: "noop" as const }] };
+                  return {
+                    ...current,
+                    index: current.index + 1,
+                    results: [...current.results, { agentId, outcome: "noop" as const }],
+                  };
                 },
               }),
             },
@@ -195,7 +209,11 @@ export const runMachine = setup({
                   const current = context.current!;
                   const agentId = current.request.members[current.index]!.agentId;
                   const error = `no answer from agent ${agentId} within ${context.memberTimeoutMs} ms`;
-                  return { ...current, index: current.index + 1, results: [...current.results, { agentId, outcome: "failed" as const, error }] };
+                  return {
+                    ...current,
+                    index: current.index + 1,
+                    results: [...current.results, { agentId, outcome: "failed" as const, error }],
+                  };
                 },
               }),
             },
@@ -208,7 +226,12 @@ export const runMachine = setup({
                 current: ({ context, event }) => {
                   const current = context.current!;
                   const { agentId, outcome, error, delivery } = event;
-                  const result: MemberAnswer = { agentId, outcome, ...(error ? { error } : {}), ...(delivery ? { delivery } : {}) };
+                  const result: MemberAnswer = {
+                    agentId,
+                    outcome,
+                    ...(error ? { error } : {}),
+                    ...(delivery ? { delivery } : {}),
+                  };
                   return { ...current, index: current.index + 1, results: [...current.results, result] };
                 },
               }),

@@ -9,17 +9,58 @@ import { startDaemon, waitForState } from "../test/support/daemon.ts";
 
 const d = await startDaemon();
 try {
-  const spawn = async (runId: string, parentAgentId: string, name: string, script: unknown[], prompt: string, extra: object = {}) =>
-    (await d.call("POST", `/runs/${runId}/agents`, { parentAgentId, spec: { name, script, ...extra }, keepAlive: true, prompt })).body.agentId as string;
+  const spawn = async (
+    runId: string,
+    parentAgentId: string,
+    name: string,
+    script: unknown[],
+    prompt: string,
+    extra: object = {},
+  ) =>
+    (
+      await d.call("POST", `/runs/${runId}/agents`, {
+        parentAgentId,
+        spec: { name, script, ...extra },
+        keepAlive: true,
+        prompt,
+      })
+    ).body.agentId as string;
 
-  const done = (await d.call("POST", "/runs", { spec: { name: "lint-fixer", script: [] }, prompt: "fix the lint warnings" })).body;
+  const done = (
+    await d.call("POST", "/runs", { spec: { name: "lint-fixer", script: [] }, prompt: "fix the lint warnings" })
+  ).body;
   await d.call("GET", `/agents/${done.rootAgentId}/result?wait=60`);
 
-  const run = (await d.call("POST", "/runs", { spec: { name: "planner", script: [{ text: "Split the work: a coder, a tester and a reviewer." }] }, keepAlive: true, prompt: "Add a --json flag to the CLI, with tests." })).body;
+  const run = (
+    await d.call("POST", "/runs", {
+      spec: { name: "planner", script: [{ text: "Split the work: a coder, a tester and a reviewer." }] },
+      keepAlive: true,
+      prompt: "Add a --json flag to the CLI, with tests.",
+    })
+  ).body;
   await d.call("GET", `/agents/${run.rootAgentId}/result?wait=60`);
-  const coder = await spawn(run.runId, run.rootAgentId, "coder", [{ tool: "bash", args: { command: "sleep 600" } }], "Implement --json in src/cli.");
-  const tester = await spawn(run.runId, run.rootAgentId, "tester", [{ text: "Writing the tests for --json now, starting with the table output.", delayMs: 600_000 }], "Write tests for --json.");
-  const reviewer = await spawn(run.runId, run.rootAgentId, "reviewer", [{ tool: "bash", args: { command: "git push origin json-flag" } }], "Review and push the branch.", { approve: [{ tool: "bash", match: "git push" }] });
+  const coder = await spawn(
+    run.runId,
+    run.rootAgentId,
+    "coder",
+    [{ tool: "bash", args: { command: "sleep 600" } }],
+    "Implement --json in src/cli.",
+  );
+  const tester = await spawn(
+    run.runId,
+    run.rootAgentId,
+    "tester",
+    [{ text: "Writing the tests for --json now, starting with the table output.", delayMs: 600_000 }],
+    "Write tests for --json.",
+  );
+  const reviewer = await spawn(
+    run.runId,
+    run.rootAgentId,
+    "reviewer",
+    [{ tool: "bash", args: { command: "git push origin json-flag" } }],
+    "Review and push the branch.",
+    { approve: [{ tool: "bash", match: "git push" }] },
+  );
   const docs = await spawn(run.runId, coder, "docs-writer", [], "Document --json in the README.");
   for (const agentId of [coder, tester, reviewer, docs]) await waitForState(d, agentId, "running");
   await d.call("GET", `/agents/${docs}/result?wait=60`);

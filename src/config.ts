@@ -1,8 +1,8 @@
 import { BlockList, isIP } from "node:net";
 import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
-import { SwarmError } from "./errors.ts";
 import { DEFAULT_START_CONCURRENCY } from "../actors/start-queue.ts";
+import { SwarmError } from "./errors.ts";
 import { DEFAULT_PACING, type PacingConfig } from "./gateway/pacing.ts";
 import { DEFAULT_SANDBOX_LIMITS, type RuntimeKind, type SandboxLimits } from "./sandbox/runtime.ts";
 
@@ -19,7 +19,11 @@ const Env = z.object({
   SWARM_HIBERNATE_AFTER_MS: z.coerce.number().int().min(0).default(DEFAULT_HIBERNATE_AFTER_MS),
   SWARM_START_CONCURRENCY: z.coerce.number().int().min(1).default(DEFAULT_START_CONCURRENCY),
   SWARM_TOKEN: z.string().min(1).optional(),
-  SWARM_BODY_LIMIT: z.coerce.number().int().min(1024).default(1024 * 1024),
+  SWARM_BODY_LIMIT: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(1024 * 1024),
   SWARM_INSPECT: z.enum(["0", "1"]).default("0"),
   SWARM_INSPECT_PORT: z.coerce.number().int().min(1).max(65535).default(8080),
   SWARM_DOCKER_IMAGE: z.string().min(1).optional(),
@@ -33,15 +37,24 @@ const Env = z.object({
   SWARM_LOG_FORMAT: z.enum(["pretty", "json"]).optional(),
   SWARM_ALLOWED_HOSTS: z
     .string()
-    .transform((list) => list.split(",").map((name) => name.trim()).filter((name) => name !== ""))
-    .refine((names) => names.every(isHostName), { message: "must be host names or IP addresses separated by commas, with no scheme or port" })
+    .transform((list) =>
+      list
+        .split(",")
+        .map((name) => name.trim())
+        .filter((name) => name !== ""),
+    )
+    .refine((names) => names.every(isHostName), {
+      message: "must be host names or IP addresses separated by commas, with no scheme or port",
+    })
     .default([]),
   SWARM_ISOLATION: z.enum(["bubblewrap", "none"]).default("bubblewrap"),
   SWARM_BWRAP: z.string().refine(isAbsolute, { message: "must be an absolute path" }).optional(),
   SWARM_MODELS: z.string().min(1).optional(),
   SWARM_MODEL_CONCURRENCY: z
     .string()
-    .regex(/^\s*\d+\s*(,\s*[A-Za-z0-9._-]+\s*=\s*\d+\s*)*$/, { message: 'must be a number of calls, optionally followed by per-provider numbers ("16,anthropic=4,openai=8")' })
+    .regex(/^\s*\d+\s*(,\s*[A-Za-z0-9._-]+\s*=\s*\d+\s*)*$/, {
+      message: 'must be a number of calls, optionally followed by per-provider numbers ("16,anthropic=4,openai=8")',
+    })
     .default(String(DEFAULT_PACING.concurrency)),
   SWARM_MODEL_MAX_BACKOFF_MS: z.coerce.number().int().min(0).default(DEFAULT_PACING.maxBackoffMs),
 });
@@ -92,7 +105,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const e = parsed.data;
   // Anyone who reaches a non-loopback address could run code through the agents: not without a token.
   if (e.SWARM_TOKEN === undefined && !isLoopback(e.SWARM_HOST)) {
-    throw new SwarmError("CONFIG_INVALID", `invalid configuration: SWARM_HOST=${e.SWARM_HOST} is not a loopback address and SWARM_TOKEN is not set; set SWARM_TOKEN, or listen on 127.0.0.1`);
+    throw new SwarmError(
+      "CONFIG_INVALID",
+      `invalid configuration: SWARM_HOST=${e.SWARM_HOST} is not a loopback address and SWARM_TOKEN is not set; set SWARM_TOKEN, or listen on 127.0.0.1`,
+    );
   }
   return {
     host: e.SWARM_HOST,
@@ -108,7 +124,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     inspect: e.SWARM_INSPECT === "1",
     inspectPort: e.SWARM_INSPECT_PORT,
     docker: { image: e.SWARM_DOCKER_IMAGE },
-    limits: { pids: e.SWARM_LIMIT_PIDS, memoryMiB: e.SWARM_LIMIT_MEMORY_MIB, cpus: e.SWARM_LIMIT_CPUS, diskMiB: e.SWARM_LIMIT_DISK_MIB, tmpMiB: e.SWARM_LIMIT_TMP_MIB },
+    limits: {
+      pids: e.SWARM_LIMIT_PIDS,
+      memoryMiB: e.SWARM_LIMIT_MEMORY_MIB,
+      cpus: e.SWARM_LIMIT_CPUS,
+      diskMiB: e.SWARM_LIMIT_DISK_MIB,
+      tmpMiB: e.SWARM_LIMIT_TMP_MIB,
+    },
     logLevel: e.SWARM_LOG_LEVEL,
     logFormat: e.SWARM_LOG_FORMAT,
     allowedHosts: e.SWARM_ALLOWED_HOSTS,
@@ -122,10 +144,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 /** `16,anthropic=4`: 16 calls in flight per provider, 4 to anthropic. A 0 is refused: nothing would ever be sent. */
 function parseConcurrency(value: string): Pick<PacingConfig, "concurrency" | "perProvider"> {
   const [first, ...rest] = value.split(",").map((part) => part.trim());
-  const perProvider = Object.fromEntries(rest.map((part) => part.split("=").map((s) => s.trim())).map(([name, n]) => [name!, Number(n)]));
+  const perProvider = Object.fromEntries(
+    rest.map((part) => part.split("=").map((s) => s.trim())).map(([name, n]) => [name!, Number(n)]),
+  );
   const concurrency = Number(first);
   if (concurrency < 1 || Object.values(perProvider).some((n) => n < 1)) {
-    throw new SwarmError("CONFIG_INVALID", "invalid configuration: SWARM_MODEL_CONCURRENCY: every number of calls must be at least 1");
+    throw new SwarmError(
+      "CONFIG_INVALID",
+      "invalid configuration: SWARM_MODEL_CONCURRENCY: every number of calls must be at least 1",
+    );
   }
   return { concurrency, perProvider };
 }
@@ -144,5 +171,8 @@ export function isLoopback(host: string): boolean {
 
 /** A DNS name or an IP address (IPv6 with or without brackets): what a Host header may name. */
 function isHostName(name: string): boolean {
-  return isIP(name.replace(/^\[(.*)\]$/, "$1")) !== 0 || /^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\.?$/i.test(name);
+  return (
+    isIP(name.replace(/^\[(.*)\]$/, "$1")) !== 0 ||
+    /^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\.?$/i.test(name)
+  );
 }

@@ -9,7 +9,6 @@ import { join } from "node:path";
 import { StartQueue } from "../actors/start-queue.ts";
 import { createSwarmService } from "../actors/swarm-service.ts";
 import { loadConfig } from "./config.ts";
-import { createLogger } from "./log/logger.ts";
 import { errorMessage } from "./errors.ts";
 import { ModelGateway } from "./gateway/gateway.ts";
 import { loadModelCatalog } from "./gateway/models.ts";
@@ -17,6 +16,7 @@ import { Pacing } from "./gateway/pacing.ts";
 import { ensureHarnessBundle } from "./harness/launch.ts";
 import { buildServer } from "./http/build-server.ts";
 import { openLedger } from "./ledger/ledger.ts";
+import { createLogger } from "./log/logger.ts";
 import { DaemonMetrics } from "./metrics/daemon-metrics.ts";
 import { observeRuntime } from "./metrics/observed-runtime.ts";
 import { createResultStore } from "./results/result-store.ts";
@@ -28,7 +28,10 @@ async function main(): Promise<void> {
   mkdirSync(config.dataDir, { recursive: true });
   const metrics = new DaemonMetrics();
   const ledger = await openLedger(join(config.dataDir, "ledger"), { onCommit: metrics.ledgerCommitted });
-  const runtime = observeRuntime(await createRuntime(config, { info: (message) => logger.info(message), warn: (message) => logger.warn(message) }), metrics.sandboxCallEnded);
+  const runtime = observeRuntime(
+    await createRuntime(config, { info: (message) => logger.info(message), warn: (message) => logger.warn(message) }),
+    metrics.sandboxCallEnded,
+  );
   // Build the harness (bundles and code caches) now if a source changed, not in a first start that
   // would hold up the daemon; simulated sandboxes run the harness's modules in this process.
   if (runtime.kind !== "simulated") ensureHarnessBundle();
@@ -37,7 +40,13 @@ async function main(): Promise<void> {
   const gateway = new ModelGateway(loadModelCatalog(config.modelsFile), new Pacing(config.pacing));
   const service = createSwarmService({
     inspect,
-    config: { dataDir: config.dataDir, turnMaxMs: config.turnMaxMs, memberTimeoutMs: config.memberTimeoutMs, hibernateAfterMs: config.hibernateAfterMs, limits: config.limits },
+    config: {
+      dataDir: config.dataDir,
+      turnMaxMs: config.turnMaxMs,
+      memberTimeoutMs: config.memberTimeoutMs,
+      hibernateAfterMs: config.hibernateAfterMs,
+      limits: config.limits,
+    },
     runtime,
     ledger,
     results: createResultStore(config.dataDir),
@@ -63,16 +72,22 @@ async function main(): Promise<void> {
   // What start-up recovery does (reconnects, lost agents, orphans closed) is worth an operator's eye.
   const restored = await service.restore();
   await app.listen({ host: config.host, port: config.port });
-  app.log.info(`swarmd listening on http://${config.host}:${config.port} (runtime ${runtime.kind}, data ${config.dataDir}, ${restored} runs restored)`);
+  app.log.info(
+    `swarmd listening on http://${config.host}:${config.port} (runtime ${runtime.kind}, data ${config.dataDir}, ${restored} runs restored)`,
+  );
   if (runtime.kind === "simulated") {
-    app.log.warn("SWARM_RUNTIME=simulated: sandboxes live in this process's memory, unisolated, and end with it; for test suites and simulations, not for running agents on real work");
+    app.log.warn(
+      "SWARM_RUNTIME=simulated: sandboxes live in this process's memory, unisolated, and end with it; for test suites and simulations, not for running agents on real work",
+    );
   }
 
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
     closing = true;
-    app.log.info(`${signal}: closing the server and the ledger; ${runtime.kind === "simulated" ? "simulated sandboxes end with the daemon" : "sandboxes keep running"}`);
+    app.log.info(
+      `${signal}: closing the server and the ledger; ${runtime.kind === "simulated" ? "simulated sandboxes end with the daemon" : "sandboxes keep running"}`,
+    );
     await app.close();
     await service.close();
     await ledger.close();

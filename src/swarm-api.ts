@@ -171,7 +171,8 @@ export type LiveState = Exclude<AgentState, "done" | "aborted">;
 export type AgentStatus = AgentState | "ending";
 
 /** Live: neither ended nor on its way out. The one definition, for the service, the CLI and the bridge. */
-export const isLive = (status: AgentStatus): boolean => status !== "done" && status !== "aborted" && status !== "ending";
+export const isLive = (status: AgentStatus): boolean =>
+  status !== "done" && status !== "aborted" && status !== "ending";
 
 export type Outcome = "success" | "failed" | "aborted" | "budget-exceeded" | "lost";
 

@@ -1,11 +1,16 @@
 import type { z } from "zod";
-import { SwarmError, type ErrorCode } from "./errors.ts";
+import { type ErrorCode, SwarmError } from "./errors.ts";
 
 type Issue = z.core.$ZodIssue;
 type PathKey = PropertyKey;
 
 /** Parse `value` or throw a `SwarmError` whose message names every failing field under `root`. */
-export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, root: string, code: ErrorCode = "INVALID_BODY"): z.output<S> {
+export function parseOrThrow<S extends z.ZodType>(
+  schema: S,
+  value: unknown,
+  root: string,
+  code: ErrorCode = "INVALID_BODY",
+): z.output<S> {
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
   throw new SwarmError(code, formatIssues(root, parsed.error.issues), { details: parsed.error.issues });
@@ -39,5 +44,8 @@ function describe(root: string, prefix: readonly PathKey[], issue: Issue): strin
 }
 
 function render(root: string, path: readonly PathKey[]): string {
-  return path.reduce<string>((acc, key) => (typeof key === "number" ? `${acc}[${key}]` : `${acc}.${String(key)}`), root);
+  return path.reduce<string>(
+    (acc, key) => (typeof key === "number" ? `${acc}[${key}]` : `${acc}.${String(key)}`),
+    root,
+  );
 }

@@ -1,8 +1,14 @@
-import { fromCallback, type AnyEventObject } from "xstate";
+import { type AnyEventObject, fromCallback } from "xstate";
 import type { HarnessActorInput, HarnessCommandEvent, HarnessReportEvent } from "../../machines/agent.types.ts";
 import { errorMessage } from "../../src/errors.ts";
-import { attachHarnessClient, HarnessRejected, type HarnessClient } from "../../src/harness/client.ts";
-import { isHarnessRecordedEvent, isPersistedHarnessEvent, type HarnessEventMessage, type HostCallMessage, type TurnSettledData } from "../../src/harness/protocol.ts";
+import { attachHarnessClient, type HarnessClient, HarnessRejected } from "../../src/harness/client.ts";
+import {
+  type HarnessEventMessage,
+  type HostCallMessage,
+  isHarnessRecordedEvent,
+  isPersistedHarnessEvent,
+  type TurnSettledData,
+} from "../../src/harness/protocol.ts";
 import { createLimitedLog } from "../../src/harness/rate-gate.ts";
 import { capEventData } from "../../src/harness/wire-schemas.ts";
 import type { SandboxRuntime } from "../../src/sandbox/runtime.ts";
@@ -136,7 +142,8 @@ export function createHarnessActor(deps: HarnessActorDeps) {
           throw new Error("the harness hibernates");
         }
         if (!info || info.status === "gone" || attempt >= RECONNECT_ATTEMPTS) {
-          const why = !info || info.status === "gone" ? (info?.reason ?? "its sandbox is gone") : "its harness stopped answering";
+          const why =
+            !info || info.status === "gone" ? (info?.reason ?? "its sandbox is gone") : "its harness stopped answering";
           if (!abort.signal.aborted) report({ type: "harness.lost", error: `agent lost: ${why}` });
           throw new Error(why);
         }
@@ -144,9 +151,7 @@ export function createHarnessActor(deps: HarnessActorDeps) {
         deps.onReconnect?.();
         try {
           return await connect();
-        } catch {
-          continue;
-        }
+        } catch {}
       }
     }
 
@@ -154,7 +159,13 @@ export function createHarnessActor(deps: HarnessActorDeps) {
     function handle(event: HarnessEventMessage) {
       if (event.event === "turn_settled") {
         const data = event.data as unknown as TurnSettledData;
-        report({ type: "harness.settled", outcome: data.outcome, text: data.text, error: data.error, hseq: event.hseq });
+        report({
+          type: "harness.settled",
+          outcome: data.outcome,
+          text: data.text,
+          error: data.error,
+          hseq: event.hseq,
+        });
         return;
       }
       report({ type: "harness.activity" });
@@ -163,8 +174,11 @@ export function createHarnessActor(deps: HarnessActorDeps) {
       try {
         if (isPersistedHarnessEvent(event.event)) {
           // Approval events are the daemon's record, never a harness's word.
-          if (!isHarnessRecordedEvent(event.event)) return refusals(`dropped a ${event.event} event: approvals are recorded by the daemon`);
-          deps.persist(agentId, capped).catch((err: unknown) => log(`could not persist ${event.event}: ${errorMessage(err)}`));
+          if (!isHarnessRecordedEvent(event.event))
+            return refusals(`dropped a ${event.event} event: approvals are recorded by the daemon`);
+          deps
+            .persist(agentId, capped)
+            .catch((err: unknown) => log(`could not persist ${event.event}: ${errorMessage(err)}`));
         } else {
           deps.publish(agentId, capped);
         }
@@ -176,7 +190,10 @@ export function createHarnessActor(deps: HarnessActorDeps) {
     function answer(to: HarnessClient, call: HostCallMessage, signal: AbortSignal) {
       if (pendingHostCalls >= MAX_PENDING_HOST_CALLS) {
         refusals(`refused a ${call.method} host call: ${MAX_PENDING_HOST_CALLS} already pending`);
-        to.answer(call.id, { ok: false, error: `too many host calls in flight (at most ${MAX_PENDING_HOST_CALLS}); retry when one has answered` });
+        to.answer(call.id, {
+          ok: false,
+          error: `too many host calls in flight (at most ${MAX_PENDING_HOST_CALLS}); retry when one has answered`,
+        });
         return;
       }
       pendingHostCalls++;
@@ -202,10 +219,15 @@ export function createHarnessActor(deps: HarnessActorDeps) {
         const c = await ready.catch(() => undefined);
         if (!c || askedAt !== commands) return;
         // The harness's own word that nothing runs or waits (a harness that lies only loses its process).
-        const state = (await c.request({ type: "get_state" }, STATS_TIMEOUT_MS).catch(() => undefined)) as { busy?: unknown; queued?: unknown; loaded?: unknown } | undefined;
-        if (!state || state.busy !== false || state.queued !== 0) return;
+        const state = (await c.request({ type: "get_state" }, STATS_TIMEOUT_MS).catch(() => undefined)) as
+          | { busy?: unknown; queued?: unknown; loaded?: unknown }
+          | undefined;
+        if (state?.busy !== false || state.queued !== 0) return;
         // A harness that never loaded pi has no session to report: asking would load it.
-        const stats = state.loaded === false ? null : await c.request({ type: "get_session_stats" }, STATS_TIMEOUT_MS).catch(() => null);
+        const stats =
+          state.loaded === false
+            ? null
+            : await c.request({ type: "get_session_stats" }, STATS_TIMEOUT_MS).catch(() => null);
         if (askedAt !== commands || abort.signal.aborted) return;
         asleep = true;
         c.close();
@@ -219,8 +241,13 @@ export function createHarnessActor(deps: HarnessActorDeps) {
           return;
         }
         // The harness's stats go into the ledger: capped like its events' data.
-        const kept = stats && typeof stats === "object" && !Array.isArray(stats) ? capEventData(stats as Record<string, unknown>) : null;
-        await deps.recordSleep(agentId, kept).catch((err: unknown) => log(`could not record its hibernation: ${errorMessage(err)}`));
+        const kept =
+          stats && typeof stats === "object" && !Array.isArray(stats)
+            ? capEventData(stats as Record<string, unknown>)
+            : null;
+        await deps
+          .recordSleep(agentId, kept)
+          .catch((err: unknown) => log(`could not record its hibernation: ${errorMessage(err)}`));
       });
     }
 
@@ -272,12 +299,22 @@ export function createHarnessActor(deps: HarnessActorDeps) {
       void awake()
         .then((c) => run(c, command))
         .catch((err: unknown) => {
-          if (command.type === "harness.steer") report({ type: "harness.steered", requestId: command.requestId, message: command.message, ok: false, error: errorMessage(err) });
+          if (command.type === "harness.steer")
+            report({
+              type: "harness.steered",
+              requestId: command.requestId,
+              message: command.message,
+              ok: false,
+              error: errorMessage(err),
+            });
           else deps.log(`harness command ${command.type} for ${agentId} failed: ${errorMessage(err)}`);
         });
     });
 
-    async function run(c: HarnessClient, command: Exclude<HarnessCommandEvent, { type: "harness.idle" }>): Promise<void> {
+    async function run(
+      c: HarnessClient,
+      command: Exclude<HarnessCommandEvent, { type: "harness.idle" }>,
+    ): Promise<void> {
       switch (command.type) {
         case "harness.prompt":
           await c.request({ type: "prompt", message: command.text });
@@ -295,7 +332,14 @@ export function createHarnessActor(deps: HarnessActorDeps) {
             report({ type: "harness.steered", requestId: command.requestId, message: command.message, ok: true });
           } catch (err) {
             const idle = err instanceof HarnessRejected && err.harnessCode === "NO_TURN_RUNNING";
-            report({ type: "harness.steered", requestId: command.requestId, message: command.message, ok: false, idle, error: errorMessage(err) });
+            report({
+              type: "harness.steered",
+              requestId: command.requestId,
+              message: command.message,
+              ok: false,
+              idle,
+              error: errorMessage(err),
+            });
           }
           return;
       }

@@ -28,7 +28,15 @@ export interface SandboxActorDeps {
   holds: HarnessHolds;
 }
 
-export function createSandboxActors({ runtime, plan, recordEnding, openGateway, closeGateway, admit, holds }: SandboxActorDeps) {
+export function createSandboxActors({
+  runtime,
+  plan,
+  recordEnding,
+  openGateway,
+  closeGateway,
+  admit,
+  holds,
+}: SandboxActorDeps) {
   return {
     // The plan waits for the parent's sandbox; making this one and starting its harness waits for
     // a start slot, so the harness's start deadline counts from its real start.

@@ -2,9 +2,9 @@ import { z } from "zod";
 import { SwarmError } from "../../src/errors.ts";
 import type { HostCallMessage } from "../../src/harness/protocol.ts";
 import { AgentSpecSchema, BudgetSchema } from "../../src/spec/agent-spec.ts";
+import { DAEMON_GATED_TOOLS, needsApproval } from "../../src/spec/approve.ts";
 import { MAX_WAIT_SECONDS } from "../../src/swarm-api.ts";
 import { parseOrThrow } from "../../src/validation.ts";
-import { DAEMON_GATED_TOOLS, needsApproval } from "../../src/spec/approve.ts";
 import { denialText } from "./permissions.ts";
 import type { Run } from "./run.ts";
 
@@ -14,7 +14,10 @@ const SpawnParams = z.strictObject({
   waitFor: z.array(z.string()).optional(),
   budget: BudgetSchema.optional(),
 });
-const AwaitParams = z.strictObject({ agentId: z.string(), waitSeconds: z.number().int().min(0).max(MAX_WAIT_SECONDS).default(MAX_WAIT_SECONDS) });
+const AwaitParams = z.strictObject({
+  agentId: z.string(),
+  waitSeconds: z.number().int().min(0).max(MAX_WAIT_SECONDS).default(MAX_WAIT_SECONDS),
+});
 /** A tool call the harness holds for the agent's `approve` policy (the tools other than the two above). */
 const PermissionParams = z.strictObject({ tool: z.string().min(1).max(64), args: z.record(z.string(), z.unknown()) });
 
@@ -25,7 +28,12 @@ const PermissionParams = z.strictObject({ tool: z.string().min(1).max(64), args:
  * reach agents of its own run. Both wait for the operator first when the agent's `approve` policy
  * holds them; `permission` asks the same for the tools the harness gates.
  */
-export async function answerAgentCall(run: Run, agentId: string, call: HostCallMessage, signal?: AbortSignal): Promise<unknown> {
+export async function answerAgentCall(
+  run: Run,
+  agentId: string,
+  call: HostCallMessage,
+  signal?: AbortSignal,
+): Promise<unknown> {
   const policy = run.agents.require(agentId).meta.approve ?? [];
   if (call.method === "permission") {
     const { tool, args } = parseOrThrow(PermissionParams, call.params, "params");
@@ -46,6 +54,7 @@ export async function answerAgentCall(run: Run, agentId: string, call: HostCallM
     return run.spawn({ ...params, parentAgentId: agentId, idempotencyKey: `host:${call.id}` }, "params");
   }
   const params = parseOrThrow(AwaitParams, call.params, "params");
-  if (!run.has(params.agentId)) throw new SwarmError("AGENT_NOT_FOUND", `agent ${params.agentId} is not an agent of this run`);
+  if (!run.has(params.agentId))
+    throw new SwarmError("AGENT_NOT_FOUND", `agent ${params.agentId} is not an agent of this run`);
   return run.result(params.agentId, params.waitSeconds, signal);
 }

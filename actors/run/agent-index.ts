@@ -1,10 +1,10 @@
+import type { Budget } from "../../machines/budget.ts";
+import { ancestorsOf, type ParentMap } from "../../machines/tree.ts";
 import { SwarmError } from "../../src/errors.ts";
 import type { AgentSpec } from "../../src/spec/agent-spec.ts";
-import type { Grants } from "../../src/spec/grants.ts";
-import { ancestorsOf, type ParentMap } from "../../machines/tree.ts";
-import type { Budget } from "../../machines/budget.ts";
-import type { SpendCaps } from "../../src/swarm-api.ts";
 import type { ApproveRule } from "../../src/spec/approve.ts";
+import type { Grants } from "../../src/spec/grants.ts";
+import type { SpendCaps } from "../../src/swarm-api.ts";
 
 /** What swarmd keeps of an agent beyond its ledger events (stored under `agentKey`). */
 export interface AgentMeta {
@@ -32,7 +32,10 @@ export interface AgentEntry {
   waitFor: string[];
 }
 
-type SandboxSignal = { state: "waiting"; waiters: Array<() => void> } | { state: "ready"; sandboxId: string } | { state: "gone" };
+type SandboxSignal =
+  | { state: "waiting"; waiters: Array<() => void> }
+  | { state: "ready"; sandboxId: string }
+  | { state: "gone" };
 
 /**
  * The run's agents as the service needs them to decide: metas, the tree, spawn counts for budgets
@@ -50,7 +53,8 @@ export class AgentIndex {
   add(agentId: string, entry: AgentEntry): void {
     this.#entries.set(agentId, entry);
     this.#parents[agentId] = entry.parentAgentId;
-    if (entry.parentAgentId !== null) this.#childCounts.set(entry.parentAgentId, this.childCount(entry.parentAgentId) + 1);
+    if (entry.parentAgentId !== null)
+      this.#childCounts.set(entry.parentAgentId, this.childCount(entry.parentAgentId) + 1);
     this.#sandboxes.set(agentId, { state: "waiting", waiters: [] });
   }
 
@@ -91,7 +95,8 @@ export class AgentIndex {
 
   /** An accepted spawn under `parentId` counts against it and every ancestor. */
   countSpawn(parentId: string): void {
-    for (const id of [parentId, ...ancestorsOf(parentId, this.parents())]) this.#descendants[id] = (this.#descendants[id] ?? 0) + 1;
+    for (const id of [parentId, ...ancestorsOf(parentId, this.parents())])
+      this.#descendants[id] = (this.#descendants[id] ?? 0) + 1;
   }
 
   /** The agent's sandbox exists (provisioned, or found live at restart): children may fork it. */

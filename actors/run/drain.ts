@@ -36,7 +36,11 @@ export async function drain(run: Run, agentId: string, scope: Scope, timeoutMs: 
  * `recorded`: the write of the marks of those still live (one not yet started has ended on the
  * spot, its end saying `drained`), which rejects when the ledger refuses it.
  */
-export function markDraining(run: Run, ids: readonly string[], mark: Drain): { told: string[]; recorded: Promise<unknown> } {
+export function markDraining(
+  run: Run,
+  ids: readonly string[],
+  mark: Drain,
+): { told: string[]; recorded: Promise<unknown> } {
   const told: string[] = [];
   for (const id of ids) {
     const child = run.actor.getSnapshot().children[id];
@@ -46,7 +50,11 @@ export function markDraining(run: Run, ids: readonly string[], mark: Drain): { t
   }
   const draining = told.filter((id) => isLiveIn(run, id));
   if (draining.length === 0) return { told, recorded: Promise.resolve() };
-  const events: RunEventInput[] = draining.map((id) => ({ type: "agent_draining", agentId: id, data: { subtree: mark.subtree, deadline: mark.deadline } }));
+  const events: RunEventInput[] = draining.map((id) => ({
+    type: "agent_draining",
+    agentId: id,
+    data: { subtree: mark.subtree, deadline: mark.deadline },
+  }));
   const recorded = run.writer.append(events);
   armDeadline(run, draining, mark.deadline);
   return { told, recorded };
@@ -56,10 +64,18 @@ export function markDraining(run: Run, ids: readonly string[], mark: Drain): { t
 export function armDeadline(run: Run, ids: readonly string[], deadline: number): void {
   run.timer(() => {
     const waiting = new Set(ids);
-    const late = leavesFirst(run.view.rootAgentId, run.agents.parents()).filter((id) => waiting.has(id) && isLiveIn(run, id));
+    const late = leavesFirst(run.view.rootAgentId, run.agents.parents()).filter(
+      (id) => waiting.has(id) && isLiveIn(run, id),
+    );
     if (late.length === 0) return;
     run.deps.log(`run ${run.runId}: ${late.length} draining agent(s) still live at the drain deadline: aborting them`);
-    void carryOut(run, "stop", late.map((id) => ({ agentId: id, by: "operator" as const })), undefined, "drain-timeout");
+    void carryOut(
+      run,
+      "stop",
+      late.map((id) => ({ agentId: id, by: "operator" as const })),
+      undefined,
+      "drain-timeout",
+    );
   }, deadline - Date.now());
 }
 

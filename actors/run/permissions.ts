@@ -2,7 +2,13 @@ import { createHash } from "node:crypto";
 import { EventEmitter, once } from "node:events";
 import { SwarmError } from "../../src/errors.ts";
 import { capEventData } from "../../src/harness/wire-schemas.ts";
-import type { PermissionAnswer, PermissionBy, PermissionDecision, PermissionState, PermissionView } from "../../src/swarm-api.ts";
+import type {
+  PermissionAnswer,
+  PermissionBy,
+  PermissionDecision,
+  PermissionState,
+  PermissionView,
+} from "../../src/swarm-api.ts";
 import type { Run } from "./run.ts";
 
 /** What an agent's gated call is told once its request is resolved. */
@@ -29,7 +35,9 @@ export const denialText = (decision: Decision): string => decision.message ?? DE
  * so it is asked once and decided once; a different call under a reused id is a new request.
  */
 export function permissionId(agentId: string, callId: string, tool: string, args: unknown): string {
-  const digest = createHash("sha256").update(`${agentId}\0${callId}\0${tool}\0${JSON.stringify(args ?? {})}`).digest("hex");
+  const digest = createHash("sha256")
+    .update(`${agentId}\0${callId}\0${tool}\0${JSON.stringify(args ?? {})}`)
+    .digest("hex");
   return `p_${digest.slice(0, 24)}`;
 }
 
@@ -61,7 +69,13 @@ export class Permissions {
    * before (pending: wait for it; resolved: its decision). Resolves when decided; rejects only when
    * `signal` aborts (the harness connection went away) or the request could not be recorded.
    */
-  async ask(agentId: string, callId: string, tool: string, args: Record<string, unknown>, signal?: AbortSignal): Promise<Decision> {
+  async ask(
+    agentId: string,
+    callId: string,
+    tool: string,
+    args: Record<string, unknown>,
+    signal?: AbortSignal,
+  ): Promise<Decision> {
     const requestId = permissionId(agentId, callId, tool, args);
     if (!this.run.view.permissions.has(requestId)) {
       let recording = this.#recording.get(requestId);
@@ -82,7 +96,9 @@ export class Permissions {
     const timeoutMs = this.run.agents.require(agentId).meta.approveTimeoutMs;
     const expiresAt = timeoutMs === undefined ? null : Date.now() + timeoutMs;
     // Capped like every event's data: a call's arguments can be a whole file.
-    await this.run.writer.append([{ type: "permission_request", agentId, data: { requestId, tool, args: capEventData(args), expiresAt } }]);
+    await this.run.writer.append([
+      { type: "permission_request", agentId, data: { requestId, tool, args: capEventData(args), expiresAt } },
+    ]);
     this.run.actor.getSnapshot().children[agentId]?.send({ type: "approval.hold" });
     if (expiresAt !== null) this.#arm(requestId, expiresAt);
   }
@@ -90,7 +106,7 @@ export class Permissions {
   /** Deny the request at `expiresAt` unless it was resolved before. */
   #arm(requestId: string, expiresAt: number): void {
     const request = this.run.view.permissions.get(requestId);
-    if (!request || request.state !== "pending" || this.#timers.has(requestId)) return;
+    if (request?.state !== "pending" || this.#timers.has(requestId)) return;
     const timer = setTimeout(
       () => {
         this.#timers.delete(requestId);
@@ -108,11 +124,20 @@ export class Permissions {
    * Resolve a pending request of `agentId`: `PERMISSION_NOT_FOUND` when the agent has no such
    * request, `PERMISSION_RESOLVED` when it is resolved or being resolved.
    */
-  async resolve(agentId: string, requestId: string, answer: PermissionAnswer, by: PermissionBy): Promise<PermissionView> {
+  async resolve(
+    agentId: string,
+    requestId: string,
+    answer: PermissionAnswer,
+    by: PermissionBy,
+  ): Promise<PermissionView> {
     const request = this.run.view.permissions.get(requestId);
-    if (!request || request.agentId !== agentId) throw new SwarmError("PERMISSION_NOT_FOUND", `agent ${agentId} has no approval request ${requestId}`);
+    if (!request || request.agentId !== agentId)
+      throw new SwarmError("PERMISSION_NOT_FOUND", `agent ${agentId} has no approval request ${requestId}`);
     if (request.state === "resolved" || this.#resolving.has(requestId)) {
-      throw new SwarmError("PERMISSION_RESOLVED", `approval request ${requestId} was already resolved${request.by ? ` (${request.decision} by ${request.by})` : ""}`);
+      throw new SwarmError(
+        "PERMISSION_RESOLVED",
+        `approval request ${requestId} was already resolved${request.by ? ` (${request.decision} by ${request.by})` : ""}`,
+      );
     }
     await this.#write(agentId, [requestId], answer, by);
     this.run.actor.getSnapshot().children[agentId]?.send({ type: "approval.release" });
@@ -124,17 +149,32 @@ export class Permissions {
    * queued in the same tick as the end, so a stop's answer (which waits for the writer) comes after it.
    */
   async agentEnded(agentId: string, by: "stop" | "run-deleted"): Promise<void> {
-    const pending = (this.run.view.agents.get(agentId)?.pendingPermissions ?? []).filter((id) => !this.#resolving.has(id));
+    const pending = (this.run.view.agents.get(agentId)?.pendingPermissions ?? []).filter(
+      (id) => !this.#resolving.has(id),
+    );
     if (pending.length === 0) return;
-    await this.#write(agentId, pending, { decision: "deny" }, by).catch((err: unknown) => this.#lost(pending.join(", "), err));
+    await this.#write(agentId, pending, { decision: "deny" }, by).catch((err: unknown) =>
+      this.#lost(pending.join(", "), err),
+    );
   }
 
   /** Record the resolution of `requestIds` (pending, not being resolved); no second answer gets in meanwhile. */
-  async #write(agentId: string, requestIds: readonly string[], answer: PermissionAnswer, by: PermissionBy): Promise<void> {
+  async #write(
+    agentId: string,
+    requestIds: readonly string[],
+    answer: PermissionAnswer,
+    by: PermissionBy,
+  ): Promise<void> {
     for (const requestId of requestIds) this.#resolving.add(requestId);
     try {
       const message = answer.message ?? null;
-      await this.run.writer.append(requestIds.map((requestId) => ({ type: "permission_resolved", agentId, data: { requestId, decision: answer.decision, message, by } })));
+      await this.run.writer.append(
+        requestIds.map((requestId) => ({
+          type: "permission_resolved",
+          agentId,
+          data: { requestId, decision: answer.decision, message, by },
+        })),
+      );
     } finally {
       for (const requestId of requestIds) this.#resolving.delete(requestId);
     }
@@ -163,6 +203,8 @@ export class Permissions {
   }
 
   #lost(requestIds: string, err: unknown): void {
-    this.run.deps.log(`run ${this.run.runId}: approval request(s) ${requestIds} could not be resolved: ${err instanceof Error ? err.message : String(err)}`);
+    this.run.deps.log(
+      `run ${this.run.runId}: approval request(s) ${requestIds} could not be resolved: ${err instanceof Error ? err.message : String(err)}`,
+    );
   }
 }

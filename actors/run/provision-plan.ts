@@ -1,5 +1,5 @@
-import type { ProvisionPlan } from "../effects/sandbox.actors.ts";
 import { grantedSpec } from "../../src/spec/grants.ts";
+import type { ProvisionPlan } from "../effects/sandbox.actors.ts";
 import type { Run } from "./run.ts";
 
 /**

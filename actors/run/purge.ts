@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { errorMessage } from "../../src/errors.ts";
-import { PURGE_PREFIX, purgeKey, runIndexKeys } from "../../src/ledger/ledger-keys.ts";
 import type { Ledger } from "../../src/ledger/ledger.ts";
+import { PURGE_PREFIX, purgeKey, runIndexKeys } from "../../src/ledger/ledger-keys.ts";
 import type { ResultStore } from "../../src/results/result-store.ts";
 import type { SandboxRuntime } from "../../src/sandbox/runtime.ts";
 import type { Run } from "./run.ts";
@@ -51,12 +51,20 @@ export async function finishPurges(deps: PurgeDeps): Promise<void> {
     const runId = key.slice(PURGE_PREFIX.length);
     const marker = parseMarker(value);
     if (!marker) {
-      deps.log(`run ${runId}: its purge marker is unreadable; its events and index keys are erased, its sandboxes and results are left`);
-      await deps.ledger.eraseRun(runId, { ...runIndexKeys(runId, []), keys: [key] }).catch((err: unknown) => deps.log(`run ${runId}: erasing it failed, to be retried at the next start: ${errorMessage(err)}`));
+      deps.log(
+        `run ${runId}: its purge marker is unreadable; its events and index keys are erased, its sandboxes and results are left`,
+      );
+      await deps.ledger
+        .eraseRun(runId, { ...runIndexKeys(runId, []), keys: [key] })
+        .catch((err: unknown) =>
+          deps.log(`run ${runId}: erasing it failed, to be retried at the next start: ${errorMessage(err)}`),
+        );
       continue;
     }
     deps.log(`run ${runId}: finishing its purge, cut short when the service stopped`);
-    await erase(runId, marker, deps).catch((err: unknown) => deps.log(`run ${runId}: its purge failed again, to be retried at the next start: ${errorMessage(err)}`));
+    await erase(runId, marker, deps).catch((err: unknown) =>
+      deps.log(`run ${runId}: its purge failed again, to be retried at the next start: ${errorMessage(err)}`),
+    );
   }
 }
 
@@ -64,8 +72,11 @@ export async function finishPurges(deps: PurgeDeps): Promise<void> {
 async function erase(runId: string, marker: PurgeMarker, { ledger, runtime, results }: PurgeDeps): Promise<void> {
   // Beside the recorded sandboxes, any the runtime still holds for the run (one made for an agent
   // that was provisioned again after a restart, say).
-  const held = (await runtime.list(AbortSignal.timeout(60_000))).filter((s) => s.runId === runId).map((s) => s.sandboxId);
-  for (const sandboxId of new Set([...marker.sandboxIds, ...held])) await runtime.close(sandboxId, AbortSignal.timeout(60_000));
+  const held = (await runtime.list(AbortSignal.timeout(60_000)))
+    .filter((s) => s.runId === runId)
+    .map((s) => s.sandboxId);
+  for (const sandboxId of new Set([...marker.sandboxIds, ...held]))
+    await runtime.close(sandboxId, AbortSignal.timeout(60_000));
   for (const agentId of marker.agentIds) results.remove(agentId);
   const index = runIndexKeys(runId, marker.agentIds);
   await ledger.eraseRun(runId, { prefixes: index.prefixes, keys: [...index.keys, purgeKey(runId)] });

@@ -1,11 +1,11 @@
+import type { Ending } from "../../machines/agent.types.ts";
 import { parentsFirst } from "../../machines/tree.ts";
 import { errorMessage } from "../../src/errors.ts";
-import { agentKey, endingKey, promptsKey } from "../../src/ledger/ledger-keys.ts";
 import type { Ledger } from "../../src/ledger/ledger.ts";
+import { agentKey, endingKey, promptsKey } from "../../src/ledger/ledger-keys.ts";
 import type { SandboxInfo, SandboxRuntime } from "../../src/sandbox/runtime.ts";
 import { rootGrants } from "../../src/spec/grants.ts";
 import { foldEvent } from "../../src/views/run-view.ts";
-import type { Ending } from "../../machines/agent.types.ts";
 import type { AgentMeta } from "./agent-index.ts";
 import { rearmDrains } from "./drain.ts";
 import type { Run } from "./run.ts";
@@ -24,14 +24,24 @@ const closeSoon = (runtime: SandboxRuntime, sandboxId: string) => runtime.close(
  * an agent caught mid-provisioning is provisioned again from scratch; sandboxes of this data
  * folder that belong to no live agent are closed. Returns the number of runs restored.
  */
-export async function restoreRuns(open: (runId: string) => Run, runtime: SandboxRuntime, ledger: Ledger, log: (message: string) => void): Promise<number> {
-  const sandboxes: Sandboxes = { owned: new Map((await runtime.list(AbortSignal.timeout(60_000))).map((s) => [s.sandboxId, s])), kept: new Set() };
+export async function restoreRuns(
+  open: (runId: string) => Run,
+  runtime: SandboxRuntime,
+  ledger: Ledger,
+  log: (message: string) => void,
+): Promise<number> {
+  const sandboxes: Sandboxes = {
+    owned: new Map((await runtime.list(AbortSignal.timeout(60_000))).map((s) => [s.sandboxId, s])),
+    kept: new Set(),
+  };
   const runIds = ledger.runIds();
   for (const runId of runIds) await open(runId).restore(sandboxes, log);
   for (const [sandboxId, info] of sandboxes.owned) {
     if (sandboxes.kept.has(sandboxId)) continue;
     log(`closing sandbox ${sandboxId} (agent ${info.agentId} of run ${info.runId}): no live agent owns it`);
-    await closeSoon(runtime, sandboxId).catch((err: unknown) => log(`could not close ${sandboxId}: ${errorMessage(err)}`));
+    await closeSoon(runtime, sandboxId).catch((err: unknown) =>
+      log(`could not close ${sandboxId}: ${errorMessage(err)}`),
+    );
   }
   return runIds.length;
 }
@@ -46,7 +56,8 @@ export async function restoreRun(run: Run, sandboxes: Sandboxes, log: (message: 
   const settledTurns = new Map<string, number>();
   for await (const event of ledger.iterate(run.runId, 0)) {
     if (event.seq > run.view.asOf) foldEvent(run.view, event); // later ones came through the live subscription
-    if (event.type === "handle_settled" && event.agentId) settledTurns.set(event.agentId, (settledTurns.get(event.agentId) ?? 0) + 1);
+    if (event.type === "handle_settled" && event.agentId)
+      settledTurns.set(event.agentId, (settledTurns.get(event.agentId) ?? 0) + 1);
   }
   const agents = run.view.agents;
   for (const agent of agents.values()) {
@@ -61,7 +72,8 @@ export async function restoreRun(run: Run, sandboxes: Sandboxes, log: (message: 
     run.track(agent.agentId, { meta, parentAgentId: agent.parentAgentId, depth: agent.depth, waitFor: agent.waitFor });
   }
   // Accepted spawns count against every ancestor's maxAgents (refused ones never did).
-  for (const agent of agents.values()) if (agent.parentAgentId && agent.outcome !== "budget-exceeded") run.agents.countSpawn(agent.parentAgentId);
+  for (const agent of agents.values())
+    if (agent.parentAgentId && agent.outcome !== "budget-exceeded") run.agents.countSpawn(agent.parentAgentId);
 
   // First end what cannot go on (so parents count only children that are really live).
   for (const agent of agents.values()) {
@@ -128,7 +140,9 @@ export async function restoreRun(run: Run, sandboxes: Sandboxes, log: (message: 
 
   // Approvals and drains under way go on: requests of agents that ended meanwhile are denied, the
   // rest keep their timeouts; drains keep their deadlines.
-  for (const agent of agents.values()) if (agent.outcome !== null && agent.pendingPermissions.length > 0) await run.permissions.agentEnded(agent.agentId, "stop");
+  for (const agent of agents.values())
+    if (agent.outcome !== null && agent.pendingPermissions.length > 0)
+      await run.permissions.agentEnded(agent.agentId, "stop");
   run.permissions.rearm();
   rearmDrains(run);
 }
@@ -137,7 +151,13 @@ export async function restoreRun(run: Run, sandboxes: Sandboxes, log: (message: 
  * A crash between a freeze (or thaw) and its ledger event leaves the sandbox out of step with the
  * ledger, which is what the operator was told. The ledger wins: the unanswered request did not happen.
  */
-async function matchFreezer(runtime: SandboxRuntime, sandboxId: string, status: SandboxInfo["status"], paused: boolean, log: (message: string) => void): Promise<void> {
+async function matchFreezer(
+  runtime: SandboxRuntime,
+  sandboxId: string,
+  status: SandboxInfo["status"],
+  paused: boolean,
+  log: (message: string) => void,
+): Promise<void> {
   const signal = AbortSignal.timeout(60_000);
   if (paused && status === "running") {
     log(`sandbox ${sandboxId} runs but its agent is recorded paused: freezing it again`);

@@ -1,8 +1,8 @@
 import type { Fact } from "../../machines/agent.types.ts";
 import type { HarnessEventMessage } from "../../src/harness/protocol.ts";
 import { isHarnessRecordedEvent } from "../../src/harness/protocol.ts";
-import { hseqKey } from "../../src/ledger/ledger-keys.ts";
 import type { IndexPut, Ledger } from "../../src/ledger/ledger.ts";
+import { hseqKey } from "../../src/ledger/ledger-keys.ts";
 import type { RunEventInput } from "../../src/ledger/run-events.ts";
 import type { ResultStore } from "../../src/results/result-store.ts";
 
@@ -45,22 +45,34 @@ export class RunWriter {
   fact(agentId: string, fact: Fact): Promise<unknown> {
     switch (fact.kind) {
       case "state":
-        return this.append([{ type: "agent_state_changed", agentId, data: { from: fact.from, to: fact.to, reason: fact.reason } }]);
+        return this.append([
+          { type: "agent_state_changed", agentId, data: { from: fact.from, to: fact.to, reason: fact.reason } },
+        ]);
       case "provisioned":
         return this.append([{ type: "agent_provisioned", agentId, data: { sandboxId: fact.sandboxId } }]);
       case "steered":
         return this.append([{ type: "agent_steered", agentId, data: { message: fact.message } }]);
       case "settled": {
         const resultRef = fact.text === null ? null : this.results.write(agentId, fact.text);
-        return this.append([{ type: "handle_settled", agentId, data: { outcome: fact.outcome, resultRef } }], [{ key: hseqKey(agentId), value: String(fact.hseq) }]);
+        return this.append(
+          [{ type: "handle_settled", agentId, data: { outcome: fact.outcome, resultRef } }],
+          [{ key: hseqKey(agentId), value: String(fact.hseq) }],
+        );
       }
       case "ended":
         return this.ended(agentId, fact.outcome, fact.error ?? null, fact.reason);
     }
   }
 
-  ended(agentId: string, outcome: EndedData["outcome"], error: string | null, reason?: EndedData["reason"]): Promise<unknown> {
-    return this.append([{ type: "agent_ended", agentId, data: { outcome, endedAt: Date.now(), error, ...(reason ? { reason } : {}) } }]);
+  ended(
+    agentId: string,
+    outcome: EndedData["outcome"],
+    error: string | null,
+    reason?: EndedData["reason"],
+  ): Promise<unknown> {
+    return this.append([
+      { type: "agent_ended", agentId, data: { outcome, endedAt: Date.now(), error, ...(reason ? { reason } : {}) } },
+    ]);
   }
 
   /** One harness event of the §6.2 list (approval events excepted: the daemon writes those), with its hseq recorded in the same batch; others are not persisted. */

@@ -1,46 +1,46 @@
 import { EventEmitter, once } from "node:events";
-import { createActor, type Actor, type InspectionEvent, type Observer } from "xstate";
+import { type Actor, createActor, type InspectionEvent, type Observer } from "xstate";
 import { agentMachine } from "../../machines/agent.machine.ts";
-import { holdsPendingPause, statusOf } from "../../machines/agent-status.ts";
 import type { AgentInput, Drain, Fact, PausedBy, RestoredLive, StartState } from "../../machines/agent.types.ts";
+import { holdsPendingPause, statusOf } from "../../machines/agent-status.ts";
 import { runMachine } from "../../machines/run.machine.ts";
 import { SwarmError } from "../../src/errors.ts";
 import type { ModelGateway } from "../../src/gateway/gateway.ts";
 import type { ModelCaller } from "../../src/gateway/model-caller.ts";
 import { SCRIPTED_MODEL } from "../../src/gateway/scripted-model.ts";
 import type { HarnessClient } from "../../src/harness/client.ts";
-import { endingKey, hseqKey, promptsKey } from "../../src/ledger/ledger-keys.ts";
 import type { Ledger } from "../../src/ledger/ledger.ts";
+import { endingKey, hseqKey, promptsKey } from "../../src/ledger/ledger-keys.ts";
 import type { ResultStore } from "../../src/results/result-store.ts";
 import type { SandboxLimits, SandboxRuntime } from "../../src/sandbox/runtime.ts";
 import {
-  isLive,
   type AgentDetail,
   type AgentStatus,
+  type CapChange,
   type ControlResponse,
   type CreateRunRequest,
   type CreateRunResponse,
+  DEFAULT_DRAIN_TIMEOUT_MS,
   type Delivery,
+  isLive,
+  type MachineView,
+  type PermissionAnswer,
+  type PermissionState,
+  type PermissionView,
   type ResultView,
   type Scope,
   type SpawnRequest,
   type SpawnResponse,
-  type CapChange,
   type SpendView,
-  type PermissionAnswer,
-  type PermissionState,
-  type PermissionView,
   type StopRequest,
-  type MachineView,
-  DEFAULT_DRAIN_TIMEOUT_MS,
 } from "../../src/swarm-api.ts";
-import { agentView, createRunView, foldEvent, runSnapshot, type RunView } from "../../src/views/run-view.ts";
+import { agentView, createRunView, foldEvent, type RunView, runSnapshot } from "../../src/views/run-view.ts";
 import { createHarnessActor } from "../effects/harness.actor.ts";
 import { HarnessHolds } from "../effects/harness-holds.ts";
 import { createSandboxActors } from "../effects/sandbox.actors.ts";
 import type { Admit, StartQueue } from "../start-queue.ts";
 import { answerAgentCall } from "./agent-calls.ts";
-import { AgentIndex, type AgentEntry } from "./agent-index.ts";
+import { type AgentEntry, AgentIndex } from "./agent-index.ts";
 import { pause, resume, steer, stop, stopAll } from "./controls.ts";
 import { drain } from "./drain.ts";
 import { MachineLog } from "./machine-log.ts";
@@ -50,8 +50,8 @@ import { purgeRun } from "./purge.ts";
 import { restoreRun, type Sandboxes } from "./restore.ts";
 import { RunWriter } from "./run-writer.ts";
 import { LedgerScriptCursor } from "./script-cursor.ts";
-import { admitCall, setSpendCaps, spendView } from "./spend.ts";
 import { spawnAgent, startRun } from "./spawn.ts";
+import { admitCall, setSpendCaps, spendView } from "./spend.ts";
 
 export interface ServiceConfig {
   dataDir: string;
@@ -89,7 +89,12 @@ export type AgentStart = { start: StartState; prompt?: string; pendingPause?: Pa
 
 const SESSION_STATS_TIMEOUT_MS = 2_000;
 /** Events after which a held model call looks again (state, spending, caps). */
-const CHANGE_TYPES: ReadonlySet<string> = new Set(["agent_state_changed", "agent_ended", "model_usage", "budget_changed"]);
+const CHANGE_TYPES: ReadonlySet<string> = new Set([
+  "agent_state_changed",
+  "agent_ended",
+  "model_usage",
+  "budget_changed",
+]);
 
 /**
  * One run and everything that is its own: the supervisor actor holding its agents' machines, the
@@ -133,10 +138,12 @@ export class Run {
     this.#unsubscribe = deps.ledger.subscribe(runId, (event) => {
       if (!event.persisted) return;
       foldEvent(this.view, event);
-      if (event.type === "permission_resolved") this.permissions.folded((event.data as { requestId: string }).requestId);
+      if (event.type === "permission_resolved")
+        this.permissions.folded((event.data as { requestId: string }).requestId);
       // An end with an error (failed, lost, refused by a budget) is worth the operator's eye.
       if (event.type === "agent_ended") logEndWithError(deps.log, runId, event.agentId, event.data);
-      if ((event.type === "handle_settled" || event.type === "agent_ended") && event.agentId) this.#settled.emit(event.agentId);
+      if ((event.type === "handle_settled" || event.type === "agent_ended") && event.agentId)
+        this.#settled.emit(event.agentId);
       if (CHANGE_TYPES.has(event.type)) this.changes.emit("change");
     });
     const agentLogic = agentMachine.provide({ actors: this.#effects() });
@@ -184,7 +191,8 @@ export class Run {
         admit,
         holds: this.#holds,
         hibernateAfterMs: this.deps.config.hibernateAfterMs ?? 0,
-        recordSleep: (agentId, sessionStats) => this.writer.append([{ type: "agent_hibernated", agentId, data: { sessionStats } }]),
+        recordSleep: (agentId, sessionStats) =>
+          this.writer.append([{ type: "agent_hibernated", agentId, data: { sessionStats } }]),
         recordWake: (agentId) => this.writer.append([{ type: "agent_woke", agentId, data: {} }]),
         onReconnect: this.deps.onHarnessReconnect,
       }),
@@ -200,7 +208,8 @@ export class Run {
       script: spec.script,
       cursor: new LedgerScriptCursor(this, agentId),
       admit: (signal) => admitCall(this, agentId, signal),
-      holding: (on) => this.actor.getSnapshot().children[agentId]?.send({ type: on ? "gateway.hold" : "gateway.release" }),
+      holding: (on) =>
+        this.actor.getSnapshot().children[agentId]?.send({ type: on ? "gateway.hold" : "gateway.release" }),
       record: async (usage) => {
         await this.writer.append([{ type: "model_usage", agentId, data: usage }]);
       },
@@ -228,11 +237,23 @@ export class Run {
    */
   addAgent(agentId: string, how: AgentStart, restoring = false): void {
     const { meta, parentAgentId, waitFor } = this.agents.require(agentId);
-    const base = { agentId, runId: this.runId, sandboxId: meta.sandboxId, keepAlive: meta.keepAlive, turnMaxMs: this.deps.config.turnMaxMs };
+    const base = {
+      agentId,
+      runId: this.runId,
+      sandboxId: meta.sandboxId,
+      keepAlive: meta.keepAlive,
+      turnMaxMs: this.deps.config.turnMaxMs,
+    };
     const input: AgentInput = "restored" in how ? { ...base, restored: how.restored } : { ...base, ...how };
     if ("restored" in how) this.agents.sandboxReady(agentId, meta.sandboxId);
     if ("restored" in how && how.restored.pausedBy !== null) this.#holds.hold(agentId);
-    this.actor.send({ type: "agent.add", input, parentAgentId, waitFor: "restored" in how ? [] : waitFor, counted: restoring });
+    this.actor.send({
+      type: "agent.add",
+      input,
+      parentAgentId,
+      waitFor: "restored" in how ? [] : waitFor,
+      counted: restoring,
+    });
     this.actor.getSnapshot().children[agentId]?.on("fact", ({ fact }) => this.#record(agentId, fact));
   }
 
@@ -252,15 +273,22 @@ export class Run {
 
   /** 409 when a drain reached the agent: it takes no new prompt, steer or spawn. */
   requireNotDraining(agentId: string): void {
-    if (this.drainOf(agentId)) throw new SwarmError("AGENT_DRAINING", `agent ${agentId} is draining: it takes no new prompt, steer or spawn, and ends once its turn settles`);
+    if (this.drainOf(agentId))
+      throw new SwarmError(
+        "AGENT_DRAINING",
+        `agent ${agentId} is draining: it takes no new prompt, steer or spawn, and ends once its turn settles`,
+      );
   }
 
   /** A timer of the run's (unref'd), cleared if the run closes first. */
   timer(fire: () => void, delayMs: number): void {
-    const timer = setTimeout(() => {
-      this.#timers.delete(timer);
-      fire();
-    }, Math.max(0, delayMs)).unref();
+    const timer = setTimeout(
+      () => {
+        this.#timers.delete(timer);
+        fire();
+      },
+      Math.max(0, delayMs),
+    ).unref();
     this.#timers.add(timer);
   }
 
@@ -298,7 +326,13 @@ export class Run {
   machine(agentId: string): MachineView {
     const child = this.actor.getSnapshot().children[agentId];
     const snapshot = child?.getSnapshot();
-    return { agentId, running: child !== undefined, value: snapshot?.value ?? null, tags: snapshot ? [...snapshot.tags].sort() : [], transitions: this.#machines.of(agentId) };
+    return {
+      agentId,
+      running: child !== undefined,
+      value: snapshot?.value ?? null,
+      tags: snapshot ? [...snapshot.tags].sort() : [],
+      transitions: this.#machines.of(agentId),
+    };
   }
 
   /**
@@ -312,7 +346,9 @@ export class Run {
     if (place !== undefined) view.queuePosition = place;
     const client = this.#clients.get(agentId);
     if (client && this.status(agentId) === "running") {
-      const stats = await client.request({ type: "get_session_stats" }, SESSION_STATS_TIMEOUT_MS).catch(() => undefined);
+      const stats = await client
+        .request({ type: "get_session_stats" }, SESSION_STATS_TIMEOUT_MS)
+        .catch(() => undefined);
       if (stats && typeof stats === "object") view.sessionStats = stats as Record<string, unknown>;
     } else if (record.hibernated && record.sleptWith) {
       view.sessionStats = record.sleptWith;
@@ -334,12 +370,20 @@ export class Run {
     };
     if (!settled() && waitSeconds > 0) {
       const timeout = AbortSignal.timeout(waitSeconds * 1000);
-      await once(this.#settled, agentId, { signal: signal ? AbortSignal.any([timeout, signal]) : timeout }).catch(() => undefined);
+      await once(this.#settled, agentId, { signal: signal ? AbortSignal.any([timeout, signal]) : timeout }).catch(
+        () => undefined,
+      );
     }
     if (!settled()) return { agentId, state: "pending", outcome: null, resultRef: null, result: null };
     const record = this.view.agents.get(agentId)!;
     const resultRef = record.settled?.resultRef ?? null;
-    return { agentId, state: "settled", outcome: record.settled?.outcome ?? record.outcome, resultRef, result: resultRef ? this.deps.results.read(agentId) : null };
+    return {
+      agentId,
+      state: "settled",
+      outcome: record.settled?.outcome ?? record.outcome,
+      resultRef,
+      result: resultRef ? this.deps.results.read(agentId) : null,
+    };
   }
 
   /** POST /runs: record the run and its root, which starts provisioning. */
@@ -366,7 +410,8 @@ export class Run {
   }
 
   stop(agentId: string, request: StopRequest): Promise<ControlResponse> {
-    if (request.mode === "drain") return drain(this, agentId, request.scope, request.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS);
+    if (request.mode === "drain")
+      return drain(this, agentId, request.scope, request.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS);
     return stop(this, agentId, request.scope);
   }
 

@@ -56,7 +56,8 @@ export class LedgerScriptCursor implements ScriptCursor {
 function parseState(raw: string | undefined): CursorState {
   try {
     const value = JSON.parse(raw ?? "") as Partial<CursorState>;
-    if (Number.isSafeInteger(value.next) && (value.next ?? -1) >= 0) return { next: value.next!, pending: value.pending ?? null };
+    if (Number.isSafeInteger(value.next) && (value.next ?? -1) >= 0)
+      return { next: value.next!, pending: value.pending ?? null };
   } catch {
     // absent or unreadable: the script starts at its first step
   }

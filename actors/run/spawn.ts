@@ -1,16 +1,22 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import { decideSpawn, type Budget } from "../../machines/budget.ts";
+import { type Budget, decideSpawn } from "../../machines/budget.ts";
 import { SwarmError } from "../../src/errors.ts";
 import { agentKey, idempotencyKey } from "../../src/ledger/ledger-keys.ts";
 import type { RunEventInput } from "../../src/ledger/run-events.ts";
-import { DEFAULT_MAX_AGENTS, DEFAULT_SPAWN_DEPTH } from "../../src/spec/agent-spec.ts";
-import { combinePolicies, DAEMON_GATED_TOOLS, type ApproveRule } from "../../src/spec/approve.ts";
 import type { AgentSpec } from "../../src/spec/agent-spec.ts";
+import { DEFAULT_MAX_AGENTS, DEFAULT_SPAWN_DEPTH } from "../../src/spec/agent-spec.ts";
+import { type ApproveRule, combinePolicies, DAEMON_GATED_TOOLS } from "../../src/spec/approve.ts";
 import { childGrants, rootGrants } from "../../src/spec/grants.ts";
-import type { CreateRunRequest, CreateRunResponse, SpawnRequest, SpawnResponse, SpendCaps } from "../../src/swarm-api.ts";
+import type {
+  CreateRunRequest,
+  CreateRunResponse,
+  SpawnRequest,
+  SpawnResponse,
+  SpendCaps,
+} from "../../src/swarm-api.ts";
 import type { AgentMeta } from "./agent-index.ts";
-import type { Run } from "./run.ts";
 import { markDraining } from "./drain.ts";
+import type { Run } from "./run.ts";
 import { childSpendCaps } from "./spend.ts";
 
 /** A root's caps: the request's budget over the spec's. */
@@ -25,7 +31,12 @@ function rootSpendCaps([spec, budget]: [SpendCaps, SpendCaps | undefined]): Spen
  * parent's. Rules the harness enforces are refused where the runtime cannot keep the harness out of
  * the agent's reach: a gate the agent could remove would be no gate (fail closed).
  */
-function approvalPolicy(run: Run, parent: Pick<AgentMeta, "approve" | "approveTimeoutMs"> | null, spec: AgentSpec, root: string): Pick<AgentMeta, "approve" | "approveTimeoutMs"> {
+function approvalPolicy(
+  run: Run,
+  parent: Pick<AgentMeta, "approve" | "approveTimeoutMs"> | null,
+  spec: AgentSpec,
+  root: string,
+): Pick<AgentMeta, "approve" | "approveTimeoutMs"> {
   const combined = combinePolicies(parent?.approve ?? [], spec.approve ?? []);
   if ("problem" in combined) throw new SwarmError("INVALID_BODY", `${root}.approve: ${combined.problem}`);
   if (!run.deps.runtime.harnessOutOfReach && combined.rules.some(heldByHarness)) {
@@ -52,7 +63,11 @@ function spawnedEvent(
   waitFor: string[],
   prompt: string | undefined,
 ): RunEventInput {
-  return { type: "agent_spawned", agentId, data: { ...place, runId: run.runId, specName, sandboxId: null, waitFor, prompt: prompt ?? null } };
+  return {
+    type: "agent_spawned",
+    agentId,
+    data: { ...place, runId: run.runId, specName, sandboxId: null, waitFor, prompt: prompt ?? null },
+  };
 }
 
 /** POST /runs: record the run and its root, then start provisioning in the background. */
@@ -67,12 +82,28 @@ export async function startRun(run: Run, request: CreateRunRequest): Promise<Cre
   const spend = rootSpendCaps([request.spec, request.budget]);
   if (request.spec.model) run.deps.gateway.catalog.resolve(request.spec.model, "body.spec.model");
   const policy = approvalPolicy(run, null, request.spec, "body.spec");
-  const meta: AgentMeta = { runId: run.runId, sandboxId: randomUUID(), spec: request.spec, grants, budget, spend, keepAlive: request.keepAlive ?? false, ...policy };
+  const meta: AgentMeta = {
+    runId: run.runId,
+    sandboxId: randomUUID(),
+    spec: request.spec,
+    grants,
+    budget,
+    spend,
+    keepAlive: request.keepAlive ?? false,
+    ...policy,
+  };
   run.track(rootAgentId, { meta, parentAgentId: null, depth: 0, waitFor: [] });
   await run.writer.append(
     [
       { type: "run_started", agentId: null, data: { runId: run.runId } },
-      spawnedEvent(run, rootAgentId, { parentAgentId: null, depth: 0, spawnIndex: 0 }, request.spec.name, [], request.prompt),
+      spawnedEvent(
+        run,
+        rootAgentId,
+        { parentAgentId: null, depth: 0, spawnIndex: 0 },
+        request.spec.name,
+        [],
+        request.prompt,
+      ),
     ],
     [{ key: agentKey(rootAgentId), value: JSON.stringify(meta) }],
   );
@@ -87,10 +118,18 @@ export async function startRun(run: Run, request: CreateRunRequest): Promise<Cre
  */
 export async function spawnAgent(run: Run, request: SpawnRequest, root = "body"): Promise<SpawnResponse> {
   const parent = run.view.agents.get(request.parentAgentId);
-  if (!parent) throw new SwarmError("AGENT_NOT_FOUND", `parentAgentId ${request.parentAgentId} is not an agent of run ${run.runId}`);
+  if (!parent)
+    throw new SwarmError(
+      "AGENT_NOT_FOUND",
+      `parentAgentId ${request.parentAgentId} is not an agent of run ${run.runId}`,
+    );
   const waitFor = [...new Set(request.waitFor ?? [])];
   const outside = waitFor.filter((id) => !run.has(id));
-  if (outside.length > 0) throw new SwarmError("INVALID_BODY", `${root}.waitFor: ${outside.join(", ")} ${outside.length === 1 ? "is not an agent" : "are not agents"} of run ${run.runId}`);
+  if (outside.length > 0)
+    throw new SwarmError(
+      "INVALID_BODY",
+      `${root}.waitFor: ${outside.join(", ")} ${outside.length === 1 ? "is not an agent" : "are not agents"} of run ${run.runId}`,
+    );
 
   if (request.idempotencyKey) {
     const earlier = await run.deps.ledger.getIndex(idempotencyKey(run.runId, request.idempotencyKey));
@@ -98,7 +137,8 @@ export async function spawnAgent(run: Run, request: SpawnRequest, root = "body")
   }
   // A parent without an actor (ended, or not held by the supervisor) cannot be forked.
   const parentStatus = run.requireLive(parent.agentId);
-  if (run.drainOf(parent.agentId)) throw new SwarmError("AGENT_DRAINING", `agent ${parent.agentId} is draining: it starts no new children`);
+  if (run.drainOf(parent.agentId))
+    throw new SwarmError("AGENT_DRAINING", `agent ${parent.agentId} is draining: it starts no new children`);
   const parentEntry = run.agents.require(parent.agentId);
   const parentMeta = parentEntry.meta;
   // Asking for more than the parent has is a bad request, refused before anything is recorded.
@@ -125,7 +165,11 @@ export async function spawnAgent(run: Run, request: SpawnRequest, root = "body")
     keepAlive: request.keepAlive ?? false,
     ...policy,
   };
-  const place = { parentAgentId: parent.agentId, depth: parentEntry.depth + 1, spawnIndex: run.agents.childCount(parent.agentId) };
+  const place = {
+    parentAgentId: parent.agentId,
+    depth: parentEntry.depth + 1,
+    spawnIndex: run.agents.childCount(parent.agentId),
+  };
   run.track(agentId, { meta, parentAgentId: parent.agentId, depth: place.depth, waitFor });
   if (decision.ok) run.agents.countSpawn(parent.agentId);
 
@@ -133,12 +177,17 @@ export async function spawnAgent(run: Run, request: SpawnRequest, root = "body")
   if (!decision.ok) {
     const error = `spawn refused by the ${decision.dimension} budget of ${parent.agentId}`;
     events.push(
-      { type: "budget_denied", agentId: parent.agentId, data: { dimension: decision.dimension, remaining: decision.remaining, childAgentId: agentId } },
+      {
+        type: "budget_denied",
+        agentId: parent.agentId,
+        data: { dimension: decision.dimension, remaining: decision.remaining, childAgentId: agentId },
+      },
       { type: "agent_ended", agentId, data: { outcome: "budget-exceeded", endedAt: Date.now(), error } },
     );
   }
   const put = [{ key: agentKey(agentId), value: JSON.stringify(meta) }];
-  if (request.idempotencyKey) put.push({ key: idempotencyKey(run.runId, request.idempotencyKey), value: JSON.stringify(response) });
+  if (request.idempotencyKey)
+    put.push({ key: idempotencyKey(run.runId, request.idempotencyKey), value: JSON.stringify(response) });
   await run.writer.append(events, put);
 
   if (!decision.ok) {

@@ -2,7 +2,7 @@ import { once } from "node:events";
 import { ancestorsOf } from "../../machines/tree.ts";
 import { SwarmError } from "../../src/errors.ts";
 import { agentKey } from "../../src/ledger/ledger-keys.ts";
-import { isLive, type CapChange, type SpendCaps, type SpendView } from "../../src/swarm-api.ts";
+import { type CapChange, isLive, type SpendCaps, type SpendView } from "../../src/swarm-api.ts";
 import { totalTokens } from "../../src/views/run-view.ts";
 import { pauseForBudget } from "./controls.ts";
 import type { Run } from "./run.ts";
@@ -63,17 +63,35 @@ export function spendView(run: Run, agentId: string): SpendView {
  * subtree's spending) may not exceed what its parent has left (409). It resumes nothing: a call
  * held for the budget goes once the subtree is resumed.
  */
-export async function setSpendCaps(run: Run, agentId: string, caps: CapChange): Promise<{ agentId: string; budget: SpendView }> {
+export async function setSpendCaps(
+  run: Run,
+  agentId: string,
+  caps: CapChange,
+): Promise<{ agentId: string; budget: SpendView }> {
   const entry = run.agents.get(agentId);
   if (!entry) throw new SwarmError("AGENT_NOT_FOUND", `agent ${agentId} does not exist`);
   const spent = run.view.agents.get(agentId)?.subtreeUsage;
   if (entry.parentAgentId !== null) {
     const parentLeft = lineageLeft(run, entry.parentAgentId);
-    if (typeof caps.maxTokens === "number" && parentLeft.tokens !== null && caps.maxTokens - (spent ? totalTokens(spent) : 0) > parentLeft.tokens) {
-      throw new SwarmError("BUDGET_EXCEEDS_PARENT", `body.maxTokens: ${caps.maxTokens} would leave agent ${agentId} more tokens than its parent has left (${Math.max(0, parentLeft.tokens)})`);
+    if (
+      typeof caps.maxTokens === "number" &&
+      parentLeft.tokens !== null &&
+      caps.maxTokens - (spent ? totalTokens(spent) : 0) > parentLeft.tokens
+    ) {
+      throw new SwarmError(
+        "BUDGET_EXCEEDS_PARENT",
+        `body.maxTokens: ${caps.maxTokens} would leave agent ${agentId} more tokens than its parent has left (${Math.max(0, parentLeft.tokens)})`,
+      );
     }
-    if (typeof caps.maxCostUsd === "number" && parentLeft.costUsd !== null && caps.maxCostUsd - (spent?.costUsd ?? 0) > parentLeft.costUsd) {
-      throw new SwarmError("BUDGET_EXCEEDS_PARENT", `body.maxCostUsd: ${caps.maxCostUsd} would leave agent ${agentId} more than its parent has left ($${Math.max(0, parentLeft.costUsd).toFixed(6)})`);
+    if (
+      typeof caps.maxCostUsd === "number" &&
+      parentLeft.costUsd !== null &&
+      caps.maxCostUsd - (spent?.costUsd ?? 0) > parentLeft.costUsd
+    ) {
+      throw new SwarmError(
+        "BUDGET_EXCEEDS_PARENT",
+        `body.maxCostUsd: ${caps.maxCostUsd} would leave agent ${agentId} more than its parent has left ($${Math.max(0, parentLeft.costUsd).toFixed(6)})`,
+      );
     }
   }
   const spend: SpendCaps = { ...entry.meta.spend };
@@ -84,18 +102,29 @@ export async function setSpendCaps(run: Run, agentId: string, caps: CapChange): 
   }
   entry.meta = { ...entry.meta, spend };
   await run.writer.append(
-    [{ type: "budget_changed", agentId, data: { maxTokens: spend.maxTokens ?? null, maxCostUsd: spend.maxCostUsd ?? null } }],
+    [
+      {
+        type: "budget_changed",
+        agentId,
+        data: { maxTokens: spend.maxTokens ?? null, maxCostUsd: spend.maxCostUsd ?? null },
+      },
+    ],
     [{ key: agentKey(agentId), value: JSON.stringify(entry.meta) }],
   );
   return { agentId, budget: spendView(run, agentId) };
 }
 
 /** The first of the agent and its ancestors with nothing left of a cap, and of which. */
-function exhausted(run: Run, agentId: string): { holder: string; dimension: "maxTokens" | "maxCostUsd"; remaining: number } | null {
+function exhausted(
+  run: Run,
+  agentId: string,
+): { holder: string; dimension: "maxTokens" | "maxCostUsd"; remaining: number } | null {
   for (const id of [agentId, ...ancestorsOf(agentId, run.agents.parents())]) {
     const left = leftOf(run, id);
-    if (left.tokens !== null && left.tokens <= 0) return { holder: id, dimension: "maxTokens", remaining: Math.max(0, left.tokens) };
-    if (left.costUsd !== null && left.costUsd <= 0) return { holder: id, dimension: "maxCostUsd", remaining: Math.max(0, left.costUsd) };
+    if (left.tokens !== null && left.tokens <= 0)
+      return { holder: id, dimension: "maxTokens", remaining: Math.max(0, left.tokens) };
+    if (left.costUsd !== null && left.costUsd <= 0)
+      return { holder: id, dimension: "maxCostUsd", remaining: Math.max(0, left.costUsd) };
   }
   return null;
 }
@@ -117,7 +146,13 @@ export async function admitCall(run: Run, agentId: string, signal: AbortSignal):
     if (block && target && run.status(target) === "running" && !run.budgetPausing.has(target)) {
       run.budgetPausing.add(target);
       try {
-        await run.writer.append([{ type: "budget_denied", agentId: block.holder, data: { dimension: block.dimension, remaining: block.remaining } }]);
+        await run.writer.append([
+          {
+            type: "budget_denied",
+            agentId: block.holder,
+            data: { dimension: block.dimension, remaining: block.remaining },
+          },
+        ]);
         await pauseForBudget(run, target);
       } finally {
         run.budgetPausing.delete(target);

@@ -9,7 +9,10 @@ export function subtreeSteerMessage(run: Run, parentId: string, text: string): s
   const children = run.view.agents.get(parentId)?.children ?? [];
   const rows = children.map((id) => {
     const child = run.view.agents.get(id);
-    const state = child && (child.state === "done" || child.state === "aborted") ? `${child.state} (${child.outcome ?? "?"})` : (run.status(id) ?? "unknown");
+    const state =
+      child && (child.state === "done" || child.state === "aborted")
+        ? `${child.state} (${child.outcome ?? "?"})`
+        : (run.status(id) ?? "unknown");
     return `| ${id} | ${cell(child?.specName ?? "")} | ${state} | ${cell(child?.prompt ?? "(no prompt)")} |`;
   });
   const table =

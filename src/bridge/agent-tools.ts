@@ -1,9 +1,17 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { MACHINE_TRANSITIONS_KEPT, type ControlResponse } from "../swarm-api.ts";
+import { type ControlResponse, MACHINE_TRANSITIONS_KEPT } from "../swarm-api.ts";
 import { reportProgress } from "./progress.ts";
 import type { ToolDeps } from "./run-tools.ts";
 import { budgetText, usageText } from "./spend-text.ts";
-import { AgentIdInput, ControlInput, GetResultInput, PromptAgentInput, SetBudgetInput, SteerAgentInput, StopAgentInput } from "./tool-inputs.ts";
+import {
+  AgentIdInput,
+  ControlInput,
+  GetResultInput,
+  PromptAgentInput,
+  SetBudgetInput,
+  SteerAgentInput,
+  StopAgentInput,
+} from "./tool-inputs.ts";
 import { guarded, toolOk } from "./tool-result.ts";
 
 /** Agent tools: GET /agents/:agentId, its machine, budget, prompt, steer, pause, resume and stop, and its result. */
@@ -21,7 +29,10 @@ export function registerAgentTools(server: McpServer, { client }: ToolDeps): voi
       guarded(async () => {
         const agent = await client.getAgent(agentId);
         const paused = agent.pausedBy ? ` (paused by ${agent.pausedBy})` : "";
-        return toolOk(`Agent ${agent.agentId} (${agent.specName}) is ${agent.state}${paused}${agent.outcome ? `, outcome ${agent.outcome}` : ""}; its subtree spent ${usageText(agent.subtreeUsage)}.`, { ...agent });
+        return toolOk(
+          `Agent ${agent.agentId} (${agent.specName}) is ${agent.state}${paused}${agent.outcome ? `, outcome ${agent.outcome}` : ""}; its subtree spent ${usageText(agent.subtreeUsage)}.`,
+          { ...agent },
+        );
       }),
   );
 
@@ -29,16 +40,20 @@ export function registerAgentTools(server: McpServer, { client }: ToolDeps): voi
     "swarm_get_machine",
     {
       title: "Read an agent's state machine",
-      description:
-        `The agent's state machine as the daemon runs it, to see where an agent is stuck and how it got there: value (the XState state value, e.g. {"live":{"running":"idle"}}), tags of that state (live, running, paused, ...), running (false when the agent ended before the daemon started: then value is null and tags empty) and transitions (at most the latest ${MACHINE_TRANSITIONS_KEPT} since the daemon started, oldest first: at, event, value).`,
+      description: `The agent's state machine as the daemon runs it, to see where an agent is stuck and how it got there: value (the XState state value, e.g. {"live":{"running":"idle"}}), tags of that state (live, running, paused, ...), running (false when the agent ended before the daemon started: then value is null and tags empty) and transitions (at most the latest ${MACHINE_TRANSITIONS_KEPT} since the daemon started, oldest first: at, event, value).`,
       inputSchema: AgentIdInput,
       annotations: { readOnlyHint: true, openWorldHint: true },
     },
     async ({ agentId }) =>
       guarded(async () => {
         const machine = await client.getMachine(agentId);
-        const state = machine.running ? `is in ${JSON.stringify(machine.value)} (tags: ${machine.tags.join(", ") || "none"})` : "is not running (the agent ended before the daemon started)";
-        return toolOk(`The machine of ${machine.agentId} ${state}; ${machine.transitions.length} transition(s) recorded.`, { ...machine });
+        const state = machine.running
+          ? `is in ${JSON.stringify(machine.value)} (tags: ${machine.tags.join(", ") || "none"})`
+          : "is not running (the agent ended before the daemon started)";
+        return toolOk(
+          `The machine of ${machine.agentId} ${state}; ${machine.transitions.length} transition(s) recorded.`,
+          { ...machine },
+        );
       }),
   );
 
@@ -62,7 +77,8 @@ export function registerAgentTools(server: McpServer, { client }: ToolDeps): voi
     "swarm_prompt_agent",
     {
       title: "Prompt an agent",
-      description: "Start a new turn on a live agent with this text. Returns at once; wait for the answer with swarm_get_result (waitSeconds) or swarm_watch_events.",
+      description:
+        "Start a new turn on a live agent with this text. Returns at once; wait for the answer with swarm_get_result (waitSeconds) or swarm_watch_events.",
       inputSchema: PromptAgentInput,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     },
@@ -89,14 +105,27 @@ export function registerAgentTools(server: McpServer, { client }: ToolDeps): voi
       }),
   );
 
-  const control = (name: string, title: string, description: string, act: (agentId: string, scope: "agent" | "subtree") => Promise<ControlResponse>) =>
+  const control = (
+    name: string,
+    title: string,
+    description: string,
+    act: (agentId: string, scope: "agent" | "subtree") => Promise<ControlResponse>,
+  ) =>
     server.registerTool(
       name,
-      { title, description, inputSchema: ControlInput, annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true } },
+      {
+        title,
+        description,
+        inputSchema: ControlInput,
+        annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+      },
       async ({ agentId, scope }) =>
         guarded(async () => {
           const answer = await act(agentId, scope);
-          return toolOk(`${title} ${agentId}${scope === "subtree" ? " and its subtree" : ""}: ${membersLine(answer)}.`, { agentId, scope, ...answer });
+          return toolOk(
+            `${title} ${agentId}${scope === "subtree" ? " and its subtree" : ""}: ${membersLine(answer)}.`,
+            { agentId, scope, ...answer },
+          );
         }),
     );
 
@@ -126,7 +155,12 @@ export function registerAgentTools(server: McpServer, { client }: ToolDeps): voi
       guarded(async () => {
         const answer = await client.stop(agentId, { mode, scope, drainTimeoutMs }); // an absent timeout is left out of the JSON body
         const what = mode === "drain" ? "Drain" : "Stop";
-        return toolOk(`${what} ${agentId}${scope === "subtree" ? " and its subtree" : ""}: ${membersLine(answer)}.`, { agentId, scope, mode, ...answer });
+        return toolOk(`${what} ${agentId}${scope === "subtree" ? " and its subtree" : ""}: ${membersLine(answer)}.`, {
+          agentId,
+          scope,
+          mode,
+          ...answer,
+        });
       }),
   );
 
@@ -160,7 +194,9 @@ export function registerAgentTools(server: McpServer, { client }: ToolDeps): voi
 function membersLine({ results }: ControlResponse): string {
   const counts = new Map<string, number>();
   for (const r of results) counts.set(r.outcome, (counts.get(r.outcome) ?? 0) + 1);
-  const failures = results.filter((r) => r.outcome === "failed").map((r) => `${r.agentId}: ${r.error ?? "no reason given"}`);
+  const failures = results
+    .filter((r) => r.outcome === "failed")
+    .map((r) => `${r.agentId}: ${r.error ?? "no reason given"}`);
   const line = [...counts].map(([outcome, n]) => `${n} ${outcome}`).join(", ") || "no agents affected";
   return failures.length > 0 ? `${line} (${failures.join("; ")})` : line;
 }

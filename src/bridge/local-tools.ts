@@ -20,7 +20,9 @@ export function registerLocalTools(server: McpServer, { client, specs }: ToolDep
       guarded(async () => {
         const chosen = runtime ?? (env.SWARM_RUNTIME === "docker" ? "docker" : "process");
         const stop = reportProgress(extra, waitSeconds, "starting swarmd");
-        const started = await startService(client, { runtime: chosen, waitSeconds, env, signal: extra.signal }).finally(stop);
+        const started = await startService(client, { runtime: chosen, waitSeconds, env, signal: extra.signal }).finally(
+          stop,
+        );
         const summary = started.alreadyRunning
           ? `swarmd already answers at ${started.url}; nothing was started.`
           : `swarmd started (${started.mode}, runtime ${started.runtime}) and listening at ${started.url}; log: ${started.log}.`;
@@ -39,7 +41,12 @@ export function registerLocalTools(server: McpServer, { client, specs }: ToolDep
     async ({ spec, name, overwrite }) =>
       guarded(async () => {
         const saved = specs.add(spec, { name, overwrite });
-        return toolOk(`Spec "${saved.name}" ${saved.replaced ? "replaced" : "saved"} in ${specs.dir}.`, { name: saved.name, file: saved.file, replaced: saved.replaced, spec: saved.spec });
+        return toolOk(`Spec "${saved.name}" ${saved.replaced ? "replaced" : "saved"} in ${specs.dir}.`, {
+          name: saved.name,
+          file: saved.file,
+          replaced: saved.replaced,
+          spec: saved.spec,
+        });
       }),
   );
 
@@ -54,8 +61,16 @@ export function registerLocalTools(server: McpServer, { client, specs }: ToolDep
     async () =>
       guarded(async () => {
         const { specs: saved, problems } = specs.list();
-        const list = saved.map((s) => ({ name: s.name, file: s.file, savedAt: new Date(s.savedAt).toISOString(), spec: s.spec }));
-        return toolOk(`${list.length} saved spec(s) in ${specs.dir}${problems.length ? `; ${problems.length} unreadable` : ""}.`, { dir: specs.dir, specs: list, problems });
+        const list = saved.map((s) => ({
+          name: s.name,
+          file: s.file,
+          savedAt: new Date(s.savedAt).toISOString(),
+          spec: s.spec,
+        }));
+        return toolOk(
+          `${list.length} saved spec(s) in ${specs.dir}${problems.length ? `; ${problems.length} unreadable` : ""}.`,
+          { dir: specs.dir, specs: list, problems },
+        );
       }),
   );
 
@@ -70,7 +85,10 @@ export function registerLocalTools(server: McpServer, { client, specs }: ToolDep
     async ({ name }) =>
       guarded(async () => {
         const removed = specs.remove(name);
-        return toolOk(removed ? `Spec "${name}" removed.` : `No spec named "${name}" was saved; nothing to remove.`, { name, removed });
+        return toolOk(removed ? `Spec "${name}" removed.` : `No spec named "${name}" was saved; nothing to remove.`, {
+          name,
+          removed,
+        });
       }),
   );
 }

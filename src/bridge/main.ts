@@ -12,7 +12,11 @@ import { createBridgeServer } from "./bridge-server.ts";
  */
 export async function runBridge(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const endpoint = endpointFromEnv(env);
-  const server = createBridgeServer({ client: createSwarmClient(endpoint), specs: createSpecStore(specsDir(env)), env });
+  const server = createBridgeServer({
+    client: createSwarmClient(endpoint),
+    specs: createSpecStore(specsDir(env)),
+    env,
+  });
   const transport = new StdioServerTransport();
   const closed = new Promise<void>((resolve) => (transport.onclose = resolve));
   await server.connect(transport);

@@ -20,7 +20,11 @@ export function registerPermissionTools(server: McpServer, { client }: ToolDeps)
         const { permissions } = await client.listPermissions(runId, state);
         const which = state === "all" ? "" : `${state} `;
         const list = permissions.map((p) => `${p.requestId} (${p.agentId} ${p.tool})`).join(", ");
-        return toolOk(`${permissions.length} ${which}approval request(s) in ${runId}${list ? `: ${list}` : ""}.`, { runId, state, permissions });
+        return toolOk(`${permissions.length} ${which}approval request(s) in ${runId}${list ? `: ${list}` : ""}.`, {
+          runId,
+          state,
+          permissions,
+        });
       }),
   );
 
@@ -36,7 +40,10 @@ export function registerPermissionTools(server: McpServer, { client }: ToolDeps)
     async ({ agentId, requestId, decision, message }) =>
       guarded(async () => {
         const resolved = await client.resolvePermission(agentId, requestId, { decision, message });
-        return toolOk(`${verdict(resolved)} ${resolved.tool} call of ${resolved.agentId} (request ${resolved.requestId}).`, { ...resolved });
+        return toolOk(
+          `${verdict(resolved)} ${resolved.tool} call of ${resolved.agentId} (request ${resolved.requestId}).`,
+          { ...resolved },
+        );
       }),
   );
 }

@@ -17,7 +17,10 @@ export function reportProgress(extra: ToolExtra, totalSeconds: number, message: 
   const timer = setInterval(() => {
     const elapsed = Math.min(totalSeconds, Math.round((Date.now() - started) / 1000));
     extra
-      .sendNotification({ method: "notifications/progress", params: { progressToken: token, progress: elapsed, total: totalSeconds, message } })
+      .sendNotification({
+        method: "notifications/progress",
+        params: { progressToken: token, progress: elapsed, total: totalSeconds, message },
+      })
       .catch(() => undefined); // a client that went away is noticed by the request itself
   }, INTERVAL_MS);
   return () => clearInterval(timer);

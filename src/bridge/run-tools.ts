@@ -6,8 +6,15 @@ import type { AgentSpec } from "../spec/agent-spec.ts";
 import { isLive } from "../swarm-api.ts";
 import { reportProgress } from "./progress.ts";
 import { usageText } from "./spend-text.ts";
-import { CreateRunInput, DeleteRunInput, ListRunsInput, RunIdInput, SpawnAgentInput, WatchEventsInput } from "./tool-inputs.ts";
-import { guarded, toolOk, ToolInputError } from "./tool-result.ts";
+import {
+  CreateRunInput,
+  DeleteRunInput,
+  ListRunsInput,
+  RunIdInput,
+  SpawnAgentInput,
+  WatchEventsInput,
+} from "./tool-inputs.ts";
+import { guarded, ToolInputError, toolOk } from "./tool-result.ts";
 
 export interface ToolDeps {
   client: SwarmClient;
@@ -29,7 +36,9 @@ export function registerRunTools(server: McpServer, { client, specs }: ToolDeps)
       guarded(async () => {
         const { spec: _spec, specName: _name, ...rest } = input;
         const created = await client.createRun({ ...rest, spec: resolveSpec(input, specs) });
-        return toolOk(`Run ${created.runId} created; root agent ${created.rootAgentId} is ${created.state}.`, { ...created });
+        return toolOk(`Run ${created.runId} created; root agent ${created.rootAgentId} is ${created.state}.`, {
+          ...created,
+        });
       }),
   );
 
@@ -63,7 +72,10 @@ export function registerRunTools(server: McpServer, { client, specs }: ToolDeps)
       guarded(async () => {
         const run = await client.getRun(runId);
         const live = run.agents.filter((a) => isLive(a.state)).length;
-        return toolOk(`Run ${run.runId}: ${run.agents.length} agent(s), ${live} live, ${usageText(run.usage)}, as of event ${run.asOf}.`, { ...run });
+        return toolOk(
+          `Run ${run.runId}: ${run.agents.length} agent(s), ${live} live, ${usageText(run.usage)}, as of event ${run.asOf}.`,
+          { ...run },
+        );
       }),
   );
 
@@ -79,8 +91,15 @@ export function registerRunTools(server: McpServer, { client, specs }: ToolDeps)
     async ({ runId, purge }) =>
       guarded(async () => {
         await client.deleteRun(runId, { purge });
-        if (purge) return toolOk(`Run ${runId} purged: its live agents were aborted, then its events, results and sandboxes were removed.`, { runId, deleted: true, purged: true });
-        return toolOk(`Run ${runId} deleted: its live agents were aborted; its events are kept.`, { runId, deleted: true });
+        if (purge)
+          return toolOk(
+            `Run ${runId} purged: its live agents were aborted, then its events, results and sandboxes were removed.`,
+            { runId, deleted: true, purged: true },
+          );
+        return toolOk(`Run ${runId} deleted: its live agents were aborted; its events are kept.`, {
+          runId,
+          deleted: true,
+        });
       }),
   );
 
@@ -119,7 +138,10 @@ export function registerRunTools(server: McpServer, { client, specs }: ToolDeps)
       guarded(async () => {
         const { runId, spec: _spec, specName: _name, ...rest } = input;
         const spawned = await client.spawn(runId, { ...rest, spec: resolveSpec(input, specs) });
-        return toolOk(`Agent ${spawned.agentId} spawned under ${input.parentAgentId}; it is ${spawned.state}.`, { runId, ...spawned });
+        return toolOk(`Agent ${spawned.agentId} spawned under ${input.parentAgentId}; it is ${spawned.state}.`, {
+          runId,
+          ...spawned,
+        });
       }),
   );
 }
@@ -129,5 +151,7 @@ function resolveSpec(input: { spec?: AgentSpec; specName?: string }, specs: Spec
   if (input.spec && input.specName) throw new ToolInputError("Give either spec or specName, not both.");
   if (input.spec) return input.spec;
   if (input.specName) return specs.get(input.specName);
-  throw new ToolInputError("An agent spec is required: pass spec (inline) or specName (a spec saved with swarm_spec_add; see swarm_spec_list).");
+  throw new ToolInputError(
+    "An agent spec is required: pass spec (inline) or specName (a spec saved with swarm_spec_add; see swarm_spec_list).",
+  );
 }

@@ -21,14 +21,20 @@ export interface StartedContainer {
  * An old stopped container of the same name (one per port) is replaced. Throws when no engine
  * answers or the image is missing.
  */
-export async function startContainer(listen: Listen, env: NodeJS.ProcessEnv, signal?: AbortSignal): Promise<StartedContainer> {
+export async function startContainer(
+  listen: Listen,
+  env: NodeJS.ProcessEnv,
+  signal?: AbortSignal,
+): Promise<StartedContainer> {
   await pingEngine(); // RUNTIME_UNAVAILABLE, naming DOCKER_HOST or the default socket
   const { docker } = openEngine();
   const image = env.SWARM_DOCKER_IMAGE || defaultSandboxImage();
   try {
     await docker.getImage(image).inspect();
   } catch {
-    throw new Error(`The image ${image} is missing: build it with \`make sandbox-image\` in ${listen.root} (no registry pull needed), or set SWARM_DOCKER_IMAGE.`);
+    throw new Error(
+      `The image ${image} is missing: build it with \`make sandbox-image\` in ${listen.root} (no registry pull needed), or set SWARM_DOCKER_IMAGE.`,
+    );
   }
   const name = `swarmd-daemon-${listen.port}`;
   const old = docker.getContainer(name);
@@ -61,12 +67,18 @@ export async function startContainer(listen: Listen, env: NodeJS.ProcessEnv, sig
     Labels: { "swarmd.role": "daemon", "swarmd.port": String(listen.port) },
     HostConfig: {
       NetworkMode: "host",
-      Binds: [`${listen.root}:${listen.root}:ro`, `${listen.dataDir}:${listen.dataDir}`, ...(socket ? [`${socket}:/var/run/docker.sock`] : [])],
+      Binds: [
+        `${listen.root}:${listen.root}:ro`,
+        `${listen.dataDir}:${listen.dataDir}`,
+        ...(socket ? [`${socket}:/var/run/docker.sock`] : []),
+      ],
     },
   });
   await container.start();
   const exited = container.wait().then(async (r: { StatusCode?: number }) => {
-    const logs = await container.logs({ stdout: true, stderr: true, tail: 15 }).catch((err: unknown) => errorMessage(err));
+    const logs = await container
+      .logs({ stdout: true, stderr: true, tail: 15 })
+      .catch((err: unknown) => errorMessage(err));
     // Non-TTY logs are framed with 8-byte binary headers; drop the control bytes for a readable message.
     const text = String(logs).replace(/[\u0000-\u0008\u000e-\u001f]/g, "");
     return `stopped with status ${r.StatusCode ?? "?"}; the end of \`docker logs ${name}\`:\n${text}`;

@@ -55,7 +55,14 @@ export async function startService(client: SwarmClient, request: StartRequest): 
   if (request.runtime === "docker") {
     const started = await startContainer(listen, request.env, request.signal);
     await waitForHealth(client, request, started.exited);
-    return { url: endpoint.url, alreadyRunning: false, mode: "container", runtime: "docker", dataDir: listen.dataDir, ...started.info };
+    return {
+      url: endpoint.url,
+      alreadyRunning: false,
+      mode: "container",
+      runtime: "docker",
+      dataDir: listen.dataDir,
+      ...started.info,
+    };
   }
   const log = join(listen.dataDir, "swarmd.log");
   const fd = openSync(log, "a");
@@ -63,24 +70,46 @@ export async function startService(client: SwarmClient, request: StartRequest): 
     cwd: listen.root,
     detached: true,
     stdio: ["ignore", fd, fd],
-    env: { ...request.env, SWARM_HOST: listen.host, SWARM_PORT: String(listen.port), SWARM_RUNTIME: "process", SWARM_DATA_DIR: listen.dataDir },
+    env: {
+      ...request.env,
+      SWARM_HOST: listen.host,
+      SWARM_PORT: String(listen.port),
+      SWARM_RUNTIME: "process",
+      SWARM_DATA_DIR: listen.dataDir,
+    },
   });
   closeSync(fd);
   // The daemon outlives the bridge: it is the source of truth, and other clients may use it.
   child.unref();
-  const exited = new Promise<string>((done) => child.once("exit", (code, signal) => done(`exited with ${signal ?? `code ${code}`}; ${tail(log)}`)));
+  const exited = new Promise<string>((done) =>
+    child.once("exit", (code, signal) => done(`exited with ${signal ?? `code ${code}`}; ${tail(log)}`)),
+  );
   await waitForHealth(client, request, exited);
-  return { url: endpoint.url, alreadyRunning: false, mode: "process", runtime: "process", pid: child.pid, dataDir: listen.dataDir, log };
+  return {
+    url: endpoint.url,
+    alreadyRunning: false,
+    mode: "process",
+    runtime: "process",
+    pid: child.pid,
+    dataDir: listen.dataDir,
+    log,
+  };
 }
 
 function listenFor(endpoint: Endpoint, env: NodeJS.ProcessEnv): Listen {
   const url = new URL(endpoint.url);
   const host = url.hostname.replace(/^\[|\]$/g, "");
   if (!isLoopback(host)) {
-    throw new Error(`SWARM_URL is ${endpoint.url}, which is not this machine's loopback address; swarm_start_service only starts a local swarmd. Set SWARM_URL to e.g. http://127.0.0.1:4600.`);
+    throw new Error(
+      `SWARM_URL is ${endpoint.url}, which is not this machine's loopback address; swarm_start_service only starts a local swarmd. Set SWARM_URL to e.g. http://127.0.0.1:4600.`,
+    );
   }
   const port = Number(url.port || (url.protocol === "https:" ? 443 : 80));
-  const dataDir = env.SWARM_DATA_DIR ? (isAbsolute(env.SWARM_DATA_DIR) ? env.SWARM_DATA_DIR : resolve(SWARMD_ROOT, env.SWARM_DATA_DIR)) : join(SWARMD_ROOT, "data");
+  const dataDir = env.SWARM_DATA_DIR
+    ? isAbsolute(env.SWARM_DATA_DIR)
+      ? env.SWARM_DATA_DIR
+      : resolve(SWARMD_ROOT, env.SWARM_DATA_DIR)
+    : join(SWARMD_ROOT, "data");
   return { host: host === "localhost" ? "127.0.0.1" : host, port, dataDir, root: SWARMD_ROOT };
 }
 
@@ -97,7 +126,10 @@ async function waitForHealth(client: SwarmClient, request: StartRequest, exited:
     if (await client.health(1_000)) return;
     if (gone !== undefined) throw new Error(`swarmd did not start: it ${gone}`);
     if (request.signal?.aborted) throw request.signal.reason;
-    if (Date.now() > deadline) throw new Error(`swarmd was started but ${client.endpoint.url}/health did not answer within ${request.waitSeconds} s.`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `swarmd was started but ${client.endpoint.url}/health did not answer within ${request.waitSeconds} s.`,
+      );
     await new Promise((r) => setTimeout(r, 200));
   }
 }

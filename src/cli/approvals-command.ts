@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 import type { PermissionState } from "../swarm-api.ts";
 import { positionals, usage } from "./args.ts";
-import { COMMON_OPTIONS, printJson, type CliContext } from "./cli-context.ts";
+import { type CliContext, COMMON_OPTIONS, printJson } from "./cli-context.ts";
 import { EXIT, type ExitCode } from "./exit-codes.ts";
 import { permissionTable } from "./permission-table.ts";
 
@@ -14,13 +14,21 @@ const STATES: readonly string[] = ["pending", "resolved", "all"] satisfies (Perm
  * None to show is a note on stderr and exit 0, so a script can poll.
  */
 export async function approvalsCommand(ctx: CliContext, args: string[]): Promise<ExitCode> {
-  const { values, positionals: given } = parseArgs({ args, allowPositionals: true, options: { ...COMMON_OPTIONS, state: { type: "string" } } });
+  const { values, positionals: given } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { ...COMMON_OPTIONS, state: { type: "string" } },
+  });
   const [runId = ""] = positionals("approvals", given, ["runId"]);
   const state = values.state ?? "pending";
-  if (!STATES.includes(state)) throw usage("approvals", `--state must be "pending", "resolved" or "all", not ${JSON.stringify(state)}`);
-  const answer = await ctx.client(values.url).listPermissions(runId, state as PermissionState | "all", { signal: ctx.signal });
+  if (!STATES.includes(state))
+    throw usage("approvals", `--state must be "pending", "resolved" or "all", not ${JSON.stringify(state)}`);
+  const answer = await ctx
+    .client(values.url)
+    .listPermissions(runId, state as PermissionState | "all", { signal: ctx.signal });
   if (values.json) printJson(ctx.io, answer);
-  else if (answer.permissions.length === 0) ctx.io.err(`no ${state === "all" ? "" : `${state} `}approval requests in run ${runId}\n`);
+  else if (answer.permissions.length === 0)
+    ctx.io.err(`no ${state === "all" ? "" : `${state} `}approval requests in run ${runId}\n`);
   else ctx.io.out(`${permissionTable(answer.permissions, Date.now()).join("\n")}\n`);
   return EXIT.OK;
 }

@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { positionals, spendCapOptions } from "./args.ts";
-import { COMMON_OPTIONS, printJson, SPEND_OPTIONS, type CliContext } from "./cli-context.ts";
+import { type CliContext, COMMON_OPTIONS, printJson, SPEND_OPTIONS } from "./cli-context.ts";
 import { EXIT, type ExitCode } from "./exit-codes.ts";
 import { budgetLines, spentLine } from "./spend-format.ts";
 
@@ -11,7 +11,11 @@ import { budgetLines, spentLine } from "./spend-format.ts";
  * agent's budget and what its subtree has spent. Raising a cap resumes nothing.
  */
 export async function budgetCommand(ctx: CliContext, args: string[]): Promise<ExitCode> {
-  const { values, positionals: given } = parseArgs({ args, allowPositionals: true, options: { ...COMMON_OPTIONS, ...SPEND_OPTIONS } });
+  const { values, positionals: given } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { ...COMMON_OPTIONS, ...SPEND_OPTIONS },
+  });
   const [agentId = ""] = positionals("budget", given, ["agentId"]);
   const caps = spendCapOptions("budget", values);
   const client = ctx.client(values.url);
@@ -19,7 +23,13 @@ export async function budgetCommand(ctx: CliContext, args: string[]): Promise<Ex
 
   if (caps.maxTokens === undefined && caps.maxCostUsd === undefined) {
     const agent = await client.getAgent(agentId, options);
-    if (values.json) printJson(ctx.io, { agentId: agent.agentId, budget: agent.budget, usage: agent.usage, subtreeUsage: agent.subtreeUsage });
+    if (values.json)
+      printJson(ctx.io, {
+        agentId: agent.agentId,
+        budget: agent.budget,
+        usage: agent.usage,
+        subtreeUsage: agent.subtreeUsage,
+      });
     else ctx.io.out(`${[...budgetLines(agent.agentId, agent.budget), spentLine(agent.subtreeUsage)].join("\n")}\n`);
     return EXIT.OK;
   }

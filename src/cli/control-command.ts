@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
-import { MAX_DRAIN_TIMEOUT_MS, type ControlResponse } from "../swarm-api.ts";
+import { type ControlResponse, MAX_DRAIN_TIMEOUT_MS } from "../swarm-api.ts";
 import { intOption, positionals, usage } from "./args.ts";
-import { COMMON_OPTIONS, printJson, type CliContext } from "./cli-context.ts";
+import { type CliContext, COMMON_OPTIONS, printJson } from "./cli-context.ts";
 import { EXIT, type ExitCode } from "./exit-codes.ts";
 
 export type ControlVerb = "pause" | "resume" | "stop" | "steer";
@@ -25,11 +25,16 @@ export async function controlCommand(ctx: CliContext, verb: ControlVerb, args: s
     },
   });
   if (values.mode !== undefined && verb !== "stop") throw usage(verb, "--mode is only for stop");
-  if (values.mode !== undefined && values.mode !== "abort" && values.mode !== "drain") throw usage(verb, '--mode must be "abort" or "drain"');
+  if (values.mode !== undefined && values.mode !== "abort" && values.mode !== "drain")
+    throw usage(verb, '--mode must be "abort" or "drain"');
   if (values.message !== undefined && verb !== "steer") throw usage(verb, "--message is only for steer");
   // The service would refuse it too (400); a deadline on an abort is a misunderstanding worth naming here.
-  if (values["drain-timeout"] !== undefined && values.mode !== "drain") throw usage(verb, "--drain-timeout is only for stop --mode drain");
-  const drainTimeoutMs = values["drain-timeout"] === undefined ? undefined : intOption(verb, "drain-timeout", values["drain-timeout"], 1_000, MAX_DRAIN_TIMEOUT_MS, 0);
+  if (values["drain-timeout"] !== undefined && values.mode !== "drain")
+    throw usage(verb, "--drain-timeout is only for stop --mode drain");
+  const drainTimeoutMs =
+    values["drain-timeout"] === undefined
+      ? undefined
+      : intOption(verb, "drain-timeout", values["drain-timeout"], 1_000, MAX_DRAIN_TIMEOUT_MS, 0);
   const [agentId = "", ...words] = positionals(verb, given, ["agentId"], verb === "steer");
   const scope = values.subtree ? "subtree" : "agent";
   const client = ctx.client(values.url);
@@ -41,7 +46,11 @@ export async function controlCommand(ctx: CliContext, verb: ControlVerb, args: s
     if (message.trim() === "") throw usage("steer", "missing <message>");
     answer = await client.steer(agentId, { message, scope }, options);
   } else if (verb === "stop") {
-    answer = await client.stop(agentId, { mode: values.mode === "drain" ? "drain" : "abort", scope, drainTimeoutMs }, options);
+    answer = await client.stop(
+      agentId,
+      { mode: values.mode === "drain" ? "drain" : "abort", scope, drainTimeoutMs },
+      options,
+    );
   } else {
     answer = await (verb === "pause" ? client.pause : client.resume)(agentId, scope, options);
   }

@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import type { SwarmEvent } from "../client/event-stream.ts";
 import { watchRun } from "../client/run-watch.ts";
 import { intOption, positionals } from "./args.ts";
-import { COMMON_OPTIONS, printJson, type CliContext } from "./cli-context.ts";
+import { type CliContext, COMMON_OPTIONS, printJson } from "./cli-context.ts";
 import { EXIT, type ExitCode } from "./exit-codes.ts";
 
 /**
@@ -24,7 +24,11 @@ export async function eventsCommand(ctx: CliContext, args: string[]): Promise<Ex
   });
   const [runId = ""] = positionals("events", given, ["runId"]);
   const afterSeq = intOption("events", "after", values.after, 0, Number.MAX_SAFE_INTEGER, 0);
-  const watch = await watchRun(ctx.client(values.url), runId, { afterSeq, stopWhen: values.follow ? "run-over" : "caught-up", signal: ctx.signal });
+  const watch = await watchRun(ctx.client(values.url), runId, {
+    afterSeq,
+    stopWhen: values.follow ? "run-over" : "caught-up",
+    signal: ctx.signal,
+  });
   for await (const event of watch.events()) {
     if (event.seq === null && !values.ephemeral) continue;
     if (values.json) printJson(ctx.io, event);

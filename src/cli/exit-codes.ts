@@ -32,9 +32,11 @@ export class UsageError extends Error {
 export function describeFailure(err: unknown): { code: ExitCode; message: string } {
   if (isServiceError(err)) return { code: EXIT.SERVICE, message: `service error ${err.status}: ${err.message}` };
   if (isUnreachable(err)) return { code: EXIT.UNREACHABLE, message: err.message };
-  if (err instanceof UsageError || err instanceof SpecStoreError || err instanceof EndpointError) return { code: EXIT.USAGE, message: err.message };
+  if (err instanceof UsageError || err instanceof SpecStoreError || err instanceof EndpointError)
+    return { code: EXIT.USAGE, message: err.message };
   // parseArgs reports unknown options and missing values as TypeErrors with ERR_PARSE_ARGS_* codes.
   const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code === "string" && code.startsWith("ERR_PARSE_ARGS")) return { code: EXIT.USAGE, message: (err as Error).message };
+  if (typeof code === "string" && code.startsWith("ERR_PARSE_ARGS"))
+    return { code: EXIT.USAGE, message: (err as Error).message };
   return { code: EXIT.SERVICE, message: err instanceof Error ? err.message : String(err) };
 }

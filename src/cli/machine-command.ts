@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { positionals } from "./args.ts";
-import { COMMON_OPTIONS, printJson, type CliContext } from "./cli-context.ts";
+import { type CliContext, COMMON_OPTIONS, printJson } from "./cli-context.ts";
 import { EXIT, type ExitCode } from "./exit-codes.ts";
 import { machineLines } from "./machine-render.ts";
 

@@ -15,7 +15,8 @@ export function machineLines(machine: MachineView): string[] {
   const { transitions } = machine;
   if (transitions.length === 0) return [...lines, "no transitions since the daemon started"];
   // The daemon keeps only the latest ones: say so rather than let the first line pass for the start.
-  if (transitions.length >= MACHINE_TRANSITIONS_KEPT) lines.push(`(the latest ${MACHINE_TRANSITIONS_KEPT} transitions; older ones are not kept)`);
+  if (transitions.length >= MACHINE_TRANSITIONS_KEPT)
+    lines.push(`(the latest ${MACHINE_TRANSITIONS_KEPT} transitions; older ones are not kept)`);
   const rows = transitions.map((t) => [new Date(t.at).toISOString(), oneLine(t.event), compactJson(t.value)]);
   return [...lines, ...columns([["TIME", "EVENT", "STATE"], ...rows])];
 }

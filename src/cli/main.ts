@@ -11,8 +11,14 @@ type Command = (ctx: CliContext, args: string[]) => Promise<ExitCode>;
 
 // Commands load on use: a CLI started once per command should not compile the bridge, the spec
 // schema and every other command first (startup time is most of a short command's run time).
-const control = (verb: ControlVerb): Command => async (ctx, args) => (await import("./control-command.ts")).controlCommand(ctx, verb, args);
-const decide = (decision: PermissionDecision): Command => async (ctx, args) => (await import("./decision-command.ts")).decisionCommand(ctx, decision, args);
+const control =
+  (verb: ControlVerb): Command =>
+  async (ctx, args) =>
+    (await import("./control-command.ts")).controlCommand(ctx, verb, args);
+const decide =
+  (decision: PermissionDecision): Command =>
+  async (ctx, args) =>
+    (await import("./decision-command.ts")).decisionCommand(ctx, decision, args);
 const COMMANDS: Record<string, () => Promise<Command>> = {
   run: async () => (await import("./run-command.ts")).runCommand,
   runs: async () => (await import("./runs-command.ts")).runsCommand,
@@ -116,4 +122,5 @@ export async function main(argv: string[]): Promise<never> {
   }
 }
 
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) void main(process.argv.slice(2));
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href)
+  void main(process.argv.slice(2));

@@ -12,7 +12,15 @@ const MESSAGE_WIDTH = 60;
  */
 export function permissionTable(permissions: readonly PermissionView[], now: number): string[] {
   const resolved = permissions.some((p) => p.state === "resolved");
-  const header = ["REQUEST", "AGENT", "TOOL", "AGE", ...(resolved ? ["DECISION", "BY"] : []), "ARGS", ...(resolved ? ["MESSAGE"] : [])];
+  const header = [
+    "REQUEST",
+    "AGENT",
+    "TOOL",
+    "AGE",
+    ...(resolved ? ["DECISION", "BY"] : []),
+    "ARGS",
+    ...(resolved ? ["MESSAGE"] : []),
+  ];
   const rows = permissions.map((p) => [
     p.requestId,
     p.agentId,

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { parseArgs } from "node:util";
 import type { AgentSpec } from "../spec/agent-spec.ts";
 import { intOption, positionals, readJsonArg, spendCapOptions, usage } from "./args.ts";
-import { COMMON_OPTIONS, printJson, SPEND_OPTIONS, type CliContext } from "./cli-context.ts";
+import { type CliContext, COMMON_OPTIONS, printJson, SPEND_OPTIONS } from "./cli-context.ts";
 import { EXIT, type ExitCode } from "./exit-codes.ts";
 
 /**
@@ -27,7 +27,11 @@ export async function runCommand(ctx: CliContext, args: string[]): Promise<ExitC
   const spec = await readSpec(ctx, source);
   const spawnDepth = intOption("run", "spawn-depth", values["spawn-depth"], 0, 64, -1);
   const maxAgents = intOption("run", "max-agents", values["max-agents"], 0, 100_000, -1);
-  const budget = { ...(spawnDepth >= 0 ? { spawnDepth } : {}), ...(maxAgents >= 0 ? { maxAgents } : {}), ...spendCapOptions("run", values) };
+  const budget = {
+    ...(spawnDepth >= 0 ? { spawnDepth } : {}),
+    ...(maxAgents >= 0 ? { maxAgents } : {}),
+    ...spendCapOptions("run", values),
+  };
   const created = await ctx.client(values.url).createRun(
     {
       spec,
@@ -38,7 +42,10 @@ export async function runCommand(ctx: CliContext, args: string[]): Promise<ExitC
     { signal: ctx.signal },
   );
   if (values.json) printJson(ctx.io, created);
-  else ctx.io.out(`run ${created.runId} created; root agent ${created.rootAgentId} is ${created.state}\nfollow it: swarm tree ${created.runId}\n`);
+  else
+    ctx.io.out(
+      `run ${created.runId} created; root agent ${created.rootAgentId} is ${created.state}\nfollow it: swarm tree ${created.runId}\n`,
+    );
   return EXIT.OK;
 }
 
@@ -51,6 +58,9 @@ async function readSpec(ctx: CliContext, source: string): Promise<AgentSpec> {
     return specs.get(source);
   } catch (err) {
     // No such saved spec, or one that no longer validates: say which, beside "not a file".
-    throw usage("run", `${source} is neither a file nor a saved spec (swarm specs list): ${err instanceof Error ? err.message : String(err)}`);
+    throw usage(
+      "run",
+      `${source} is neither a file nor a saved spec (swarm specs list): ${err instanceof Error ? err.message : String(err)}`,
+    );
   }
 }

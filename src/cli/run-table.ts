@@ -24,5 +24,9 @@ export function runTable(runs: readonly RunSummary[], now: number): string[] {
 
 /** `2 running, 1 done`: the states some agent is in, in life order; `-` for a run without agents. */
 export function stateCounts(states: Readonly<Record<AgentState, number>>): string {
-  return STATES.filter((state) => states[state] > 0).map((state) => `${states[state]} ${state}`).join(", ") || "-";
+  return (
+    STATES.filter((state) => states[state] > 0)
+      .map((state) => `${states[state]} ${state}`)
+      .join(", ") || "-"
+  );
 }

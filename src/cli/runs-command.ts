@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 import { DEFAULT_RUN_LIST_LIMIT, MAX_RUN_LIST_LIMIT } from "../swarm-api.ts";
 import { intOption, positionals } from "./args.ts";
-import { COMMON_OPTIONS, printJson, type CliContext } from "./cli-context.ts";
+import { type CliContext, COMMON_OPTIONS, printJson } from "./cli-context.ts";
 import { EXIT, type ExitCode } from "./exit-codes.ts";
 import { runTable } from "./run-table.ts";
 
@@ -11,7 +11,11 @@ import { runTable } from "./run-table.ts";
  * note on stderr and exit 0.
  */
 export async function runsCommand(ctx: CliContext, args: string[]): Promise<ExitCode> {
-  const { values, positionals: given } = parseArgs({ args, allowPositionals: true, options: { ...COMMON_OPTIONS, limit: { type: "string" } } });
+  const { values, positionals: given } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { ...COMMON_OPTIONS, limit: { type: "string" } },
+  });
   positionals("runs", given, []);
   const limit = intOption("runs", "limit", values.limit, 1, MAX_RUN_LIST_LIMIT, DEFAULT_RUN_LIST_LIMIT);
   const answer = await ctx.client(values.url).listRuns(limit, { signal: ctx.signal });

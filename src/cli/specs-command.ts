@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { positionals, readJsonArg, usage } from "./args.ts";
-import { COMMON_OPTIONS, printJson, type CliContext } from "./cli-context.ts";
+import { type CliContext, COMMON_OPTIONS, printJson } from "./cli-context.ts";
 import { EXIT, type ExitCode } from "./exit-codes.ts";
 
 /**
@@ -28,9 +28,17 @@ export async function specsCommand(ctx: CliContext, args: string[]): Promise<Exi
       positionals("specs", rest, []);
       const { specs, problems } = store.list();
       for (const problem of problems) ctx.io.err(`swarm: ${problem}\n`);
-      if (values.json) printJson(ctx.io, { dir: store.dir, specs: specs.map((s) => ({ name: s.name, file: s.file, savedAt: s.savedAt, spec: s.spec })) });
+      if (values.json)
+        printJson(ctx.io, {
+          dir: store.dir,
+          specs: specs.map((s) => ({ name: s.name, file: s.file, savedAt: s.savedAt, spec: s.spec })),
+        });
       else if (specs.length === 0) ctx.io.err(`no saved specs in ${store.dir}\n`);
-      else for (const s of specs) ctx.io.out(`${s.name.padEnd(24)} ${s.spec.model ? `model ${s.spec.model.provider}/${s.spec.model.id}` : `script (${s.spec.script?.length ?? 0} steps)`}\n`);
+      else
+        for (const s of specs)
+          ctx.io.out(
+            `${s.name.padEnd(24)} ${s.spec.model ? `model ${s.spec.model.provider}/${s.spec.model.id}` : `script (${s.spec.script?.length ?? 0} steps)`}\n`,
+          );
       return EXIT.OK;
     }
     case "rm":
@@ -43,6 +51,9 @@ export async function specsCommand(ctx: CliContext, args: string[]): Promise<Exi
       return EXIT.OK;
     }
     default:
-      throw usage("specs", action ? `unknown specs action ${JSON.stringify(action)}` : "missing action (add, list or rm)");
+      throw usage(
+        "specs",
+        action ? `unknown specs action ${JSON.stringify(action)}` : "missing action (add, list or rm)",
+      );
   }
 }

@@ -30,7 +30,8 @@ const exactUsd = (usd: number) => `$${Number(usd.toFixed(6))}`;
  */
 export function budgetLines(agentId: string, budget: SpendView): string[] {
   const line = (name: string, cap: number | null, left: number | null, show: (n: number) => string) => {
-    const where = left === null ? "no limit" : cap === null ? `${show(left)} left under an ancestor's cap` : `${show(left)} left`;
+    const where =
+      left === null ? "no limit" : cap === null ? `${show(left)} left under an ancestor's cap` : `${show(left)} left`;
     return `  ${name.padEnd(11)} ${(cap === null ? "none" : show(cap)).padEnd(14)} (${where})`;
   };
   return [

@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 import { watchRun } from "../client/run-watch.ts";
 import { positionals } from "./args.ts";
-import { COMMON_OPTIONS, printJson, type CliContext } from "./cli-context.ts";
+import { type CliContext, COMMON_OPTIONS, printJson } from "./cli-context.ts";
 import { EXIT, type ExitCode } from "./exit-codes.ts";
 import { renderTree, trackActivity, treeJson } from "./tree-render.ts";
 
@@ -14,9 +14,17 @@ const FRAME_MS = 100;
  * otherwise (a pipe, a log, `--json`) only the final tree is printed, once the run is over.
  */
 export async function treeCommand(ctx: CliContext, args: string[]): Promise<ExitCode> {
-  const { values, positionals: given } = parseArgs({ args, allowPositionals: true, options: { ...COMMON_OPTIONS, once: { type: "boolean", default: false } } });
+  const { values, positionals: given } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { ...COMMON_OPTIONS, once: { type: "boolean", default: false } },
+  });
   const [runId = ""] = positionals("tree", given, ["runId"]);
-  const watch = await watchRun(ctx.client(values.url), runId, { afterSeq: "snapshot", stopWhen: "run-over", signal: ctx.signal });
+  const watch = await watchRun(ctx.client(values.url), runId, {
+    afterSeq: "snapshot",
+    stopWhen: "run-over",
+    signal: ctx.signal,
+  });
   const activity = new Map<string, string>();
   const live = ctx.io.isTTY && !values.json && !values.once;
   let drawn = 0;
@@ -32,10 +40,13 @@ export async function treeCommand(ctx: CliContext, args: string[]): Promise<Exit
   // Events arriving faster than frames are drawn together by one trailing frame.
   let pending: NodeJS.Timeout | undefined;
   const redraw = () => {
-    pending ??= setTimeout(() => {
-      pending = undefined;
-      draw();
-    }, Math.max(0, FRAME_MS - (Date.now() - last)));
+    pending ??= setTimeout(
+      () => {
+        pending = undefined;
+        draw();
+      },
+      Math.max(0, FRAME_MS - (Date.now() - last)),
+    );
   };
 
   if (!values.once) {

@@ -1,5 +1,5 @@
-import type { RunTracker } from "../client/run-tracker.ts";
 import type { SwarmEvent } from "../client/event-stream.ts";
+import type { RunTracker } from "../client/run-tracker.ts";
 import { isLive } from "../swarm-api.ts";
 import type { AgentRecord } from "../views/run-view.ts";
 import { usageSummary } from "./spend-format.ts";
@@ -53,7 +53,9 @@ export function renderTree(tracker: RunTracker, activity: ReadonlyMap<string, st
   const live = agents.filter((a) => isLive(a.state)).length;
   const status = tracker.isOver() ? "ended" : `${live} live`;
   const spent = usageSummary(tracker.view.usage);
-  const lines = [`run ${tracker.view.runId} · ${agents.length} agent${agents.length === 1 ? "" : "s"} · ${status}${spent ? ` · ${spent}` : ""} · seq ${tracker.view.asOf}`];
+  const lines = [
+    `run ${tracker.view.runId} · ${agents.length} agent${agents.length === 1 ? "" : "s"} · ${status}${spent ? ` · ${spent}` : ""} · seq ${tracker.view.asOf}`,
+  ];
   const visit = (agent: AgentRecord, prefix: string, childPrefix: string) => {
     lines.push(`${prefix}${describe(agent, activity.get(agent.agentId))}`);
     agent.children.forEach((id, i) => {

@@ -56,6 +56,7 @@ export const COMMAND_USAGE: Record<string, string> = {
   approvals: "swarm approvals <runId> [--state pending|resolved|all] [--json]",
   allow: "swarm allow <agentId> <requestId> [--json]",
   deny: "swarm deny <agentId> <requestId> [--message TEXT] [--json]",
-  specs: "swarm specs add <spec.json> [--name NAME] [--no-overwrite] | swarm specs list [--json] | swarm specs rm <name>",
+  specs:
+    "swarm specs add <spec.json> [--name NAME] [--no-overwrite] | swarm specs list [--json] | swarm specs rm <name>",
   mcp: "swarm mcp [--url URL]   (stdio MCP server; configure with SWARM_URL, SWARM_TOKEN, SWARM_SPECS_DIR; also the swarmd-mcp bin)",
 };

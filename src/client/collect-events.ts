@@ -33,7 +33,11 @@ const CATCH_UP_LIMIT_MS = 15_000;
  * `afterSeq`, replayed and then live, until `maxEvents`, an `untilTypes` event, the run's end, or
  * `maxWaitSeconds`, whichever comes first.
  */
-export async function collectEvents(client: SwarmClient, runId: string, options: CollectOptions): Promise<CollectedEvents> {
+export async function collectEvents(
+  client: SwarmClient,
+  runId: string,
+  options: CollectOptions,
+): Promise<CollectedEvents> {
   const stop = new AbortController();
   const signal = options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal;
   const events: SwarmEvent[] = [];

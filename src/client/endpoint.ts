@@ -19,12 +19,18 @@ export const DEFAULT_SWARM_URL = "http://127.0.0.1:4600";
  */
 export function endpointFromEnv(env: NodeJS.ProcessEnv = process.env, url?: string): Endpoint {
   const [raw, source] =
-    url !== undefined ? [url, "--url"] : env.SWARM_URL ? [env.SWARM_URL, "SWARM_URL"] : [DEFAULT_SWARM_URL, "SWARM_URL unset: the default"];
+    url !== undefined
+      ? [url, "--url"]
+      : env.SWARM_URL
+        ? [env.SWARM_URL, "SWARM_URL"]
+        : [DEFAULT_SWARM_URL, "SWARM_URL unset: the default"];
   let parsed: URL;
   try {
     parsed = new URL(raw);
   } catch {
-    throw new EndpointError(`${source.split(" ")[0]} is not a URL: ${JSON.stringify(raw)} (expected e.g. ${DEFAULT_SWARM_URL})`);
+    throw new EndpointError(
+      `${source.split(" ")[0]} is not a URL: ${JSON.stringify(raw)} (expected e.g. ${DEFAULT_SWARM_URL})`,
+    );
   }
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
     throw new EndpointError(`${source.split(" ")[0]} must be an http:// or https:// URL, not ${JSON.stringify(raw)}`);

@@ -34,7 +34,11 @@ const MAX_RECONNECTS = 3;
  * Throws `ServiceError` for an error answer (404: no such run) and `ServiceUnreachableError` when
  * nothing answers; ends quietly when `signal` aborts.
  */
-export async function* streamEvents(endpoint: Endpoint, runId: string, options: StreamOptions = {}): AsyncGenerator<SwarmEvent> {
+export async function* streamEvents(
+  endpoint: Endpoint,
+  runId: string,
+  options: StreamOptions = {},
+): AsyncGenerator<SwarmEvent> {
   let lastSeq = options.afterSeq ?? 0;
   let failures = 0;
   while (!options.signal?.aborted) {
@@ -73,10 +77,19 @@ export async function* streamEvents(endpoint: Endpoint, runId: string, options: 
   }
 }
 
-function connect(endpoint: Endpoint, runId: string, afterSeq: number, signal?: AbortSignal): Promise<{ req: ClientRequest; res: IncomingMessage }> {
+function connect(
+  endpoint: Endpoint,
+  runId: string,
+  afterSeq: number,
+  signal?: AbortSignal,
+): Promise<{ req: ClientRequest; res: IncomingMessage }> {
   const path = `/runs/${encodeURIComponent(runId)}/events`;
   return new Promise((resolve, reject) => {
-    const call = { method: "GET" as const, path, headers: { accept: "text/event-stream", "last-event-id": String(afterSeq) } };
+    const call = {
+      method: "GET" as const,
+      path,
+      headers: { accept: "text/event-stream", "last-event-id": String(afterSeq) },
+    };
     const req = openRequest(endpoint, call, (res) => {
       clearTimeout(timer);
       if (res.statusCode === 200) return resolve({ req, res });
@@ -86,7 +99,10 @@ function connect(endpoint: Endpoint, runId: string, afterSeq: number, signal?: A
         (err: unknown) => reject(toTransportError(endpoint, err, signal)),
       );
     });
-    const timer = setTimeout(() => req.destroy(new Error(`no answer within ${CONNECT_TIMEOUT_MS / 1000} s`)), CONNECT_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => req.destroy(new Error(`no answer within ${CONNECT_TIMEOUT_MS / 1000} s`)),
+      CONNECT_TIMEOUT_MS,
+    );
     req.on("error", (err) => {
       clearTimeout(timer);
       reject(toTransportError(endpoint, err, signal));
@@ -127,7 +143,8 @@ export function parseFrame(frame: string): SwarmEvent | undefined {
   }
   if (data.length === 0) return undefined;
   const parsed = parseJson(data.join("\n"));
-  const fields: Record<string, unknown> = typeof parsed === "object" && parsed !== null ? { ...(parsed as Record<string, unknown>) } : { value: parsed };
+  const fields: Record<string, unknown> =
+    typeof parsed === "object" && parsed !== null ? { ...(parsed as Record<string, unknown>) } : { value: parsed };
   const agentId = typeof fields.agentId === "string" ? fields.agentId : null;
   const at = typeof fields.at === "number" ? fields.at : null;
   delete fields.agentId;

@@ -61,7 +61,11 @@ export function httpCall(endpoint: Endpoint, call: HttpCall): Promise<HttpReply>
 }
 
 /** Starts a request with the endpoint's address and token; shared with the event stream. */
-export function openRequest(endpoint: Endpoint, call: Omit<HttpCall, "timeoutMs">, onResponse: (res: IncomingMessage) => void) {
+export function openRequest(
+  endpoint: Endpoint,
+  call: Omit<HttpCall, "timeoutMs">,
+  onResponse: (res: IncomingMessage) => void,
+) {
   const url = new URL(`${endpoint.url}${call.path}`);
   const headers: Record<string, string> = { accept: "application/json", ...call.headers };
   if (call.body !== undefined) headers["content-type"] = "application/json";
@@ -109,10 +113,17 @@ export function toTransportError(endpoint: Endpoint, err: unknown, signal?: Abor
   if (err instanceof ServiceError || err instanceof ServiceUnreachableError) return err;
   const where = `swarmd at ${endpoint.url} (${endpoint.source})`;
   if (err instanceof TimeoutError) {
-    return new ServiceUnreachableError(endpoint.url, "timeout", `${where} did not answer: ${err.message}.`, { cause: err });
+    return new ServiceUnreachableError(endpoint.url, "timeout", `${where} did not answer: ${err.message}.`, {
+      cause: err,
+    });
   }
   const code = (err as { code?: unknown } | null)?.code;
   const detail = err instanceof Error ? err.message : String(err);
   const hint = "Start it (`swarmd`, `make run`, or the swarm_start_service tool) or set SWARM_URL to where it listens.";
-  return new ServiceUnreachableError(endpoint.url, "unreachable", `Cannot reach ${where}: ${typeof code === "string" ? code : detail}. ${hint}`, { cause: err });
+  return new ServiceUnreachableError(
+    endpoint.url,
+    "unreachable",
+    `Cannot reach ${where}: ${typeof code === "string" ? code : detail}. ${hint}`,
+    { cause: err },
+  );
 }

@@ -1,5 +1,5 @@
 import { isLive, type PermissionView, type RunSnapshot } from "../swarm-api.ts";
-import { emptyUsage, foldEvent, type AgentRecord, type RunView } from "../views/run-view.ts";
+import { type AgentRecord, emptyUsage, foldEvent, type RunView } from "../views/run-view.ts";
 import type { SwarmEvent } from "./event-stream.ts";
 
 /**
@@ -20,16 +20,36 @@ export interface RunTracker {
 }
 
 export function trackRun(snapshot: RunSnapshot): RunTracker {
-  const view: RunView = { runId: snapshot.runId, rootAgentId: snapshot.rootAgentId, asOf: snapshot.asOf, agents: new Map(), usage: { ...(snapshot.usage ?? emptyUsage()) }, permissions: new Map() };
+  const view: RunView = {
+    runId: snapshot.runId,
+    rootAgentId: snapshot.rootAgentId,
+    asOf: snapshot.asOf,
+    agents: new Map(),
+    usage: { ...(snapshot.usage ?? emptyUsage()) },
+    permissions: new Map(),
+  };
   for (const agent of snapshot.agents) {
     // A daemon older than the model gateway sends no usage; one older than approvals, no pending ids.
     const pendingPermissions = [...(agent.pendingPermissions ?? [])];
-    view.agents.set(agent.agentId, { ...agent, pendingPermissions, usage: { ...(agent.usage ?? emptyUsage()) }, subtreeUsage: { ...(agent.subtreeUsage ?? emptyUsage()) }, waitFor: [], prompt: null, settled: null, children: [], sleptWith: null });
+    view.agents.set(agent.agentId, {
+      ...agent,
+      pendingPermissions,
+      usage: { ...(agent.usage ?? emptyUsage()) },
+      subtreeUsage: { ...(agent.subtreeUsage ?? emptyUsage()) },
+      waitFor: [],
+      prompt: null,
+      settled: null,
+      children: [],
+      sleptWith: null,
+    });
     // The snapshot names pending requests by id only. The fold resolves only requests it knows, so
     // each is known here, with what the snapshot does not tell (tool, args, times) left blank.
-    for (const requestId of pendingPermissions) view.permissions.set(requestId, pendingStub(snapshot.runId, agent.agentId, requestId));
+    for (const requestId of pendingPermissions)
+      view.permissions.set(requestId, pendingStub(snapshot.runId, agent.agentId, requestId));
   }
-  for (const agent of [...view.agents.values()].sort((a, b) => a.spawnIndex - b.spawnIndex || a.createdAt - b.createdAt)) {
+  for (const agent of [...view.agents.values()].sort(
+    (a, b) => a.spawnIndex - b.spawnIndex || a.createdAt - b.createdAt,
+  )) {
     if (agent.parentAgentId) view.agents.get(agent.parentAgentId)?.children.push(agent.agentId);
   }
 
@@ -37,7 +57,13 @@ export function trackRun(snapshot: RunSnapshot): RunTracker {
     view,
     apply(event) {
       if (event.seq === null || event.seq <= view.asOf) return false;
-      foldEvent(view, { seq: event.seq, type: event.type, agentId: event.agentId, at: event.at ?? Date.now(), data: event.data });
+      foldEvent(view, {
+        seq: event.seq,
+        type: event.type,
+        agentId: event.agentId,
+        at: event.at ?? Date.now(),
+        data: event.data,
+      });
       return true;
     },
     isOver: () => view.agents.size > 0 && [...view.agents.values()].every((a) => !isLive(a.state)),
@@ -59,5 +85,18 @@ export function trackRun(snapshot: RunSnapshot): RunTracker {
 
 /** A pending request known from a snapshot only: enough for its `permission_resolved` to fold. */
 function pendingStub(runId: string, agentId: string, requestId: string): PermissionView {
-  return { requestId, runId, agentId, tool: "", args: {}, at: 0, expiresAt: null, state: "pending", decision: null, message: null, by: null, resolvedAt: null };
+  return {
+    requestId,
+    runId,
+    agentId,
+    tool: "",
+    args: {},
+    at: 0,
+    expiresAt: null,
+    state: "pending",
+    decision: null,
+    message: null,
+    by: null,
+    resolvedAt: null,
+  };
 }

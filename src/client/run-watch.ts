@@ -1,6 +1,6 @@
 import type { RunSnapshot } from "../swarm-api.ts";
 import type { SwarmEvent } from "./event-stream.ts";
-import { trackRun, type RunTracker } from "./run-tracker.ts";
+import { type RunTracker, trackRun } from "./run-tracker.ts";
 import type { SwarmClient } from "./swarm-client.ts";
 
 export type StopWhen =

@@ -1,7 +1,7 @@
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { AgentSpecSchema, type AgentSpec } from "../spec/agent-spec.ts";
+import { type AgentSpec, AgentSpecSchema } from "../spec/agent-spec.ts";
 import { formatIssues } from "../validation.ts";
 import { SpecStoreError } from "./client-errors.ts";
 
@@ -64,7 +64,8 @@ export function createSpecStore(dir: string = specsDir()): SpecStore {
       const name = checkName(options.name ?? valid.name);
       const file = fileOf(name);
       const replaced = exists(file);
-      if (replaced && options.overwrite === false) throw new SpecStoreError(`A spec named "${name}" is already saved (${file}).`);
+      if (replaced && options.overwrite === false)
+        throw new SpecStoreError(`A spec named "${name}" is already saved (${file}).`);
       mkdirSync(dir, { recursive: true });
       // Write then rename: a reader never sees half a file.
       const temp = join(dir, `.${name}.${process.pid}.tmp`);
@@ -101,7 +102,10 @@ export function createSpecStore(dir: string = specsDir()): SpecStore {
 }
 
 function checkName(name: string): string {
-  if (!NAME.test(name)) throw new SpecStoreError(`Spec name ${JSON.stringify(name)} is not valid: use 1..64 characters of [A-Za-z0-9._-], not starting with ".".`);
+  if (!NAME.test(name))
+    throw new SpecStoreError(
+      `Spec name ${JSON.stringify(name)} is not valid: use 1..64 characters of [A-Za-z0-9._-], not starting with ".".`,
+    );
   return name;
 }
 

@@ -1,10 +1,10 @@
 import {
-  MAX_WAIT_SECONDS,
   type AgentDetail,
   type ControlResponse,
   type CreateRunRequest,
   type CreateRunResponse,
   type Delivery,
+  MAX_WAIT_SECONDS,
   type MachineView,
   type PermissionAnswer,
   type PermissionState,
@@ -20,8 +20,8 @@ import {
   type StopMode,
 } from "../swarm-api.ts";
 import type { Endpoint } from "./endpoint.ts";
-import { streamEvents, type StreamOptions, type SwarmEvent } from "./event-stream.ts";
-import { httpCall, type HttpCall } from "./http-call.ts";
+import { type StreamOptions, type SwarmEvent, streamEvents } from "./event-stream.ts";
+import { type HttpCall, httpCall } from "./http-call.ts";
 
 /** Ordinary calls: the service answers these at once (a 2 s session-stats wait at most). */
 export const DEFAULT_TIMEOUT_MS = 30_000;
@@ -62,7 +62,11 @@ export interface SwarmClient {
    */
   setBudget(agentId: string, caps: SpendCaps, options?: CallOptions): Promise<{ agentId: string; budget: SpendView }>;
   prompt(agentId: string, text: string, options?: CallOptions): Promise<void>;
-  steer(agentId: string, request: { message: string; scope?: Scope }, options?: CallOptions): Promise<ControlResponse & { delivery: Delivery }>;
+  steer(
+    agentId: string,
+    request: { message: string; scope?: Scope },
+    options?: CallOptions,
+  ): Promise<ControlResponse & { delivery: Delivery }>;
   pause(agentId: string, scope?: Scope, options?: CallOptions): Promise<ControlResponse>;
   resume(agentId: string, scope?: Scope, options?: CallOptions): Promise<ControlResponse>;
   /**
@@ -70,15 +74,28 @@ export interface SwarmClient {
    * running turn settles, or is aborted after `drainTimeoutMs` (drain only; the service's default
    * is 10 minutes). A draining agent refuses prompts, steers and spawns with a 409.
    */
-  stop(agentId: string, request?: { mode?: StopMode; scope?: Scope; drainTimeoutMs?: number }, options?: CallOptions): Promise<ControlResponse>;
+  stop(
+    agentId: string,
+    request?: { mode?: StopMode; scope?: Scope; drainTimeoutMs?: number },
+    options?: CallOptions,
+  ): Promise<ControlResponse>;
   /** The run's approval requests, oldest first: `pending` (the service's default), `resolved` or `all`. */
-  listPermissions(runId: string, state?: PermissionState | "all", options?: CallOptions): Promise<{ permissions: PermissionView[] }>;
+  listPermissions(
+    runId: string,
+    state?: PermissionState | "all",
+    options?: CallOptions,
+  ): Promise<{ permissions: PermissionView[] }>;
   /**
    * Allow or deny a pending approval request of the agent; resolves with the request as resolved.
    * Rejects with a 404 `ServiceError` for an unknown request (or one of another agent) and a 409
    * when it was already resolved (by the operator, a stop, a deleted run or its timeout).
    */
-  resolvePermission(agentId: string, requestId: string, answer: PermissionAnswer, options?: CallOptions): Promise<PermissionView>;
+  resolvePermission(
+    agentId: string,
+    requestId: string,
+    answer: PermissionAnswer,
+    options?: CallOptions,
+  ): Promise<PermissionView>;
   /** Settled (200) or still pending after `waitSeconds` (202); both resolve. */
   result(agentId: string, waitSeconds?: number, options?: CallOptions): Promise<ResultView>;
   /** The run's event stream; see `streamEvents`. */
@@ -93,7 +110,13 @@ export function createSwarmClient(endpoint: Endpoint): SwarmClient {
   const run = (runId: string) => `/runs/${encodeURIComponent(runId)}`;
   const agent = (agentId: string) => `/agents/${encodeURIComponent(agentId)}`;
   const control = (agentId: string, action: string, body: object, signal?: AbortSignal) =>
-    call<ControlResponse>({ method: "POST", path: `${agent(agentId)}/${action}`, body, signal, timeoutMs: CASCADE_TIMEOUT_MS });
+    call<ControlResponse>({
+      method: "POST",
+      path: `${agent(agentId)}/${action}`,
+      body,
+      signal,
+      timeoutMs: CASCADE_TIMEOUT_MS,
+    });
 
   return {
     endpoint,
@@ -106,7 +129,8 @@ export function createSwarmClient(endpoint: Endpoint): SwarmClient {
       }
     },
     createRun: (request, options) => call({ method: "POST", path: "/runs", body: request, signal: options?.signal }),
-    listRuns: (limit, options) => call({ method: "GET", path: `/runs${limit === undefined ? "" : `?limit=${limit}`}`, signal: options?.signal }),
+    listRuns: (limit, options) =>
+      call({ method: "GET", path: `/runs${limit === undefined ? "" : `?limit=${limit}`}`, signal: options?.signal }),
     getRun: (runId, options) => call({ method: "GET", path: run(runId), signal: options?.signal }),
     async deleteRun(runId, options) {
       const path = `${run(runId)}${options?.purge ? "?purge=true" : ""}`;
@@ -123,20 +147,37 @@ export function createSwarmClient(endpoint: Endpoint): SwarmClient {
         timeoutMs: request.waitFor?.length ? MAX_WAIT_SECONDS * 1000 + WAIT_MARGIN_MS : DEFAULT_TIMEOUT_MS,
       }),
     getAgent: (agentId, options) => call({ method: "GET", path: agent(agentId), signal: options?.signal }),
-    getMachine: (agentId, options) => call({ method: "GET", path: `${agent(agentId)}/machine`, signal: options?.signal }),
-    setBudget: (agentId, caps, options) => call({ method: "POST", path: `${agent(agentId)}/budget`, body: caps, signal: options?.signal }),
+    getMachine: (agentId, options) =>
+      call({ method: "GET", path: `${agent(agentId)}/machine`, signal: options?.signal }),
+    setBudget: (agentId, caps, options) =>
+      call({ method: "POST", path: `${agent(agentId)}/budget`, body: caps, signal: options?.signal }),
     async prompt(agentId, text, options) {
       await call({ method: "POST", path: `${agent(agentId)}/prompt`, body: { text }, signal: options?.signal });
     },
     steer: (agentId, request, options) =>
-      call({ method: "POST", path: `${agent(agentId)}/steer`, body: request, signal: options?.signal, timeoutMs: CASCADE_TIMEOUT_MS }),
+      call({
+        method: "POST",
+        path: `${agent(agentId)}/steer`,
+        body: request,
+        signal: options?.signal,
+        timeoutMs: CASCADE_TIMEOUT_MS,
+      }),
     pause: (agentId, scope = "agent", options) => control(agentId, "pause", { scope }, options?.signal),
     resume: (agentId, scope = "agent", options) => control(agentId, "resume", { scope }, options?.signal),
     stop: (agentId, request = {}, options) => control(agentId, "stop", request, options?.signal),
     listPermissions: (runId, state, options) =>
-      call({ method: "GET", path: `${run(runId)}/permissions${state ? `?state=${encodeURIComponent(state)}` : ""}`, signal: options?.signal }),
+      call({
+        method: "GET",
+        path: `${run(runId)}/permissions${state ? `?state=${encodeURIComponent(state)}` : ""}`,
+        signal: options?.signal,
+      }),
     resolvePermission: (agentId, requestId, answer, options) =>
-      call({ method: "POST", path: `${agent(agentId)}/permissions/${encodeURIComponent(requestId)}`, body: answer, signal: options?.signal }),
+      call({
+        method: "POST",
+        path: `${agent(agentId)}/permissions/${encodeURIComponent(requestId)}`,
+        body: answer,
+        signal: options?.signal,
+      }),
     result: (agentId, waitSeconds = 0, options) =>
       call({
         method: "GET",

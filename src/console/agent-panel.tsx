@@ -1,8 +1,8 @@
 import { Fragment } from "preact";
-import { isLive, type AgentDetail, type MachineView, type ResultView } from "../swarm-api.ts";
+import { type AgentDetail, isLive, type MachineView, type ResultView } from "../swarm-api.ts";
+import type { AgentRecord } from "../views/run-view.ts";
 import { api } from "./api.ts";
 import { brief, budgetText, clock, usageText, when } from "./format.ts";
-import type { AgentRecord } from "../views/run-view.ts";
 import { usePolled } from "./use-polled.ts";
 
 /**
@@ -15,9 +15,21 @@ export function AgentPanel({ record }: { record: AgentRecord }) {
   const live = isLive(record.state);
   // Re-read when something about the agent changed, and every 5 s while it lives (stats move without events).
   const changed = `${agentId}:${record.state}:${record.settled?.resultRef ?? ""}:${record.pendingPermissions.length}:${record.drain ? 1 : 0}`;
-  const detail = usePolled((signal) => api<AgentDetail>("GET", `/agents/${agentId}`, undefined, signal), changed, live ? 5_000 : null);
-  const result = usePolled((signal) => api<ResultView>("GET", `/agents/${agentId}/result`, undefined, signal), changed, null);
-  const machine = usePolled((signal) => api<MachineView>("GET", `/agents/${agentId}/machine`, undefined, signal), changed, live ? 2_000 : null);
+  const detail = usePolled(
+    (signal) => api<AgentDetail>("GET", `/agents/${agentId}`, undefined, signal),
+    changed,
+    live ? 5_000 : null,
+  );
+  const result = usePolled(
+    (signal) => api<ResultView>("GET", `/agents/${agentId}/result`, undefined, signal),
+    changed,
+    null,
+  );
+  const machine = usePolled(
+    (signal) => api<MachineView>("GET", `/agents/${agentId}/machine`, undefined, signal),
+    changed,
+    live ? 2_000 : null,
+  );
 
   return (
     <div class="agent-panel" data-panel-agent-id={agentId}>
@@ -53,7 +65,11 @@ export function AgentPanel({ record }: { record: AgentRecord }) {
       <h3>Result</h3>
       {result.error && <p class="error">{result.error}</p>}
       <pre class="text" data-testid="agent-result">
-        {result.data ? (result.data.state === "settled" ? (result.data.result ?? `(${result.data.outcome}, no text)`) : "(pending)") : "…"}
+        {result.data
+          ? result.data.state === "settled"
+            ? (result.data.result ?? `(${result.data.outcome}, no text)`)
+            : "(pending)"
+          : "…"}
       </pre>
       <h3>Session stats and budget</h3>
       {detail.error && <p class="error">{detail.error}</p>}
@@ -65,7 +81,9 @@ export function AgentPanel({ record }: { record: AgentRecord }) {
               <dd>{brief(value, 120)}</dd>
             </Fragment>
           ))}
-          {detail.data.sessionStats === undefined && <dd class="muted">No session stats (the harness did not answer, or the agent is paused or ended).</dd>}
+          {detail.data.sessionStats === undefined && (
+            <dd class="muted">No session stats (the harness did not answer, or the agent is paused or ended).</dd>
+          )}
           <dt>Budget</dt>
           <dd>{budgetText(detail.data.budget)}</dd>
         </dl>
@@ -82,7 +100,12 @@ function MachineTable({ machine }: { machine: MachineView }) {
   return (
     <div class="machine">
       <p>
-        <code data-testid="machine-value">{JSON.stringify(machine.value)}</code> {machine.tags.map((tag) => <span key={tag} class="badge">{tag}</span>)}
+        <code data-testid="machine-value">{JSON.stringify(machine.value)}</code>{" "}
+        {machine.tags.map((tag) => (
+          <span key={tag} class="badge">
+            {tag}
+          </span>
+        ))}
         {!machine.running && <span class="muted"> (no machine runs for it now)</span>}
       </p>
       <table>

@@ -1,6 +1,6 @@
 import { isLive, type PermissionView } from "../swarm-api.ts";
 import type { AgentRecord } from "../views/run-view.ts";
-import { AgentControls, OutcomeView, PermissionControls, type Outcome } from "./controls.tsx";
+import { AgentControls, type Outcome, OutcomeView, PermissionControls } from "./controls.tsx";
 import { brief, clock, usageText } from "./format.ts";
 import { runHref } from "./route.ts";
 import type { Activity, RunState } from "./run-state.ts";
@@ -18,23 +18,37 @@ interface TreeProps {
 /** The run's spawn tree: one row per agent (`data-agent-id`), children under their parent in spawn order. */
 export function AgentTree({ state, selected, outcomes, onOutcome, gone }: TreeProps) {
   const pending = new Map<string, PermissionView[]>();
-  for (const request of state.pendingPermissions()) pending.set(request.agentId, [...(pending.get(request.agentId) ?? []), request]);
+  for (const request of state.pendingPermissions())
+    pending.set(request.agentId, [...(pending.get(request.agentId) ?? []), request]);
   return (
     <ul class="tree">
       {state.tree().map(({ record, depth }) => {
         const live = !gone && isLive(record.state);
         const outcome = outcomes.get(record.agentId);
         return (
-          <li key={record.agentId} class={`agent-row${record.agentId === selected ? " selected" : ""}`} data-agent-id={record.agentId} data-state={record.state} style={{ marginLeft: `${depth * 1.5}rem` }}>
+          <li
+            key={record.agentId}
+            class={`agent-row${record.agentId === selected ? " selected" : ""}`}
+            data-agent-id={record.agentId}
+            data-state={record.state}
+            style={{ marginLeft: `${depth * 1.5}rem` }}
+          >
             <AgentLine state={state} record={record} selected={record.agentId === selected} live={live} />
             {!gone &&
               (pending.get(record.agentId) ?? []).map((request) => (
                 <div class="approval" key={request.requestId} data-request-id={request.requestId}>
-                  <span class="badge attention">approval</span> <strong>{request.tool}</strong> <code>{brief(request.args, 300)}</code>
+                  <span class="badge attention">approval</span> <strong>{request.tool}</strong>{" "}
+                  <code>{brief(request.args, 300)}</code>
                   <PermissionControls request={request} />
                 </div>
               ))}
-            {live && <AgentControls record={record} subtreeMembers={() => state.liveSubtree(record.agentId)} onOutcome={(o) => onOutcome(record.agentId, o)} />}
+            {live && (
+              <AgentControls
+                record={record}
+                subtreeMembers={() => state.liveSubtree(record.agentId)}
+                onOutcome={(o) => onOutcome(record.agentId, o)}
+              />
+            )}
             {outcome && <OutcomeView outcome={outcome} />}
           </li>
         );
@@ -43,7 +57,17 @@ export function AgentTree({ state, selected, outcomes, onOutcome, gone }: TreePr
   );
 }
 
-function AgentLine({ state, record, selected, live }: { state: RunState; record: AgentRecord; selected: boolean; live: boolean }) {
+function AgentLine({
+  state,
+  record,
+  selected,
+  live,
+}: {
+  state: RunState;
+  record: AgentRecord;
+  selected: boolean;
+  live: boolean;
+}) {
   const activity = state.activity.get(record.agentId);
   return (
     <div class="agent-line">

@@ -24,16 +24,30 @@ export const forgetToken = (): void => sessionStorage.removeItem(TOKEN_KEY);
 export const UNAUTHORIZED_EVENT = "swarmd:unauthorized";
 export const tokenRefused = (): void => void dispatchEvent(new Event(UNAUTHORIZED_EVENT));
 
-export async function api<T>(method: "GET" | "POST" | "DELETE", path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+export async function api<T>(
+  method: "GET" | "POST" | "DELETE",
+  path: string,
+  body?: unknown,
+  signal?: AbortSignal,
+): Promise<T> {
   const headers: Record<string, string> = {};
   const token = savedToken();
   if (token) headers.authorization = `Bearer ${token}`;
   if (body !== undefined) headers["content-type"] = "application/json";
   let response: Response;
   try {
-    response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: "no-store", signal });
+    response = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      cache: "no-store",
+      signal,
+    });
   } catch (err) {
-    throw new ApiError(0, `The daemon did not answer ${method} ${path}: ${err instanceof Error ? err.message : String(err)}`);
+    throw new ApiError(
+      0,
+      `The daemon did not answer ${method} ${path}: ${err instanceof Error ? err.message : String(err)}`,
+    );
   }
   if (!response.ok) {
     if (response.status === 401) tokenRefused();

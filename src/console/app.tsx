@@ -1,12 +1,16 @@
 import { useEffect, useState } from "preact/hooks";
-import { api, ApiError, forgetToken, savedToken, saveToken, UNAUTHORIZED_EVENT } from "./api.ts";
+import { ApiError, api, forgetToken, savedToken, saveToken, UNAUTHORIZED_EVENT } from "./api.ts";
+import { useRoute } from "./route.ts";
 import { RunPage } from "./run-page.tsx";
 import { RunsPage } from "./runs-page.tsx";
-import { useRoute } from "./route.ts";
 
 const RETRY_MS = 3_000;
 
-type Access = { state: "checking" } | { state: "granted" } | { state: "token"; message: string } | { state: "unreachable"; message: string };
+type Access =
+  | { state: "checking" }
+  | { state: "granted" }
+  | { state: "token"; message: string }
+  | { state: "unreachable"; message: string };
 
 /**
  * The page: asks for the token when the daemon wants one (once per browser session: it is kept in
@@ -83,7 +87,12 @@ export function App() {
           }}
         />
       )}
-      {access.state === "granted" && (route.page === "run" ? <RunPage key={route.runId} runId={route.runId} selected={route.agentId} /> : <RunsPage />)}
+      {access.state === "granted" &&
+        (route.page === "run" ? (
+          <RunPage key={route.runId} runId={route.runId} selected={route.agentId} />
+        ) : (
+          <RunsPage />
+        ))}
     </div>
   );
 }
@@ -102,10 +111,19 @@ function TokenForm({ message, onToken }: { message: string; onToken: (token: str
         {message}
       </p>
       <label>
-        API token <input type="password" autocomplete="off" value={token} onInput={(e) => setToken(e.currentTarget.value)} autofocus />
+        API token{" "}
+        <input
+          type="password"
+          autocomplete="off"
+          value={token}
+          onInput={(e) => setToken(e.currentTarget.value)}
+          autofocus
+        />
       </label>
       <button type="submit">Sign in</button>
-      <p class="muted">It is kept for this browser tab only (the API docs page in this tab uses it too), and sent only to this daemon.</p>
+      <p class="muted">
+        It is kept for this browser tab only (the API docs page in this tab uses it too), and sent only to this daemon.
+      </p>
     </form>
   );
 }

@@ -5,7 +5,9 @@ import { api } from "./api.ts";
 import { budgetText } from "./format.ts";
 
 /** What the last control on an agent did: each member's result, or the API's error message. */
-export type Outcome = { label: string; error: string } | { label: string; results: ControlResponse["results"]; note?: string };
+export type Outcome =
+  | { label: string; error: string }
+  | { label: string; results: ControlResponse["results"]; note?: string };
 
 type Form = "steer" | "prompt" | "budget" | null;
 
@@ -66,7 +68,13 @@ export function AgentControls({ record, subtreeMembers, onOutcome }: ControlsPro
 
   return (
     <div class="controls">
-      <button type="button" aria-pressed={subtree} class={subtree ? "toggle on" : "toggle"} onClick={() => setSubtree(!subtree)} title="Apply the controls to the agent and every agent under it">
+      <button
+        type="button"
+        aria-pressed={subtree}
+        class={subtree ? "toggle on" : "toggle"}
+        onClick={() => setSubtree(!subtree)}
+        title="Apply the controls to the agent and every agent under it"
+      >
         Subtree
       </button>
       <button type="button" disabled={busy} onClick={() => control("Pause", "pause", { scope })}>
@@ -75,23 +83,60 @@ export function AgentControls({ record, subtreeMembers, onOutcome }: ControlsPro
       <button type="button" disabled={busy} onClick={() => control("Resume", "resume", { scope })}>
         Resume
       </button>
-      <button type="button" disabled={busy} class="danger" onClick={() => control("Stop", "stop", { mode: "abort", scope })}>
+      <button
+        type="button"
+        disabled={busy}
+        class="danger"
+        onClick={() => control("Stop", "stop", { mode: "abort", scope })}
+      >
         Stop
       </button>
-      <button type="button" disabled={busy} onClick={() => control("Drain", "stop", { mode: "drain", scope })} title="Let running turns finish, then end">
+      <button
+        type="button"
+        disabled={busy}
+        onClick={() => control("Drain", "stop", { mode: "drain", scope })}
+        title="Let running turns finish, then end"
+      >
         Drain
       </button>
-      <button type="button" disabled={busy} aria-expanded={form === "steer"} onClick={() => setForm(form === "steer" ? null : "steer")}>
+      <button
+        type="button"
+        disabled={busy}
+        aria-expanded={form === "steer"}
+        onClick={() => setForm(form === "steer" ? null : "steer")}
+      >
         Steer
       </button>
-      <button type="button" disabled={busy} aria-expanded={form === "prompt"} onClick={() => setForm(form === "prompt" ? null : "prompt")}>
+      <button
+        type="button"
+        disabled={busy}
+        aria-expanded={form === "prompt"}
+        onClick={() => setForm(form === "prompt" ? null : "prompt")}
+      >
         Prompt
       </button>
-      <button type="button" disabled={busy} aria-expanded={form === "budget"} onClick={() => setForm(form === "budget" ? null : "budget")}>
+      <button
+        type="button"
+        disabled={busy}
+        aria-expanded={form === "budget"}
+        onClick={() => setForm(form === "budget" ? null : "budget")}
+      >
         Raise budget
       </button>
-      {form === "steer" && <TextForm label={subtree ? "Steer message (to the agent, with its children's table)" : "Steer message"} busy={busy} onSend={(message) => control("Steer", "steer", { message, scope })} />}
-      {form === "prompt" && <TextForm label={subtree ? "Prompt (a new turn for each live agent of the subtree)" : "Prompt (a new turn)"} busy={busy} onSend={prompt} />}
+      {form === "steer" && (
+        <TextForm
+          label={subtree ? "Steer message (to the agent, with its children's table)" : "Steer message"}
+          busy={busy}
+          onSend={(message) => control("Steer", "steer", { message, scope })}
+        />
+      )}
+      {form === "prompt" && (
+        <TextForm
+          label={subtree ? "Prompt (a new turn for each live agent of the subtree)" : "Prompt (a new turn)"}
+          busy={busy}
+          onSend={prompt}
+        />
+      )}
       {form === "budget" && <BudgetForm busy={busy} onSend={budget} />}
     </div>
   );
@@ -105,7 +150,11 @@ export function PermissionControls({ request }: { request: PermissionView }) {
   const decide = async (decision: "allow" | "deny") => {
     setBusy(true);
     try {
-      await api("POST", `/agents/${request.agentId}/permissions/${request.requestId}`, decision === "deny" && message ? { decision, message } : { decision });
+      await api(
+        "POST",
+        `/agents/${request.agentId}/permissions/${request.requestId}`,
+        decision === "deny" && message ? { decision, message } : { decision },
+      );
       setError(null);
     } catch (err) {
       setError(err instanceof Error ? err.message : String(err));
@@ -118,7 +167,12 @@ export function PermissionControls({ request }: { request: PermissionView }) {
       <button type="button" disabled={busy} onClick={() => decide("allow")}>
         Allow
       </button>
-      <input aria-label="Deny message" placeholder="why (told to the model)" value={message} onInput={(e) => setMessage(e.currentTarget.value)} />
+      <input
+        aria-label="Deny message"
+        placeholder="why (told to the model)"
+        value={message}
+        onInput={(e) => setMessage(e.currentTarget.value)}
+      />
       <button type="button" disabled={busy} class="danger" onClick={() => decide("deny")}>
         Deny
       </button>
@@ -141,7 +195,13 @@ function TextForm({ label, busy, onSend }: { label: string; busy: boolean; onSen
         onSend(text);
       }}
     >
-      <textarea aria-label={label} placeholder={label} rows={2} value={text} onInput={(e) => setText(e.currentTarget.value)} />
+      <textarea
+        aria-label={label}
+        placeholder={label}
+        rows={2}
+        value={text}
+        onInput={(e) => setText(e.currentTarget.value)}
+      />
       <button type="submit" disabled={busy}>
         Send
       </button>
@@ -154,7 +214,8 @@ function BudgetForm({ busy, onSend }: { busy: boolean; onSend: (caps: Record<str
   const [tokens, setTokens] = useState("");
   const [cost, setCost] = useState("");
   // What is not a number is sent as typed, so the API's 400 names the field (NaN would become null: a lift).
-  const cap = (text: string) => (text.trim() === "none" ? null : /^\d+(\.\d+)?$/.test(text.trim()) ? Number(text) : text.trim());
+  const cap = (text: string) =>
+    text.trim() === "none" ? null : /^\d+(\.\d+)?$/.test(text.trim()) ? Number(text) : text.trim();
   return (
     <form
       class="inline-form"
@@ -166,8 +227,18 @@ function BudgetForm({ busy, onSend }: { busy: boolean; onSend: (caps: Record<str
         onSend(caps);
       }}
     >
-      <input aria-label="maxTokens" placeholder="maxTokens (or none)" value={tokens} onInput={(e) => setTokens(e.currentTarget.value)} />
-      <input aria-label="maxCostUsd" placeholder="maxCostUsd (or none)" value={cost} onInput={(e) => setCost(e.currentTarget.value)} />
+      <input
+        aria-label="maxTokens"
+        placeholder="maxTokens (or none)"
+        value={tokens}
+        onInput={(e) => setTokens(e.currentTarget.value)}
+      />
+      <input
+        aria-label="maxCostUsd"
+        placeholder="maxCostUsd (or none)"
+        value={cost}
+        onInput={(e) => setCost(e.currentTarget.value)}
+      />
       <button type="submit" disabled={busy}>
         Apply
       </button>

@@ -67,7 +67,12 @@ export function EventLog({ state }: { state: RunState }) {
       <table class="events">
         <tbody>
           {rows.map((entry) => (
-            <tr key={entry.key} data-seq={entry.seq ?? undefined} data-type={entry.type} class={entry.seq === null ? "ephemeral" : ""}>
+            <tr
+              key={entry.key}
+              data-seq={entry.seq ?? undefined}
+              data-type={entry.type}
+              class={entry.seq === null ? "ephemeral" : ""}
+            >
               <td class="mono muted">{entry.seq ?? "·"}</td>
               <td class="muted">{clock(entry.at)}</td>
               <td class="mono">{entry.type}</td>

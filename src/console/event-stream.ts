@@ -63,7 +63,11 @@ export async function followRun(options: FollowOptions): Promise<void> {
 }
 
 /** One connection, read to its end. Resolves with the refusal when the daemon answers 4xx. */
-async function readOnce(options: FollowOptions, onOpen: () => void, onFrame: () => void): Promise<{ status: number; error: string } | null> {
+async function readOnce(
+  options: FollowOptions,
+  onOpen: () => void,
+  onFrame: () => void,
+): Promise<{ status: number; error: string } | null> {
   const connection = new AbortController();
   const abort = () => connection.abort();
   options.signal.addEventListener("abort", abort, { once: true });
@@ -82,8 +86,12 @@ async function readOnce(options: FollowOptions, onOpen: () => void, onFrame: () 
     const last = options.lastEventId();
     if (last > 0) headers["last-event-id"] = String(last);
     arm("the daemon did not answer");
-    const response = await fetch(`${options.base}/runs/${encodeURIComponent(options.runId)}/events`, { headers, signal: connection.signal });
-    if (response.status >= 400 && response.status < 500) return { status: response.status, error: await errorOf(response) };
+    const response = await fetch(`${options.base}/runs/${encodeURIComponent(options.runId)}/events`, {
+      headers,
+      signal: connection.signal,
+    });
+    if (response.status >= 400 && response.status < 500)
+      return { status: response.status, error: await errorOf(response) };
     if (!response.ok || response.body === null) throw new Error(`the stream answered ${response.status}`);
     onOpen();
     arm("no heartbeat: the connection went silent");
@@ -103,7 +111,9 @@ async function readOnce(options: FollowOptions, onOpen: () => void, onFrame: () 
     }
   } catch (err) {
     // An abort for silence is a dropped connection, told as such.
-    throw connection.signal.aborted && connection.signal.reason instanceof Error && !options.signal.aborted ? connection.signal.reason : err;
+    throw connection.signal.aborted && connection.signal.reason instanceof Error && !options.signal.aborted
+      ? connection.signal.reason
+      : err;
   } finally {
     clearTimeout(silence);
     options.signal.removeEventListener("abort", abort);
@@ -116,7 +126,8 @@ export async function errorOf(response: Response): Promise<string> {
   const text = await response.text().catch(() => "");
   try {
     const body: unknown = JSON.parse(text);
-    if (typeof body === "object" && body !== null && typeof (body as { error?: unknown }).error === "string") return (body as { error: string }).error;
+    if (typeof body === "object" && body !== null && typeof (body as { error?: unknown }).error === "string")
+      return (body as { error: string }).error;
   } catch {
     // not JSON: fall through
   }

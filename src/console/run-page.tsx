@@ -1,7 +1,7 @@
 import { useEffect, useMemo, useReducer, useState } from "preact/hooks";
-import { savedToken, tokenRefused } from "./api.ts";
 import { AgentPanel } from "./agent-panel.tsx";
 import { AgentTree } from "./agent-tree.tsx";
+import { savedToken, tokenRefused } from "./api.ts";
 import type { Outcome } from "./controls.tsx";
 import { EventLog } from "./event-log.tsx";
 import { followRun, type StreamStatus } from "./event-stream.ts";
@@ -81,7 +81,9 @@ export function RunPage({ runId, selected }: { runId: string; selected: string |
           {state.received} events · last seq {state.lastSeq}
         </span>
         {usageText(state.view.usage) && <span class="muted">{usageText(state.view.usage)}</span>}
-        {pending > 0 && <span class="badge attention">{pending === 1 ? "1 approval pending" : `${pending} approvals pending`}</span>}
+        {pending > 0 && (
+          <span class="badge attention">{pending === 1 ? "1 approval pending" : `${pending} approvals pending`}</span>
+        )}
       </div>
       {status.state === "refused" && (
         <p class="error" role="alert">
@@ -91,10 +93,18 @@ export function RunPage({ runId, selected }: { runId: string; selected: string |
       )}
       <div class="run-body">
         <section class="tree-pane" aria-label="Spawn tree">
-          {root ? <AgentTree state={state} selected={selected} outcomes={outcomes} onOutcome={onOutcome} gone={gone} /> : <p class="muted">Waiting for the run's first event…</p>}
+          {root ? (
+            <AgentTree state={state} selected={selected} outcomes={outcomes} onOutcome={onOutcome} gone={gone} />
+          ) : (
+            <p class="muted">Waiting for the run's first event…</p>
+          )}
         </section>
         <aside class="panel-pane" aria-label="Agent">
-          {open ? <AgentPanel key={open.agentId} record={open} /> : <p class="muted">Select an agent to see its prompt, result, stats and machine.</p>}
+          {open ? (
+            <AgentPanel key={open.agentId} record={open} />
+          ) : (
+            <p class="muted">Select an agent to see its prompt, result, stats and machine.</p>
+          )}
         </aside>
       </div>
       <EventLog state={state} />
@@ -105,9 +115,17 @@ export function RunPage({ runId, selected }: { runId: string; selected: string |
 function StreamBadge({ status }: { status: StreamStatus }) {
   switch (status.state) {
     case "live":
-      return <span class="badge live" role="status">live</span>;
+      return (
+        <span class="badge live" role="status">
+          live
+        </span>
+      );
     case "connecting":
-      return <span class="badge" role="status">connecting…</span>;
+      return (
+        <span class="badge" role="status">
+          connecting…
+        </span>
+      );
     case "reconnecting":
       return (
         <span class="badge attention" role="status" title={status.error}>
@@ -115,6 +133,10 @@ function StreamBadge({ status }: { status: StreamStatus }) {
         </span>
       );
     case "refused":
-      return <span class="badge failed" role="status">stream refused ({status.status})</span>;
+      return (
+        <span class="badge failed" role="status">
+          stream refused ({status.status})
+        </span>
+      );
   }
 }

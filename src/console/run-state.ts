@@ -3,8 +3,9 @@
  * answers from) over the persisted events of the stream, what each agent is doing now from the
  * ephemeral ones, and the event log. No DOM here: the node tests drive it with the same messages.
  */
-import { agentView, createRunView, foldEvent, type AgentRecord, type RunView } from "../views/run-view.ts";
-import { isLive, type AgentView } from "../swarm-api.ts";
+
+import { type AgentView, isLive } from "../swarm-api.ts";
+import { type AgentRecord, agentView, createRunView, foldEvent, type RunView } from "../views/run-view.ts";
 import { brief } from "./format.ts";
 
 /** One SSE message as the stream hands it over: `id` only on persisted events. */
@@ -26,7 +27,10 @@ export interface LogEntry {
 }
 
 /** What an agent is doing now, from the events of its running turn. */
-export type Activity = { kind: "tool"; toolName: string; since: number } | { kind: "text"; text: string } | { kind: "thinking" };
+export type Activity =
+  | { kind: "tool"; toolName: string; since: number }
+  | { kind: "text"; text: string }
+  | { kind: "thinking" };
 
 /** The log keeps the newest entries: a long run's whole history is the ledger's, not the page's. */
 export const LOG_LIMIT = 5_000;
@@ -72,7 +76,14 @@ export class RunState {
     this.received += 1;
     this.types.add(message.event);
     // The log keeps a line, not the data: events may be 256 KiB each.
-    this.log.push({ key: this.received, seq, at, type: message.event, agentId: agent, summary: brief(seq === null ? rest : omitStamps(rest), SUMMARY_CHARS) });
+    this.log.push({
+      key: this.received,
+      seq,
+      at,
+      type: message.event,
+      agentId: agent,
+      summary: brief(seq === null ? rest : omitStamps(rest), SUMMARY_CHARS),
+    });
     if (this.log.length > LOG_LIMIT) this.log.splice(0, this.log.length - LOG_LIMIT);
     if (agent !== null) this.track(agent, message.event, rest, at);
   }
@@ -116,11 +127,17 @@ export class RunState {
   private track(agentId: string, type: string, data: Record<string, unknown>, at: number): void {
     switch (type) {
       case "tool_start":
-        this.activity.set(agentId, { kind: "tool", toolName: typeof data.toolName === "string" ? data.toolName.slice(0, 64) : "a tool", since: at });
+        this.activity.set(agentId, {
+          kind: "tool",
+          toolName: typeof data.toolName === "string" ? data.toolName.slice(0, 64) : "a tool",
+          since: at,
+        });
         return;
       case "text": {
         const previous = this.activity.get(agentId);
-        const text = (previous?.kind === "text" ? previous.text : "") + (typeof data.delta === "string" ? data.delta.slice(-TEXT_TAIL) : "");
+        const text =
+          (previous?.kind === "text" ? previous.text : "") +
+          (typeof data.delta === "string" ? data.delta.slice(-TEXT_TAIL) : "");
         this.activity.set(agentId, { kind: "text", text: text.slice(-TEXT_TAIL) });
         return;
       }
@@ -146,7 +163,9 @@ function omitStamps({ seq: _seq, at: _at, ...own }: Record<string, unknown>): Re
 function parseData(text: string): Record<string, unknown> | null {
   try {
     const value: unknown = JSON.parse(text);
-    return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+    return typeof value === "object" && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : null;
   } catch {
     return null;
   }

@@ -6,7 +6,11 @@ import { usePolled } from "./use-polled.ts";
 
 /** Every run, newest first, with its agents counted by state (`GET /runs`, read every 2 s). */
 export function RunsPage() {
-  const { data, error } = usePolled((signal) => api<{ runs: RunSummary[] }>("GET", "/runs", undefined, signal), "runs", 2_000);
+  const { data, error } = usePolled(
+    (signal) => api<{ runs: RunSummary[] }>("GET", "/runs", undefined, signal),
+    "runs",
+    2_000,
+  );
   return (
     <main class="runs-page">
       <h1>Runs</h1>
@@ -43,11 +47,11 @@ export function RunsPage() {
                 </td>
                 <td>
                   <div class="counts">
-                  {AGENT_STATES.filter((state) => run.states[state] > 0).map((state) => (
-                    <span key={state} class={`badge state-${state}`}>
-                      {state} {run.states[state]}
-                    </span>
-                  ))}
+                    {AGENT_STATES.filter((state) => run.states[state] > 0).map((state) => (
+                      <span key={state} class={`badge state-${state}`}>
+                        {state} {run.states[state]}
+                      </span>
+                    ))}
                   </div>
                 </td>
                 <td class="muted">{usageText(run.usage)}</td>

@@ -11,7 +11,11 @@ const READ_TIMEOUT_MS = 30_000;
  * the newest error (cleared by the next success). Stops with the component, and for good on a 404:
  * what is gone (a purged run, its agents) does not come back.
  */
-export function usePolled<T>(load: (signal: AbortSignal) => Promise<T>, key: unknown, everyMs: number | null): Polled<T> {
+export function usePolled<T>(
+  load: (signal: AbortSignal) => Promise<T>,
+  key: unknown,
+  everyMs: number | null,
+): Polled<T> {
   const [state, setState] = useState<Polled<T>>({ data: null, error: null });
   useEffect(() => {
     let alive = true;
@@ -23,7 +27,8 @@ export function usePolled<T>(load: (signal: AbortSignal) => Promise<T>, key: unk
         if (alive) setState({ data, error: null });
       } catch (err) {
         if (err instanceof ApiError && err.status === 404) again = false;
-        if (alive) setState((previous) => ({ data: previous.data, error: err instanceof Error ? err.message : String(err) }));
+        if (alive)
+          setState((previous) => ({ data: previous.data, error: err instanceof Error ? err.message : String(err) }));
       }
       if (alive && again) timer = setTimeout(tick, everyMs ?? 0);
     };

@@ -1,6 +1,8 @@
 import { setTimeout as delay } from "node:timers/promises";
 /** One scripted answer: text, or tool calls. */
-export type ScriptedReply = { text: string } | { toolCalls: Array<{ id: string; name: string; input: Record<string, unknown> }> };
+export type ScriptedReply =
+  | { text: string }
+  | { toolCalls: Array<{ id: string; name: string; input: Record<string, unknown> }> };
 
 /** What a scripted answer needs from an Anthropic Messages request body (already JSON.parse'd, so `unknown`, possibly hostile). */
 export interface MessagesRequestFacts {
@@ -66,15 +68,23 @@ const PIECES = 20;
  * Each SSE event is one piece: `beforePiece` is awaited before each, and with `delayMs` each delta is
  * preceded by an equal share of the delay.
  */
-export async function writeMessagesStream(write: (chunk: string) => Promise<void>, reply: ScriptedReply, options: StreamOptions): Promise<void> {
-  const blocks = "text" in reply ? [{ kind: "text" as const, text: reply.text }] : reply.toolCalls.map((call) => ({ kind: "tool" as const, call, text: JSON.stringify(call.input) }));
+export async function writeMessagesStream(
+  write: (chunk: string) => Promise<void>,
+  reply: ScriptedReply,
+  options: StreamOptions,
+): Promise<void> {
+  const blocks =
+    "text" in reply
+      ? [{ kind: "text" as const, text: reply.text }]
+      : reply.toolCalls.map((call) => ({ kind: "tool" as const, call, text: JSON.stringify(call.input) }));
   const delayed = (options.delayMs ?? 0) > 0;
   const split = blocks.map((block) => splitText(block.text, delayed ? Math.ceil(PIECES / blocks.length) : 1));
   const deltaCount = split.reduce((sum, pieces) => sum + pieces.length, 0);
   const pause = delayed && deltaCount > 0 ? (options.delayMs ?? 0) / deltaCount : 0;
   const emit = async (data: { type: string } & Record<string, unknown>, sleepFirst = false) => {
     // An abort during the pause rejects with the signal's own reason, as everywhere else here.
-    if (sleepFirst && pause > 0) await delay(pause, undefined, { signal: options.signal }).catch(() => options.signal.throwIfAborted());
+    if (sleepFirst && pause > 0)
+      await delay(pause, undefined, { signal: options.signal }).catch(() => options.signal.throwIfAborted());
     options.signal.throwIfAborted();
     await options.beforePiece?.();
     options.signal.throwIfAborted();
@@ -100,10 +110,14 @@ export async function writeMessagesStream(write: (chunk: string) => Promise<void
     },
   });
   for (const [index, block] of blocks.entries()) {
-    const contentBlock = block.kind === "text" ? { type: "text", text: "" } : { type: "tool_use", id: block.call.id, name: block.call.name, input: {} };
+    const contentBlock =
+      block.kind === "text"
+        ? { type: "text", text: "" }
+        : { type: "tool_use", id: block.call.id, name: block.call.name, input: {} };
     await emit({ type: "content_block_start", index, content_block: contentBlock });
     for (const piece of split[index] ?? []) {
-      const delta = block.kind === "text" ? { type: "text_delta", text: piece } : { type: "input_json_delta", partial_json: piece };
+      const delta =
+        block.kind === "text" ? { type: "text_delta", text: piece } : { type: "input_json_delta", partial_json: piece };
       await emit({ type: "content_block_delta", index, delta }, true);
     }
     await emit({ type: "content_block_stop", index });
@@ -143,7 +157,9 @@ function newestToolResultText(content: unknown): string | undefined {
 
 function textOfBlocks(content: unknown): string | undefined {
   if (!Array.isArray(content)) return undefined;
-  const texts = content.flatMap((block: unknown) => (isRecord(block) && block.type === "text" && typeof block.text === "string" ? [block.text] : []));
+  const texts = content.flatMap((block: unknown) =>
+    isRecord(block) && block.type === "text" && typeof block.text === "string" ? [block.text] : [],
+  );
   return texts.length > 0 ? texts.join("\n") : undefined;
 }
 

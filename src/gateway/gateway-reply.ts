@@ -11,7 +11,11 @@ export function gatewayError(res: ServerResponse, status: number, message: strin
     return;
   }
   const body = JSON.stringify({ type: "error", error: { type: "swarmd_gateway_error", message } });
-  res.writeHead(status, { "content-type": "application/json", "x-should-retry": "false", "content-length": Buffer.byteLength(body) });
+  res.writeHead(status, {
+    "content-type": "application/json",
+    "x-should-retry": "false",
+    "content-length": Buffer.byteLength(body),
+  });
   res.end(body);
 }
 
@@ -19,7 +23,11 @@ export function gatewayError(res: ServerResponse, status: number, message: strin
  * Write a chunk to the agent without waiting on it: a paused (frozen) agent reads nothing, and the
  * call must still complete and count. Only past `limit` buffered bytes does the writer wait.
  */
-export async function writeOut(res: ServerResponse, chunk: Uint8Array | string, limit = 8 * 1024 * 1024): Promise<void> {
+export async function writeOut(
+  res: ServerResponse,
+  chunk: Uint8Array | string,
+  limit = 8 * 1024 * 1024,
+): Promise<void> {
   if (res.destroyed || res.writableEnded) return;
   res.write(chunk);
   if (res.writableLength <= limit) return;

@@ -2,11 +2,11 @@ import { chmod, chown, rename, rm, stat, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
-import { memoryControl, type MemoryControl } from "../harness/memory-control.ts";
+import { type MemoryControl, memoryControl } from "../harness/memory-control.ts";
 import { CONTROL_FILES } from "../harness/protocol.ts";
 import { harnessModelFile } from "./harness-model.ts";
-import type { ModelCaller } from "./model-caller.ts";
 import { handleModelCall } from "./model-call.ts";
+import type { ModelCaller } from "./model-caller.ts";
 import type { ModelCatalog } from "./models.ts";
 import { Pacing } from "./pacing.ts";
 
@@ -69,10 +69,15 @@ export class ModelGateway {
 
   async #listen(controlDir: string, caller: ModelCaller): Promise<Served> {
     const memory = memoryControl(controlDir);
-    const oauth = caller.script === undefined && caller.model.api === "anthropic-messages" && (await this.#isOAuth(caller));
+    const oauth =
+      caller.script === undefined && caller.model.api === "anthropic-messages" && (await this.#isOAuth(caller));
     const modelFile = JSON.stringify(harnessModelFile(caller.model, oauth));
     const server = createServer({ requestTimeout: 0 }, (req, res) => {
-      void handleModelCall(req, res, caller, { catalog: this.catalog, pacing: this.pacing, closing: this.#closing.signal }).catch(() => res.destroy());
+      void handleModelCall(req, res, caller, {
+        catalog: this.catalog,
+        pacing: this.pacing,
+        closing: this.#closing.signal,
+      }).catch(() => res.destroy());
     });
     server.on("clientError", (_err, socket) => socket.destroy());
     return memory ? serveInMemory(memory, server, modelFile) : serveOnDisk(controlDir, server, modelFile);

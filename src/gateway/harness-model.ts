@@ -34,5 +34,8 @@ export function gatewayBaseUrl(baseUrl: string): string {
 /** The model file for a model, given whether the daemon's key for it is an Anthropic OAuth token. */
 export function harnessModelFile(model: GatewayModel, oauth: boolean): HarnessModelFile {
   const { headers: _headers, ...rest } = model;
-  return { model: { ...rest, baseUrl: gatewayBaseUrl(model.baseUrl) }, apiKey: oauth ? "sk-ant-oat-swarmd-gateway" : "swarmd-gateway" };
+  return {
+    model: { ...rest, baseUrl: gatewayBaseUrl(model.baseUrl) },
+    apiKey: oauth ? "sk-ant-oat-swarmd-gateway" : "swarmd-gateway",
+  };
 }

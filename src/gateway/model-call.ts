@@ -7,13 +7,17 @@ import { gatewayError, writeOut } from "./gateway-reply.ts";
 import { gatewayBaseUrl } from "./harness-model.ts";
 import type { ModelCaller } from "./model-caller.ts";
 import type { CarriedApi, ModelCatalog } from "./models.ts";
-import { retryAfterMs, type Pacing } from "./pacing.ts";
+import { type Pacing, retryAfterMs } from "./pacing.ts";
 import { serveScriptStep } from "./scripted-upstream.ts";
 import { downstreamHeaders, sendUpstream, upstreamHeaders } from "./upstream.ts";
 import { createUsageTap, type TokenCounts } from "./usage-tap.ts";
 
 /** The one path each API's calls take, after the provider's base URL. */
-const API_PATHS: Record<CarriedApi, string> = { "anthropic-messages": "/v1/messages", "openai-completions": "/chat/completions", "openai-responses": "/responses" };
+const API_PATHS: Record<CarriedApi, string> = {
+  "anthropic-messages": "/v1/messages",
+  "openai-completions": "/chat/completions",
+  "openai-responses": "/responses",
+};
 /** Answers that mean "too busy, later": held and retried by the gateway, never passed to the agent until it gives up. */
 const LOAD_STATUSES = new Set([429, 503, 529]);
 const MAX_LOAD_RETRIES = 12;
@@ -33,7 +37,12 @@ export interface ModelCallDeps {
  * to the scripted upstream. Once sent, a call always completes and counts, even when the agent
  * stops listening; its usage is durable before its last byte reaches the agent.
  */
-export async function handleModelCall(req: IncomingMessage, res: ServerResponse, caller: ModelCaller, deps: ModelCallDeps): Promise<void> {
+export async function handleModelCall(
+  req: IncomingMessage,
+  res: ServerResponse,
+  caller: ModelCaller,
+  deps: ModelCallDeps,
+): Promise<void> {
   const model = caller.model;
   // The agent hung up (stopped, aborted, or gave up): a call not yet sent is dropped.
   const hungUp = new AbortController();
@@ -41,7 +50,11 @@ export async function handleModelCall(req: IncomingMessage, res: ServerResponse,
   const path = new URL(req.url ?? "/", "http://gateway").pathname;
   const prefix = new URL(gatewayBaseUrl(model.baseUrl)).pathname;
   if (req.method !== "POST" || path !== prefix + API_PATHS[model.api]) {
-    return gatewayError(res, 404, `the gateway carries only POST ${prefix + API_PATHS[model.api]} for ${model.provider}/${model.id}, not ${req.method} ${path}`);
+    return gatewayError(
+      res,
+      404,
+      `the gateway carries only POST ${prefix + API_PATHS[model.api]} for ${model.provider}/${model.id}, not ${req.method} ${path}`,
+    );
   }
   const raw = await readBody(req).catch(() => null);
   if (raw === null) return void res.destroy(); // the request broke off
@@ -80,15 +93,30 @@ export async function handleModelCall(req: IncomingMessage, res: ServerResponse,
         return;
       }
       const credentials = await deps.catalog.credentials(model).catch((err: unknown) => ({ error: errorMessage(err) }));
-      if ("error" in credentials) return gatewayError(res, 401, `swarmd has no credentials for ${model.provider}: ${credentials.error}`);
+      if ("error" in credentials)
+        return gatewayError(res, 401, `swarmd has no credentials for ${model.provider}: ${credentials.error}`);
       if (!credentials.apiKey && !credentials.headers?.authorization && !credentials.headers?.Authorization) {
-        return gatewayError(res, 401, `swarmd has no API key for provider ${model.provider}: set it in the daemon's environment (as pi-ai names it, for example ANTHROPIC_API_KEY) or as apiKey in the models file (SWARM_MODELS)`);
+        return gatewayError(
+          res,
+          401,
+          `swarmd has no API key for provider ${model.provider}: set it in the daemon's environment (as pi-ai names it, for example ANTHROPIC_API_KEY) or as apiKey in the models file (SWARM_MODELS)`,
+        );
       }
       // The one query string an SDK sends (Anthropic's beta endpoints); nothing else the caller adds.
       const search = new URL(req.url ?? "/", "http://gateway").search === "?beta=true" ? "?beta=true" : "";
       const url = model.baseUrl.replace(/\/$/, "") + API_PATHS[model.api] + search;
-      const upstream = await sendUpstream(url, upstreamHeaders(req.headers, model, credentials), Buffer.from(JSON.stringify(body)), deps.closing).catch((err: unknown) => err as Error);
-      if (upstream instanceof Error) return gatewayError(res, 502, `the gateway could not reach ${model.provider} at ${url}: ${errorMessage(upstream)}`);
+      const upstream = await sendUpstream(
+        url,
+        upstreamHeaders(req.headers, model, credentials),
+        Buffer.from(JSON.stringify(body)),
+        deps.closing,
+      ).catch((err: unknown) => err as Error);
+      if (upstream instanceof Error)
+        return gatewayError(
+          res,
+          502,
+          `the gateway could not reach ${model.provider} at ${url}: ${errorMessage(upstream)}`,
+        );
       if (LOAD_STATUSES.has(upstream.statusCode) && attempt < MAX_LOAD_RETRIES) {
         deps.pacing.backOff(model.provider, retryAfterMs(upstream.headers));
         await upstream.body.dump().catch(() => undefined);
@@ -96,8 +124,10 @@ export async function handleModelCall(req: IncomingMessage, res: ServerResponse,
         continue;
       }
       if (upstream.statusCode < 400) deps.pacing.succeeded(model.provider);
-      if (upstream.statusCode < 200 || upstream.statusCode >= 300) return await relayError(res, upstream, credentials.apiKey, LOAD_STATUSES.has(upstream.statusCode));
-      const record = (counts: TokenCounts | null) => caller.record(callUsage(model, counts, callId, Date.now() - sentAt));
+      if (upstream.statusCode < 200 || upstream.statusCode >= 300)
+        return await relayError(res, upstream, credentials.apiKey, LOAD_STATUSES.has(upstream.statusCode));
+      const record = (counts: TokenCounts | null) =>
+        caller.record(callUsage(model, counts, callId, Date.now() - sentAt));
       return await relayAnswer(res, upstream, model.api, record);
     } finally {
       release();
@@ -110,7 +140,12 @@ export async function handleModelCall(req: IncomingMessage, res: ServerResponse,
  * recorded before the answer's end is sent. The agent not reading (frozen) or gone does not stop
  * the reading: the call completes and counts. An answer cut off upstream counts what was read.
  */
-async function relayAnswer(res: ServerResponse, upstream: Dispatcher.ResponseData, api: CarriedApi, record: (counts: TokenCounts | null) => Promise<void>): Promise<void> {
+async function relayAnswer(
+  res: ServerResponse,
+  upstream: Dispatcher.ResponseData,
+  api: CarriedApi,
+  record: (counts: TokenCounts | null) => Promise<void>,
+): Promise<void> {
   const contentType = upstream.headers["content-type"];
   const tap = createUsageTap(api, Array.isArray(contentType) ? contentType[0] : contentType);
   if (!res.destroyed) res.writeHead(upstream.statusCode, downstreamHeaders(upstream.headers));
@@ -136,7 +171,12 @@ const ERROR_BODY_LIMIT = 64 * 1024;
  * the daemon's key blanked should the provider quote it ("invalid key sk-…"): the agent's turn
  * error lands in events and results.
  */
-async function relayError(res: ServerResponse, upstream: Dispatcher.ResponseData, apiKey: string | undefined, gaveUp: boolean): Promise<void> {
+async function relayError(
+  res: ServerResponse,
+  upstream: Dispatcher.ResponseData,
+  apiKey: string | undefined,
+  gaveUp: boolean,
+): Promise<void> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of upstream.body) {

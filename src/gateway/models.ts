@@ -31,20 +31,33 @@ export interface ModelCatalog {
 
 export function loadModelCatalog(modelsFile?: string): ModelCatalog {
   // pi skips a missing file silently; a file the operator named and that is not there is a mistake.
-  if (modelsFile !== undefined && !existsSync(modelsFile)) throw new SwarmError("CONFIG_INVALID", `invalid configuration: SWARM_MODELS=${modelsFile}: no such file`);
+  if (modelsFile !== undefined && !existsSync(modelsFile))
+    throw new SwarmError("CONFIG_INVALID", `invalid configuration: SWARM_MODELS=${modelsFile}: no such file`);
   // In memory: pi's own ~/.pi/agent/auth.json is never read; keys come from the environment or the file.
   // No file named: the built-in models alone (`create` would read the user's ~/.pi/agent/models.json).
   const auth = AuthStorage.inMemory();
   const registry = modelsFile === undefined ? ModelRegistry.inMemory(auth) : ModelRegistry.create(auth, modelsFile);
   const problem = registry.getError();
-  if (modelsFile && problem) throw new SwarmError("CONFIG_INVALID", `invalid configuration: SWARM_MODELS=${modelsFile}: ${problem}`);
+  if (modelsFile && problem)
+    throw new SwarmError("CONFIG_INVALID", `invalid configuration: SWARM_MODELS=${modelsFile}: ${problem}`);
   return {
     resolve(ref, field) {
-      if (ref.provider === SCRIPTED_MODEL.provider) throw new SwarmError("INVALID_BODY", `${field}: provider ${ref.provider} is swarmd's scripted model; give a script instead`);
+      if (ref.provider === SCRIPTED_MODEL.provider)
+        throw new SwarmError(
+          "INVALID_BODY",
+          `${field}: provider ${ref.provider} is swarmd's scripted model; give a script instead`,
+        );
       const model = registry.find(ref.provider, ref.id);
-      if (!model) throw new SwarmError("INVALID_BODY", `${field}: unknown model ${ref.provider}/${ref.id} (neither one of pi-ai's built-in models nor in the models file)`);
+      if (!model)
+        throw new SwarmError(
+          "INVALID_BODY",
+          `${field}: unknown model ${ref.provider}/${ref.id} (neither one of pi-ai's built-in models nor in the models file)`,
+        );
       if (!isTappedApi(model.api)) {
-        throw new SwarmError("INVALID_BODY", `${field}: ${ref.provider}/${ref.id} speaks the ${model.api} API, which the model gateway does not carry (it carries ${TAPPED_APIS.join(", ")})`);
+        throw new SwarmError(
+          "INVALID_BODY",
+          `${field}: ${ref.provider}/${ref.id} speaks the ${model.api} API, which the model gateway does not carry (it carries ${TAPPED_APIS.join(", ")})`,
+        );
       }
       return model as GatewayModel;
     },

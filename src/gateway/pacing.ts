@@ -30,7 +30,11 @@ export class Pacing {
   #lane(provider: string) {
     let lane = this.#lanes.get(provider);
     if (!lane) {
-      lane = { queue: new PQueue({ concurrency: this.config.perProvider[provider] ?? this.config.concurrency }), blockedUntil: 0, strikes: 0 };
+      lane = {
+        queue: new PQueue({ concurrency: this.config.perProvider[provider] ?? this.config.concurrency }),
+        blockedUntil: 0,
+        strikes: 0,
+      };
       this.#lanes.set(provider, lane);
     }
     return lane;
@@ -46,7 +50,8 @@ export class Pacing {
         .add(
           async () => {
             // Inside the slot: what waits out a back-off keeps its place in the line.
-            for (let wait = lane.blockedUntil - Date.now(); wait > 0; wait = lane.blockedUntil - Date.now()) await sleep(wait, undefined, { signal });
+            for (let wait = lane.blockedUntil - Date.now(); wait > 0; wait = lane.blockedUntil - Date.now())
+              await sleep(wait, undefined, { signal });
             resolve();
             await held;
           },

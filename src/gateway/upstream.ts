@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
-import { Agent, request, type Dispatcher } from "undici";
+import { Agent, type Dispatcher, request } from "undici";
 import type { Credentials, GatewayModel } from "./models.ts";
 
 /**
@@ -7,7 +7,8 @@ import type { Credentials, GatewayModel } from "./models.ts";
  * to shape a call. Anything else (a credential, `openai-organization` to bill another account with
  * the daemon's key, `accept-encoding`, which would hide the body from the meter) stays here.
  */
-const FORWARDED = /^(content-type|accept|user-agent|anthropic-version|anthropic-beta|anthropic-dangerous-direct-browser-access|openai-beta|x-stainless-[a-z0-9-]+)$/;
+const FORWARDED =
+  /^(content-type|accept|user-agent|anthropic-version|anthropic-beta|anthropic-dangerous-direct-browser-access|openai-beta|x-stainless-[a-z0-9-]+)$/;
 
 /** The daemon's own connections to providers: never the process's global dispatcher (harnesses in this process route theirs). */
 export const upstreamDispatcher = new Agent({ headersTimeout: 600_000, bodyTimeout: 300_000 });
@@ -17,7 +18,11 @@ export const upstreamDispatcher = new Agent({ headersTimeout: 600_000, bodyTimeo
  * and key added (Anthropic takes `x-api-key`, or a Bearer token for an OAuth token; OpenAI-style
  * APIs a Bearer token).
  */
-export function upstreamHeaders(incoming: IncomingHttpHeaders, model: GatewayModel, credentials: Credentials): Record<string, string> {
+export function upstreamHeaders(
+  incoming: IncomingHttpHeaders,
+  model: GatewayModel,
+  credentials: Credentials,
+): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(incoming)) {
     if (value === undefined || !FORWARDED.test(name)) continue;
@@ -33,15 +38,33 @@ export function upstreamHeaders(incoming: IncomingHttpHeaders, model: GatewayMod
 }
 
 /** Send one call to the provider; the answer's body is read by the caller. */
-export function sendUpstream(url: string, headers: Record<string, string>, body: Buffer, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
-  return request(url, { method: "POST", headers: { ...headers, "content-length": String(body.length) }, body, dispatcher: upstreamDispatcher, signal });
+export function sendUpstream(
+  url: string,
+  headers: Record<string, string>,
+  body: Buffer,
+  signal: AbortSignal,
+): Promise<Dispatcher.ResponseData> {
+  return request(url, {
+    method: "POST",
+    headers: { ...headers, "content-length": String(body.length) },
+    body,
+    dispatcher: upstreamDispatcher,
+    signal,
+  });
 }
 
 /** Response headers passed back to the agent: the provider's, less those about this connection. */
 export function downstreamHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || name === "connection" || name === "keep-alive" || name === "transfer-encoding" || name === "content-length") continue;
+    if (
+      value === undefined ||
+      name === "connection" ||
+      name === "keep-alive" ||
+      name === "transfer-encoding" ||
+      name === "content-length"
+    )
+      continue;
     out[name] = value;
   }
   return out;

@@ -54,12 +54,21 @@ interface Dialect {
   body(body: unknown): TokenCounts | null;
 }
 
-const asObject = (value: unknown): Json | undefined => (typeof value === "object" && value !== null ? (value as Json) : undefined);
-const count = (value: unknown): number => (Number.isSafeInteger(value) && (value as number) >= 0 ? (value as number) : 0);
+const asObject = (value: unknown): Json | undefined =>
+  typeof value === "object" && value !== null ? (value as Json) : undefined;
+const count = (value: unknown): number =>
+  Number.isSafeInteger(value) && (value as number) >= 0 ? (value as number) : 0;
 const ZERO: TokenCounts = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
 
 /** Anthropic Messages (providers/anthropic.js): message_start sets all four, message_delta overrides the fields it carries. */
-const ANTHROPIC_EVENTS = new Set(["message_start", "message_delta", "message_stop", "content_block_start", "content_block_delta", "content_block_stop"]);
+const ANTHROPIC_EVENTS = new Set([
+  "message_start",
+  "message_delta",
+  "message_stop",
+  "content_block_start",
+  "content_block_delta",
+  "content_block_stop",
+]);
 const anthropicUsage = (usage: Json): TokenCounts => ({
   input: count(usage.input_tokens),
   output: count(usage.output_tokens),
@@ -67,7 +76,8 @@ const anthropicUsage = (usage: Json): TokenCounts => ({
   cacheWrite: count(usage.cache_creation_input_tokens),
 });
 // pi keeps a count when message_delta leaves it out or sends null (proxies drop input_tokens there).
-const override = (previous: number, value: unknown): number => (value === null || value === undefined ? previous : count(value));
+const override = (previous: number, value: unknown): number =>
+  value === null || value === undefined ? previous : count(value);
 const anthropic: Dialect = {
   event(counts, name, data) {
     // pi only reads events whose SSE name is one of the Messages events, whatever the data says.
@@ -128,7 +138,12 @@ const completions: Dialect = {
 const responsesUsage = (usage: Json): TokenCounts => {
   const cached = count(asObject(usage.input_tokens_details)?.cached_tokens);
   // pi subtracts without a floor; only a lying server could make it negative.
-  return { input: Math.max(0, count(usage.input_tokens) - cached), output: count(usage.output_tokens), cacheRead: cached, cacheWrite: 0 };
+  return {
+    input: Math.max(0, count(usage.input_tokens) - cached),
+    output: count(usage.output_tokens),
+    cacheRead: cached,
+    cacheWrite: 0,
+  };
 };
 // pi reads only response.completed; a truncated or failed response is billed too, so its usage counts here.
 const FINAL_RESPONSE_EVENTS = new Set(["response.completed", "response.incomplete", "response.failed"]);

@@ -22,7 +22,17 @@ const SETPRIV = "/usr/bin/setpriv";
  * what it starts keeps none of them.
  */
 export function asAgent(user: AgentUser): string[] {
-  return [SETPRIV, `--reuid=${user.uid}`, `--regid=${user.gid}`, "--clear-groups", "--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--nnp", "--"];
+  return [
+    SETPRIV,
+    `--reuid=${user.uid}`,
+    `--regid=${user.gid}`,
+    "--clear-groups",
+    "--inh-caps=-all",
+    "--ambient-caps=-all",
+    "--bounding-set=-all",
+    "--nnp",
+    "--",
+  ];
 }
 
 const quote = (word: string) => `'${word.replaceAll("'", "'\\''")}'`;
@@ -44,7 +54,10 @@ export function agentUserTools(cwd: string, user: AgentUser, names: readonly str
   const tools: Record<string, () => ToolDefinition> = {
     bash: () =>
       createBashToolDefinition(cwd, {
-        spawnHook: (context) => ({ ...context, command: `exec ${prefix.map(quote).join(" ")} /bin/bash -c ${quote(context.command)}` }),
+        spawnHook: (context) => ({
+          ...context,
+          command: `exec ${prefix.map(quote).join(" ")} /bin/bash -c ${quote(context.command)}`,
+        }),
       }) as unknown as ToolDefinition,
     read: () =>
       createReadToolDefinition(cwd, {
@@ -56,7 +69,11 @@ export function agentUserTools(cwd: string, user: AgentUser, names: readonly str
       }) as unknown as ToolDefinition,
     edit: () =>
       createEditToolDefinition(cwd, {
-        operations: { readFile, writeFile, access: async (path) => void (await run(["/bin/sh", "-c", 'test -r "$1" && test -w "$1"', "sh", path])) },
+        operations: {
+          readFile,
+          writeFile,
+          access: async (path) => void (await run(["/bin/sh", "-c", 'test -r "$1" && test -w "$1"', "sh", path])),
+        },
       }) as unknown as ToolDefinition,
   };
   return names.flatMap((name) => (tools[name] ? [tools[name]()] : []));
@@ -78,7 +95,12 @@ function runAs(prefix: string[], argv: string[], cwd: string, input?: string): P
     child.on("error", reject);
     child.on("close", (code) => {
       if (code === 0) resolve({ stdout: Buffer.concat(out) });
-      else reject(new Error(err.trim().replace(/^\/bin\/(cat|sh|mkdir): (line \d+: )?/, "") || `${argv[0]} exited with ${code}`));
+      else
+        reject(
+          new Error(
+            err.trim().replace(/^\/bin\/(cat|sh|mkdir): (line \d+: )?/, "") || `${argv[0]} exited with ${code}`,
+          ),
+        );
     });
   });
 }

@@ -1,22 +1,22 @@
+import { join } from "node:path";
 import {
+  type AgentSession,
   AuthStorage,
   createAgentSession,
   createExtensionRuntime,
-  ModelRegistry,
-  SessionManager,
-  SettingsManager,
-  type AgentSession,
   type Extension,
+  ModelRegistry,
   type ResourceLoader,
+  SessionManager,
   type SessionStats,
+  SettingsManager,
   type ToolDefinition,
 } from "@mariozechner/pi-coding-agent";
-import { join } from "node:path";
-import { TOOL_NAMES, type AgentSpec } from "../spec/agent-spec.ts";
+import { type AgentSpec, TOOL_NAMES } from "../spec/agent-spec.ts";
+import { type AgentUser, agentUserTools } from "./agent-user.ts";
+import { approvalGate } from "./approval-gate.ts";
 import { toWireEvent } from "./event-map.ts";
 import type { HostCalls } from "./host-calls.ts";
-import { agentUserTools, type AgentUser } from "./agent-user.ts";
-import { approvalGate } from "./approval-gate.ts";
 import { createHostTools } from "./host-tools.ts";
 import { gatewayModel } from "./model.ts";
 import { HarnessError, type HarnessEventType, type TurnSettledData } from "./protocol.ts";
@@ -75,14 +75,18 @@ export async function createHarnessAgent(options: HarnessAgentOptions): Promise<
     thinkingLevel: "off",
     authStorage,
     modelRegistry,
-    resourceLoader: minimalResources(spec.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, approvalGate(spec.approve ?? [], options.host)),
+    resourceLoader: minimalResources(
+      spec.systemPrompt ?? DEFAULT_SYSTEM_PROMPT,
+      approvalGate(spec.approve ?? [], options.host),
+    ),
     tools: [...(spec.tools ?? TOOL_NAMES)],
     customTools: [
       ...createHostTools(options.host),
       ...(options.agentUser ? agentUserTools(workDir, options.agentUser, spec.tools ?? TOOL_NAMES) : []),
       ...(options.tools ?? []),
     ],
-    sessionManager: options.sessionManager ?? SessionManager.continueRecent(workDir, join(options.agentDir, "sessions")),
+    sessionManager:
+      options.sessionManager ?? SessionManager.continueRecent(workDir, join(options.agentDir, "sessions")),
     settingsManager: SettingsManager.inMemory({
       compaction: { enabled: true },
       // The gateway may hold a call for hours (a spend budget, a provider's back-off): no client-side timeout.
@@ -180,7 +184,8 @@ function settle(turn: AgentMessage[], error: string | undefined): TurnSettledDat
       break;
     }
   }
-  if (error !== undefined || stopReason === "error") return { outcome: "failed", text, error: errorMessage ?? "the turn failed" };
+  if (error !== undefined || stopReason === "error")
+    return { outcome: "failed", text, error: errorMessage ?? "the turn failed" };
   if (stopReason === "aborted") return { outcome: "aborted", text };
   return { outcome: "success", text };
 }

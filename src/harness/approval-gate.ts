@@ -1,5 +1,11 @@
-import { createSyntheticSourceInfo, type Extension, type ExtensionContext, type ToolCallEvent, type ToolCallEventResult } from "@mariozechner/pi-coding-agent";
-import { DAEMON_GATED_TOOLS, needsApproval, type ApproveRule } from "../spec/approve.ts";
+import {
+  createSyntheticSourceInfo,
+  type Extension,
+  type ExtensionContext,
+  type ToolCallEvent,
+  type ToolCallEventResult,
+} from "@mariozechner/pi-coding-agent";
+import { type ApproveRule, DAEMON_GATED_TOOLS, needsApproval } from "../spec/approve.ts";
 import type { HostCalls } from "./host-calls.ts";
 
 const PATH = "<swarmd:approve>";
@@ -19,9 +25,15 @@ export function approvalGate(rules: readonly ApproveRule[], host: HostCalls): Ex
       const answer = await host.call("permission", { tool: event.toolName, args: event.input }, ctx.signal);
       const { decision, message } = (answer ?? {}) as { decision?: unknown; message?: unknown };
       if (decision === "allow") return undefined;
-      return { block: true, reason: typeof message === "string" && message !== "" ? message : "the operator denied this tool call" };
+      return {
+        block: true,
+        reason: typeof message === "string" && message !== "" ? message : "the operator denied this tool call",
+      };
     } catch (err) {
-      return { block: true, reason: `this tool call needs the operator's approval, which did not come: ${err instanceof Error ? err.message : String(err)}` };
+      return {
+        block: true,
+        reason: `this tool call needs the operator's approval, which did not come: ${err instanceof Error ? err.message : String(err)}`,
+      };
     }
   };
   return {

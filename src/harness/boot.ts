@@ -56,21 +56,37 @@ function open(file: string, cacheFile: string): Opened {
 function compile(file: Opened): Compiled {
   const source = readFileSync(file.fd, "latin1");
   closeSync(file.fd);
-  const hash = source.startsWith(HASH_LINE_PREFIX) ? source.slice(HASH_LINE_PREFIX.length, HASH_LINE_PREFIX.length + HASH_LENGTH) : "";
+  const hash = source.startsWith(HASH_LINE_PREFIX)
+    ? source.slice(HASH_LINE_PREFIX.length, HASH_LINE_PREFIX.length + HASH_LENGTH)
+    : "";
   let cachedData: Buffer | undefined;
   if (file.cacheFd !== undefined) {
     const cache = readFileSync(file.cacheFd);
     closeSync(file.cacheFd);
-    if (hash !== "" && cache.length > HASH_LENGTH && cache.toString("latin1", 0, HASH_LENGTH) === hash) cachedData = cache.subarray(HASH_LENGTH);
+    if (hash !== "" && cache.length > HASH_LENGTH && cache.toString("latin1", 0, HASH_LENGTH) === hash)
+      cachedData = cache.subarray(HASH_LENGTH);
   }
   // The wrapper node gives a CommonJS module, on the script's first line (a comment): line numbers stay.
-  const script = new Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, { filename: file.name, cachedData });
-  return { script, hash, cache: cachedData === undefined ? "none" : script.cachedDataRejected ? "rejected" : "accepted" };
+  const script = new Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {
+    filename: file.name,
+    cachedData,
+  });
+  return {
+    script,
+    hash,
+    cache: cachedData === undefined ? "none" : script.cachedDataRejected ? "rejected" : "accepted",
+  };
 }
 
 function run(compiled: Compiled, path: string, require: NodeJS.Require): Exports {
   const module = { exports: {} as Exports };
-  (compiled.script.runInThisContext() as (...args: unknown[]) => void)(module.exports, require, module, path, dirname(path));
+  (compiled.script.runInThisContext() as (...args: unknown[]) => void)(
+    module.exports,
+    require,
+    module,
+    path,
+    dirname(path),
+  );
   return module.exports;
 }
 
@@ -88,7 +104,10 @@ const loadPi = () => {
 const mainRequire = createRequire(mainFile.path);
 // What main.cjs does not hold itself: pi's packages (and undici) from pi.cjs, node's own modules as usual.
 const piPackage = (id: string) => (loadPi().exports.packages as Record<string, () => unknown>)[id]!();
-const requireForMain = Object.assign((id: string) => ((PI_PACKAGES as readonly string[]).includes(id) ? piPackage(id) : mainRequire(id)), mainRequire);
+const requireForMain = Object.assign(
+  (id: string) => ((PI_PACKAGES as readonly string[]).includes(id) ? piPackage(id) : mainRequire(id)),
+  mainRequire,
+);
 const main = compile(mainFile);
 
 if (mode === "--code-cache-status") {
@@ -97,7 +116,10 @@ if (mode === "--code-cache-status") {
   run(main, mainFile.path, requireForMain);
   for (const id of PI_PACKAGES) piPackage(id); // their code compiled, so it is in the cache
   const { compiled } = loadPi();
-  for (const [made, path] of [[main, mainFile.cachePath], [compiled, piFile.cachePath]] as const) {
+  for (const [made, path] of [
+    [main, mainFile.cachePath],
+    [compiled, piFile.cachePath],
+  ] as const) {
     writeFileSync(path, Buffer.concat([Buffer.from(made.hash, "latin1"), made.script.createCachedData()]));
   }
 } else {

@@ -2,7 +2,13 @@ import { randomUUID } from "node:crypto";
 import type { Duplex } from "node:stream";
 import { SwarmError } from "../errors.ts";
 import { jsonLine, readJsonLines } from "./jsonl.ts";
-import type { HarnessCommand, HarnessErrorCode, HarnessEventMessage, HostCallMessage, ResponseMessage } from "./protocol.ts";
+import type {
+  HarnessCommand,
+  HarnessErrorCode,
+  HarnessEventMessage,
+  HostCallMessage,
+  ResponseMessage,
+} from "./protocol.ts";
 import { createLimitedLog, createTokenBucket } from "./rate-gate.ts";
 import { MAX_HARNESS_LINE_BYTES, MAX_HSEQ_STEP, parseHarnessLine } from "./wire-schemas.ts";
 
@@ -60,7 +66,10 @@ const DEFAULT_TIMEOUT_MS = 30_000;
  * Handlers that throw are caught and logged; nothing a harness sends throws out of here.
  */
 export function attachHarnessClient(socket: Duplex, after: number, handlers: HarnessClientHandlers): HarnessClient {
-  const pending = new Map<string, { resolve: (data: unknown) => void; reject: (err: Error) => void; timer: NodeJS.Timeout }>();
+  const pending = new Map<
+    string,
+    { resolve: (data: unknown) => void; reject: (err: Error) => void; timer: NodeJS.Timeout }
+  >();
   let closed = false;
   let lastHseq = Math.max(0, after);
   const log = handlers.log ?? (() => undefined);
@@ -72,7 +81,9 @@ export function attachHarnessClient(socket: Duplex, after: number, handlers: Har
 
   const slowDown = (waitMs: number) => {
     if (waitMs <= 0 || resumeTimer !== undefined || closed) return;
-    throttled(`the harness sends faster than ${HARNESS_READ_LIMITS.lines.perSecond} lines/s or ${HARNESS_READ_LIMITS.bytes.perSecond} bytes/s: reading paused`);
+    throttled(
+      `the harness sends faster than ${HARNESS_READ_LIMITS.lines.perSecond} lines/s or ${HARNESS_READ_LIMITS.bytes.perSecond} bytes/s: reading paused`,
+    );
     socket.pause();
     resumeTimer = setTimeout(() => {
       resumeTimer = undefined;
@@ -112,7 +123,9 @@ export function attachHarnessClient(socket: Duplex, after: number, handlers: Har
     if (message.type === "event") {
       if (message.hseq <= lastHseq) return; // already delivered on this connection
       if (message.hseq - lastHseq > MAX_HSEQ_STEP) {
-        dropped(`dropped a harness event whose hseq ${message.hseq} jumps past ${lastHseq} by more than ${MAX_HSEQ_STEP}`);
+        dropped(
+          `dropped a harness event whose hseq ${message.hseq} jumps past ${lastHseq} by more than ${MAX_HSEQ_STEP}`,
+        );
         return;
       }
       lastHseq = message.hseq;
@@ -152,7 +165,9 @@ export function attachHarnessClient(socket: Duplex, after: number, handlers: Har
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => {
           pending.delete(id);
-          reject(new SwarmError("HARNESS_TIMEOUT", `the harness did not answer ${command.type} within ${timeoutMs} ms`));
+          reject(
+            new SwarmError("HARNESS_TIMEOUT", `the harness did not answer ${command.type} within ${timeoutMs} ms`),
+          );
         }, timeoutMs);
         pending.set(id, { resolve, reject, timer });
         socket.write(jsonLine({ ...command, id }));

@@ -33,7 +33,11 @@ export function parseClientLine(line: string): ParsedLine {
   try {
     raw = JSON.parse(line);
   } catch (err) {
-    return { ok: false, command: "unknown", error: `invalid JSON: ${err instanceof Error ? err.message : String(err)}` };
+    return {
+      ok: false,
+      command: "unknown",
+      error: `invalid JSON: ${err instanceof Error ? err.message : String(err)}`,
+    };
   }
   const head = typeof raw === "object" && raw !== null ? (raw as Record<string, unknown>) : {};
   const command = typeof head.type === "string" ? head.type.slice(0, 100) : "unknown";

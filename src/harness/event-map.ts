@@ -37,7 +37,10 @@ export function toWireEvent(e: AgentSessionEvent): WireEvent | undefined {
     case "tool_execution_start":
       return { event: "tool_start", data: { toolCallId: e.toolCallId, toolName: e.toolName, args: clip(e.args) } };
     case "tool_execution_update":
-      return { event: "tool_update", data: { toolCallId: e.toolCallId, toolName: e.toolName, output: resultText(e.partialResult) } };
+      return {
+        event: "tool_update",
+        data: { toolCallId: e.toolCallId, toolName: e.toolName, output: resultText(e.partialResult) },
+      };
     case "tool_execution_end":
       return {
         event: "tool_end",
@@ -48,7 +51,10 @@ export function toWireEvent(e: AgentSessionEvent): WireEvent | undefined {
     case "compaction_end":
       return { event: "compaction_end", data: { reason: e.reason, aborted: e.aborted, error: e.errorMessage } };
     case "auto_retry_start":
-      return { event: "auto_retry_start", data: { attempt: e.attempt, maxAttempts: e.maxAttempts, delayMs: e.delayMs, error: e.errorMessage } };
+      return {
+        event: "auto_retry_start",
+        data: { attempt: e.attempt, maxAttempts: e.maxAttempts, delayMs: e.delayMs, error: e.errorMessage },
+      };
     case "auto_retry_end":
       return { event: "auto_retry_end", data: { success: e.success, attempt: e.attempt, error: e.finalError } };
     case "queue_update":
@@ -65,7 +71,9 @@ export function resultText(result: unknown): string {
   if (!Array.isArray(content)) return "";
   const text = content
     .map((block: unknown) =>
-      typeof block === "object" && block !== null && "text" in block && typeof block.text === "string" ? block.text : "",
+      typeof block === "object" && block !== null && "text" in block && typeof block.text === "string"
+        ? block.text
+        : "",
     )
     .join("");
   return text.length > MAX_EVENT_TEXT ? `${text.slice(0, MAX_EVENT_TEXT)}…[truncated]` : text;

@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { buildSync, type BuildOptions, type Metafile } from "esbuild";
+import { type BuildOptions, buildSync, type Metafile } from "esbuild";
 import { HARNESS_FILES, HASH_LINE_PREFIX, PI_PACKAGES } from "./harness-files.ts";
 
 /** What a build was made from and with; the build is stale when any of it changed. */
@@ -24,7 +24,12 @@ const THIS_FILE = "src/harness/harness-build.ts";
  * beside their package's files), and the SDKs of providers the model gateway does not carry (it
  * refuses their models, so a harness never loads them).
  */
-const FROM_NODE_MODULES = ["@mariozechner/clipboard", "@silvia-odwyer/photon-node", "@mistralai/mistralai", "@google/genai"];
+const FROM_NODE_MODULES = [
+  "@mariozechner/clipboard",
+  "@silvia-odwyer/photon-node",
+  "@mistralai/mistralai",
+  "@google/genai",
+];
 
 /** Packages of `PI_PACKAGES` that a harness may never use: undici carries model calls, so an agent that never ran a turn does not set it up. */
 const LOADED_AT_FIRST_USE = new Set<string>(["undici"]);
@@ -66,7 +71,12 @@ export function buildHarness(root: string, flags: readonly string[]): HarnessBui
   const work = join(root, "dist", `.harness-${process.pid}-${startedAt}`);
   mkdirSync(work, { recursive: true });
   try {
-    const main = bundle({ ...COMMON, absWorkingDir: root, entryPoints: ["src/harness/main.ts"], external: [...PI_PACKAGES] });
+    const main = bundle({
+      ...COMMON,
+      absWorkingDir: root,
+      entryPoints: ["src/harness/main.ts"],
+      external: [...PI_PACKAGES],
+    });
     const pi = bundle({
       ...COMMON,
       absWorkingDir: root,
@@ -74,7 +84,15 @@ export function buildHarness(root: string, flags: readonly string[]): HarnessBui
       external: FROM_NODE_MODULES,
       alias: DEFERRED,
     });
-    const boot = buildSync({ ...COMMON, absWorkingDir: root, entryPoints: ["src/harness/boot.ts"], define: {}, banner: {}, write: true, outfile: join(work, HARNESS_FILES.boot) });
+    const boot = buildSync({
+      ...COMMON,
+      absWorkingDir: root,
+      entryPoints: ["src/harness/boot.ts"],
+      define: {},
+      banner: {},
+      write: true,
+      outfile: join(work, HARNESS_FILES.boot),
+    });
     writeFileSync(join(work, HARNESS_FILES.main), main.text);
     writeFileSync(join(work, HARNESS_FILES.pi), pi.text);
     writeFileSync(join(work, HARNESS_FILES.packageJson), piPackageJson(root));
@@ -82,13 +100,23 @@ export function buildHarness(root: string, flags: readonly string[]): HarnessBui
 
     const record: HarnessBuildRecord = {
       startedAt,
-      inputs: [...new Set([...sources(main.metafile), ...sources(pi.metafile), ...sources(boot.metafile!), THIS_FILE])].sort(),
+      inputs: [
+        ...new Set([...sources(main.metafile), ...sources(pi.metafile), ...sources(boot.metafile!), THIS_FILE]),
+      ].sort(),
       node: nodeIdentity(),
       flags: [...flags],
     };
     writeFileSync(join(work, HARNESS_FILES.inputs), JSON.stringify(record));
     mkdirSync(out, { recursive: true });
-    const order = [HARNESS_FILES.piCache, HARNESS_FILES.pi, HARNESS_FILES.mainCache, HARNESS_FILES.main, HARNESS_FILES.packageJson, HARNESS_FILES.boot, HARNESS_FILES.inputs];
+    const order = [
+      HARNESS_FILES.piCache,
+      HARNESS_FILES.pi,
+      HARNESS_FILES.mainCache,
+      HARNESS_FILES.main,
+      HARNESS_FILES.packageJson,
+      HARNESS_FILES.boot,
+      HARNESS_FILES.inputs,
+    ];
     for (const name of order) renameSync(join(work, name), join(out, name));
     // What builds before this layout left (one ES module and its inputs).
     for (const old of ["harness.mjs", "harness.inputs.json"]) rmSync(join(root, "dist", old), { force: true });
@@ -140,7 +168,9 @@ function sources(metafile: Metafile): string[] {
 
 /** pi-coding-agent reads its name, version and config folder name from the package.json nearest its code. */
 function piPackageJson(root: string): string {
-  const pkg = JSON.parse(readFileSync(join(root, "node_modules/@mariozechner/pi-coding-agent/package.json"), "utf8")) as Record<string, unknown>;
+  const pkg = JSON.parse(
+    readFileSync(join(root, "node_modules/@mariozechner/pi-coding-agent/package.json"), "utf8"),
+  ) as Record<string, unknown>;
   return `${JSON.stringify({ name: pkg.name, version: pkg.version, piConfig: pkg.piConfig }, null, 2)}\n`;
 }
 
@@ -157,6 +187,8 @@ function makeCodeCaches(dir: string, finalDir: string, flags: readonly string[])
     encoding: "utf8",
   });
   if (made.status !== 0) {
-    process.emitWarning(`the harness's code caches were not made (${made.error?.message ?? `exit ${made.status ?? made.signal}`}): harnesses start without them. ${made.stderr ?? ""}`.trim());
+    process.emitWarning(
+      `the harness's code caches were not made (${made.error?.message ?? `exit ${made.status ?? made.signal}`}): harnesses start without them. ${made.stderr ?? ""}`.trim(),
+    );
   }
 }

@@ -16,15 +16,31 @@ export function createHostTools(host: HostCalls): ToolDefinition[] {
       "Start a child agent in a copy of your sandbox. Returns its agentId at once; use await_result to get what it produced.",
     promptSnippet: "spawn_agent: start a child agent (forked from your sandbox) with a spec and a prompt",
     parameters: Type.Object({
-      spec: Type.Record(Type.String(), Type.Unknown(), { description: "The child's agent spec (name, model or script, ...)." }),
+      spec: Type.Record(Type.String(), Type.Unknown(), {
+        description: "The child's agent spec (name, model or script, ...).",
+      }),
       prompt: Type.Optional(Type.String({ description: "The child's first turn." })),
-      waitFor: Type.Optional(Type.Array(Type.String(), { description: "Agent ids whose results must settle before the child starts; they appear in its /inputs." })),
+      waitFor: Type.Optional(
+        Type.Array(Type.String(), {
+          description: "Agent ids whose results must settle before the child starts; they appear in its /inputs.",
+        }),
+      ),
       budget: Type.Optional(
         Type.Object({
           spawnDepth: Type.Optional(Type.Integer({ minimum: 0 })),
           maxAgents: Type.Optional(Type.Integer({ minimum: 0 })),
-          maxTokens: Type.Optional(Type.Integer({ minimum: 0, description: "Most tokens the child and its descendants may spend (at most what you have left)." })),
-          maxCostUsd: Type.Optional(Type.Number({ minimum: 0, description: "Most dollars the child and its descendants may spend (at most what you have left)." })),
+          maxTokens: Type.Optional(
+            Type.Integer({
+              minimum: 0,
+              description: "Most tokens the child and its descendants may spend (at most what you have left).",
+            }),
+          ),
+          maxCostUsd: Type.Optional(
+            Type.Number({
+              minimum: 0,
+              description: "Most dollars the child and its descendants may spend (at most what you have left).",
+            }),
+          ),
         }),
       ),
     }),
@@ -44,7 +60,11 @@ export function createHostTools(host: HostCalls): ToolDefinition[] {
       waitSeconds: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_AWAIT_SECONDS })),
     }),
     async execute(_id, params, signal) {
-      const data = await host.call("await_result", { agentId: params.agentId, waitSeconds: params.waitSeconds ?? MAX_AWAIT_SECONDS }, signal);
+      const data = await host.call(
+        "await_result",
+        { agentId: params.agentId, waitSeconds: params.waitSeconds ?? MAX_AWAIT_SECONDS },
+        signal,
+      );
       return { content: [{ type: "text", text: JSON.stringify(data) }], details: data };
     },
   });

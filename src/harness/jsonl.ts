@@ -1,5 +1,5 @@
-import { StringDecoder } from "node:string_decoder";
 import type { Readable } from "node:stream";
+import { StringDecoder } from "node:string_decoder";
 
 /** What the reader hands out: a complete line, or notice that an over-long line was discarded. */
 export type JsonLine = { line: string } | { tooLong: number };

@@ -1,7 +1,7 @@
 import { readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { buildHarness, nodeIdentity, type HarnessBuildRecord } from "./harness-build.ts";
+import { buildHarness, type HarnessBuildRecord, nodeIdentity } from "./harness-build.ts";
 import { HARNESS_FILES } from "./harness-files.ts";
 
 /** The swarmd installation folder (holds `src/` and `node_modules/`); sandboxes mount it read-only. */
@@ -46,7 +46,9 @@ export function harnessArgv(paths: HarnessPaths): string[] {
     paths.controlDir,
     "--work",
     paths.workDir,
-    ...(paths.agentUser ? ["--agent-uid", String(paths.agentUser.uid), "--agent-gid", String(paths.agentUser.gid)] : []),
+    ...(paths.agentUser
+      ? ["--agent-uid", String(paths.agentUser.uid), "--agent-gid", String(paths.agentUser.gid)]
+      : []),
   ];
 }
 
@@ -72,8 +74,12 @@ function isFresh(dir: string): boolean {
     return false;
   }
   if (record.node !== nodeIdentity() || record.flags?.join(" ") !== HARNESS_NODE_FLAGS.join(" ")) return false;
-  if (![HARNESS_FILES.boot, HARNESS_FILES.main, HARNESS_FILES.pi].every((name) => mtime(join(dir, name)) !== undefined)) return false;
-  return Array.isArray(record.inputs) && record.inputs.every((path) => (mtime(join(SWARMD_ROOT, String(path))) ?? Infinity) <= record.startedAt);
+  if (![HARNESS_FILES.boot, HARNESS_FILES.main, HARNESS_FILES.pi].every((name) => mtime(join(dir, name)) !== undefined))
+    return false;
+  return (
+    Array.isArray(record.inputs) &&
+    record.inputs.every((path) => (mtime(join(SWARMD_ROOT, String(path))) ?? Infinity) <= record.startedAt)
+  );
 }
 
 function mtime(path: string): number | undefined {

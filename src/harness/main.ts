@@ -13,10 +13,17 @@ import { openEventLog } from "./event-log.ts";
 import { createHostCalls } from "./host-calls.ts";
 import { lazyAgent } from "./lazy-agent.ts";
 import { CONTROL_FILES } from "./protocol.ts";
-import { startHarnessServer, type HarnessServer } from "./server.ts";
+import { type HarnessServer, startHarnessServer } from "./server.ts";
 
 export async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { control: { type: "string" }, work: { type: "string" }, "agent-uid": { type: "string" }, "agent-gid": { type: "string" } } });
+  const { values } = parseArgs({
+    options: {
+      control: { type: "string" },
+      work: { type: "string" },
+      "agent-uid": { type: "string" },
+      "agent-gid": { type: "string" },
+    },
+  });
   if (!values.control || !values.work) {
     process.stderr.write("usage: harness --control <dir> --work <dir>\n");
     process.exit(2);
@@ -24,7 +31,9 @@ export async function main(): Promise<void> {
   const controlDir = values.control;
   const workDir = values.work;
   // Given when the harness runs as a user of its own: the agent's tools then run as this one.
-  const agentUser = values["agent-uid"] ? { uid: Number(values["agent-uid"]), gid: Number(values["agent-gid"] ?? values["agent-uid"]) } : undefined;
+  const agentUser = values["agent-uid"]
+    ? { uid: Number(values["agent-uid"]), gid: Number(values["agent-gid"] ?? values["agent-uid"]) }
+    : undefined;
 
   const spec = AgentSpecSchema.parse(JSON.parse(readFileSync(join(controlDir, CONTROL_FILES.spec), "utf8")));
   const log = openEventLog(join(controlDir, CONTROL_FILES.eventLog));
@@ -48,7 +57,9 @@ export async function main(): Promise<void> {
       )
       .catch((err: unknown) => {
         // As when the agent was made before the socket answered: the harness ends, and the daemon finds why in its output.
-        process.stderr.write(`harness: cannot make the agent: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+        process.stderr.write(
+          `harness: cannot make the agent: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+        );
         process.exit(1);
       }),
   );

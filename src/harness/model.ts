@@ -4,8 +4,8 @@ import type { Api, Model } from "@mariozechner/pi-ai";
 import type { AuthStorage } from "@mariozechner/pi-coding-agent";
 import { GATEWAY_HOST, HarnessModelFileSchema } from "../gateway/harness-model.ts";
 import { memoryControl } from "./memory-control.ts";
-import { CONTROL_FILES } from "./protocol.ts";
 import { routeModelCalls } from "./model-transport.ts";
+import { CONTROL_FILES } from "./protocol.ts";
 
 /**
  * The model the daemon gave this harness (`<control>/model.json`), its calls routed to the
@@ -13,14 +13,24 @@ import { routeModelCalls } from "./model-transport.ts";
  * simulated sandbox), its file and its gateway in this process. Real provider or script alike, the
  * harness only ever holds a placeholder key: the daemon adds the real one.
  */
-export function gatewayModel(controlDir: string, auth: AuthStorage): { model: Model<Api>; ready(): Promise<void>; release(): void } {
+export function gatewayModel(
+  controlDir: string,
+  auth: AuthStorage,
+): { model: Model<Api>; ready(): Promise<void>; release(): void } {
   const memory = memoryControl(controlDir);
-  const text = memory ? memory.files.get(CONTROL_FILES.model) : readFileSync(join(controlDir, CONTROL_FILES.model), "utf8");
+  const text = memory
+    ? memory.files.get(CONTROL_FILES.model)
+    : readFileSync(join(controlDir, CONTROL_FILES.model), "utf8");
   if (text === undefined) throw new Error(`the daemon wrote no ${CONTROL_FILES.model} for ${controlDir}`);
   const file = HarnessModelFileSchema.parse(JSON.parse(text));
-  const route = routeModelCalls(memory ? { dial: () => memory.dial(CONTROL_FILES.modelSocket) } : { socketPath: join(controlDir, CONTROL_FILES.modelSocket) });
+  const route = routeModelCalls(
+    memory
+      ? { dial: () => memory.dial(CONTROL_FILES.modelSocket) }
+      : { socketPath: join(controlDir, CONTROL_FILES.modelSocket) },
+  );
   const url = new URL(file.model.baseUrl);
-  if (url.hostname !== GATEWAY_HOST) throw new Error(`the model's baseUrl ${file.model.baseUrl} does not name the gateway`);
+  if (url.hostname !== GATEWAY_HOST)
+    throw new Error(`the model's baseUrl ${file.model.baseUrl} does not name the gateway`);
   url.hostname = route.host;
   const model = { ...file.model, baseUrl: url.toString().replace(/\/$/, "") } as Model<Api>;
   // The session refuses a model without credentials; the placeholder also keeps a process's own

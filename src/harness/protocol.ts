@@ -151,6 +151,8 @@ export type HarnessRecordedEventName = Exclude<PersistedHarnessEventName, "permi
 export const HARNESS_RECORDED_EVENT_NAMES = PERSISTED_HARNESS_EVENT_NAMES.filter(
   (name): name is HarnessRecordedEventName => name !== "permission_request" && name !== "permission_resolved",
 ) as [HarnessRecordedEventName, ...HarnessRecordedEventName[]];
-export const isHarnessRecordedEvent = (name: string): name is HarnessRecordedEventName => (HARNESS_RECORDED_EVENT_NAMES as readonly string[]).includes(name);
+export const isHarnessRecordedEvent = (name: string): name is HarnessRecordedEventName =>
+  (HARNESS_RECORDED_EVENT_NAMES as readonly string[]).includes(name);
 export const PERSISTED_HARNESS_EVENTS: ReadonlySet<string> = new Set(PERSISTED_HARNESS_EVENT_NAMES);
-export const isPersistedHarnessEvent = (name: string): name is PersistedHarnessEventName => PERSISTED_HARNESS_EVENTS.has(name);
+export const isPersistedHarnessEvent = (name: string): name is PersistedHarnessEventName =>
+  PERSISTED_HARNESS_EVENTS.has(name);

@@ -27,7 +27,11 @@ export function createTokenBucket(capacity: number, perSecond: number, now: () =
  * A log that writes the first message of a burst at once and then at most one per `intervalMs`,
  * saying how many it held back in between.
  */
-export function createLimitedLog(log: (message: string) => void, intervalMs = 10_000, now: () => number = Date.now): (message: string) => void {
+export function createLimitedLog(
+  log: (message: string) => void,
+  intervalMs = 10_000,
+  now: () => number = Date.now,
+): (message: string) => void {
   let lastAt = -Infinity;
   let held = 0;
   return (message) => {

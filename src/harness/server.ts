@@ -6,7 +6,7 @@ import { parseClientLine } from "./commands.ts";
 import type { EventLog } from "./event-log.ts";
 import type { HostCalls } from "./host-calls.ts";
 import { jsonLine, readJsonLines } from "./jsonl.ts";
-import { HarnessError, MAX_LINE_BYTES, type HarnessCommand, type ResponseMessage } from "./protocol.ts";
+import { type HarnessCommand, HarnessError, MAX_LINE_BYTES, type ResponseMessage } from "./protocol.ts";
 
 type MaybeAsync<T> = T | Promise<T>;
 
@@ -82,7 +82,8 @@ export function createHarnessEndpoint(options: HarnessEndpointOptions): HarnessE
   const send = (socket: Duplex, text: string) => {
     if (!socket.destroyed) socket.write(text);
   };
-  const respond = (socket: Duplex, message: Omit<ResponseMessage, "type">) => send(socket, jsonLine({ type: "response", ...message }));
+  const respond = (socket: Duplex, message: Omit<ResponseMessage, "type">) =>
+    send(socket, jsonLine({ type: "response", ...message }));
 
   const onConnection = (socket: Duplex) => {
     client?.destroy();
@@ -98,7 +99,11 @@ export function createHarnessEndpoint(options: HarnessEndpointOptions): HarnessE
     });
     readJsonLines(socket, MAX_LINE_BYTES, (item) => {
       if ("tooLong" in item) {
-        respond(socket, { command: "unknown", success: false, error: `line of ${item.tooLong} bytes exceeds ${MAX_LINE_BYTES}` });
+        respond(socket, {
+          command: "unknown",
+          success: false,
+          error: `line of ${item.tooLong} bytes exceeds ${MAX_LINE_BYTES}`,
+        });
         return;
       }
       if (item.line.trim().length === 0) return;
@@ -116,12 +121,23 @@ export function createHarnessEndpoint(options: HarnessEndpointOptions): HarnessE
         return;
       }
       if (message.type === "host_result") {
-        if (!host.settle(message)) respond(socket, { id: message.id, command: "host_result", success: false, error: "no pending host call has this id" });
+        if (!host.settle(message))
+          respond(socket, {
+            id: message.id,
+            command: "host_result",
+            success: false,
+            error: "no pending host call has this id",
+          });
         return;
       }
       void runCommand(message).then(
         (data) => {
-          respond(socket, { id: message.id, command: message.type, success: true, ...(data === undefined ? {} : { data }) });
+          respond(socket, {
+            id: message.id,
+            command: message.type,
+            success: true,
+            ...(data === undefined ? {} : { data }),
+          });
           if (message.type === "shutdown") options.onShutdown();
         },
         (err: unknown) =>

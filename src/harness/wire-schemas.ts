@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { HARNESS_ERROR_CODES, MAX_LINE_BYTES, type HarnessEventType, type HarnessMessage } from "./protocol.ts";
+import { HARNESS_ERROR_CODES, type HarnessEventType, type HarnessMessage, MAX_LINE_BYTES } from "./protocol.ts";
 
 /**
  * What the service accepts from a harness. A harness runs beside code chosen by a model, and the
@@ -19,7 +19,9 @@ export const MAX_EVENT_DATA_BYTES = 256 * 1024;
 const MAX_ERROR_CHARS = 4096;
 
 /** Error texts are quoted into logs and API answers: long ones are cut rather than refused. */
-const errorText = z.string().transform((s) => (s.length > MAX_ERROR_CHARS ? `${s.slice(0, MAX_ERROR_CHARS)}… (cut)` : s));
+const errorText = z
+  .string()
+  .transform((s) => (s.length > MAX_ERROR_CHARS ? `${s.slice(0, MAX_ERROR_CHARS)}… (cut)` : s));
 
 const EVENT_TYPES = [
   "agent_start",
@@ -79,7 +81,11 @@ const HostCallMessageSchema = z.object({
   params: DataRecord,
 });
 
-const HarnessMessageSchema = z.discriminatedUnion("type", [EventMessageSchema, ResponseMessageSchema, HostCallMessageSchema]);
+const HarnessMessageSchema = z.discriminatedUnion("type", [
+  EventMessageSchema,
+  ResponseMessageSchema,
+  HostCallMessageSchema,
+]);
 
 /** A parsed line, or why it was dropped (short, safe to log: no echo of the line itself). */
 export type ParsedLine = { ok: true; message: HarnessMessage } | { ok: false; reason: string };

@@ -1,5 +1,10 @@
 import { fastifySSE } from "@fastify/sse";
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from "fastify";
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyServerOptions,
+  LogController,
+} from "fastify";
 import { SwarmError } from "../errors.ts";
 import type { DaemonMetrics } from "../metrics/daemon-metrics.ts";
 import { serveMetrics } from "../metrics/serve-metrics.ts";
@@ -7,8 +12,8 @@ import type { SwarmApi } from "../swarm-api.ts";
 import { bearerAuth } from "./auth.ts";
 import { consolePage } from "./console-page.ts";
 import { sendClientError, sendError } from "./errors.ts";
-import { hostCheck } from "./host-check.ts";
 import type { EventSource } from "./event-source.ts";
+import { hostCheck } from "./host-check.ts";
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from "./json-depth.ts";
 import { openApiRoutes } from "./openapi/openapi-routes.ts";
 import { agentRoutes } from "./routes/agents.ts";
@@ -81,7 +86,8 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
       defaultJson(request, text, (err, value) => {
         // JSON.parse takes any depth, but JSON.stringify (ledger, index) and other recursive walks
         // overflow the stack a few thousand levels down: refuse such bodies here as a 400.
-        if (err === null && exceedsJsonDepth(value, MAX_JSON_DEPTH)) done(new SwarmError("INVALID_BODY", `body: nested deeper than ${MAX_JSON_DEPTH} levels`), undefined);
+        if (err === null && exceedsJsonDepth(value, MAX_JSON_DEPTH))
+          done(new SwarmError("INVALID_BODY", `body: nested deeper than ${MAX_JSON_DEPTH} levels`), undefined);
         else done(err, value);
       });
   });
@@ -91,7 +97,10 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     throw new SwarmError("NOT_FOUND", `No route ${request.method} ${request.url.split("?")[0] ?? ""}.`);
   });
   app.addHook("onResponse", async (request, reply) => {
-    request.log.debug({ method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, "request");
+    request.log.debug(
+      { method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      "request",
+    );
   });
   app.addHook("onRequest", hostCheck(config.allowedHosts));
   if (config.token !== undefined && config.token !== "") app.addHook("onRequest", bearerAuth(config.token));
@@ -114,9 +123,18 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   // The plugin hooks `onRoute` when it loads, so the event routes are registered after it.
   // Messages carry their data already serialized (once per event, shared by every stream): see
   // sse-message.ts. Anything else is serialized as the plugin would.
-  app.register(fastifySSE, { heartbeatInterval: config.heartbeatMs ?? SPEC_HEARTBEAT_MS, serializer: (data: unknown) => (typeof data === "string" ? data : JSON.stringify(data)) });
+  app.register(fastifySSE, {
+    heartbeatInterval: config.heartbeatMs ?? SPEC_HEARTBEAT_MS,
+    serializer: (data: unknown) => (typeof data === "string" ? data : JSON.stringify(data)),
+  });
   app.register(async (scope) => {
-    eventRoutes(scope, { swarm: deps.swarm, events: deps.events, slowConsumerLimit: config.slowConsumerLimit ?? SPEC_SLOW_CONSUMER_LIMIT, streams, onEphemeralDropped: config.metrics?.ephemeralDropped });
+    eventRoutes(scope, {
+      swarm: deps.swarm,
+      events: deps.events,
+      slowConsumerLimit: config.slowConsumerLimit ?? SPEC_SLOW_CONSUMER_LIMIT,
+      streams,
+      onEphemeralDropped: config.metrics?.ephemeralDropped,
+    });
   });
   return app;
 }

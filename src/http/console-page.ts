@@ -39,7 +39,11 @@ export function consolePage(app: FastifyInstance, dir = CONSOLE_DIR): void {
     const path = request.url.split("?")[0] ?? "";
     if (path !== "/") throw new SwarmError("NOT_FOUND", `No route GET ${path}.`);
     const index = join(dir, "index.html");
-    if (!existsSync(index)) throw new SwarmError("CONSOLE_NOT_BUILT", "The console is not built (no dist/console/index.html): run `npm run build:console`; `make run` builds it.");
+    if (!existsSync(index))
+      throw new SwarmError(
+        "CONSOLE_NOT_BUILT",
+        "The console is not built (no dist/console/index.html): run `npm run build:console`; `make run` builds it.",
+      );
     reply.header("content-security-policy", PAGE_POLICY).header("referrer-policy", "no-referrer");
     // Not kept: a rebuild names new assets, and the page must name them at once.
     return sendFile(request, reply, staticFiles()(index, "text/html; charset=utf-8"));
@@ -49,7 +53,8 @@ export function consolePage(app: FastifyInstance, dir = CONSOLE_DIR): void {
     const { asset } = request.params;
     const type = TYPES[extname(asset)];
     const path = join(dir, asset);
-    if (type === undefined || !ASSET_NAME.test(asset) || !existsSync(path)) throw new SwarmError("NOT_FOUND", `No route GET ${request.url.split("?")[0] ?? ""}.`);
+    if (type === undefined || !ASSET_NAME.test(asset) || !existsSync(path))
+      throw new SwarmError("NOT_FOUND", `No route GET ${request.url.split("?")[0] ?? ""}.`);
     // Vite names each file by its content, so a name always means the same bytes.
     return sendFile(request, reply, read(path, type), "public, max-age=31536000, immutable");
   });

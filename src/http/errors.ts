@@ -1,7 +1,7 @@
 import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
-import { ERROR_CODES, isSwarmError, type ErrorCode } from "../errors.ts";
+import { ERROR_CODES, type ErrorCode, isSwarmError } from "../errors.ts";
 
 /**
  * The one map from error codes to HTTP statuses. Codes not listed are server faults (500).
@@ -40,7 +40,10 @@ const FASTIFY_CODES: Record<string, { code: ErrorCode; message: string } | { sta
   FST_ERR_CTP_INVALID_JSON_BODY: { code: "INVALID_BODY", message: "body: is not valid JSON" },
   FST_ERR_CTP_EMPTY_JSON_BODY: { code: "INVALID_BODY", message: "body: must not be empty" },
   // No swarmd code: only fastify's parser can refuse a media type.
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, message: "Unsupported Media Type: request bodies must be application/json." },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: {
+    status: 415,
+    message: "Unsupported Media Type: request bodies must be application/json.",
+  },
 };
 
 interface HttpError {
@@ -57,7 +60,8 @@ function toHttpError(err: unknown): HttpError {
   if (isSwarmError(err)) return { statusCode: statusForCode(err.code), message: err.message };
   if (isFastifyError(err)) {
     const known = FASTIFY_CODES[err.code];
-    if (known) return { statusCode: "code" in known ? statusForCode(known.code) : known.status, message: known.message };
+    if (known)
+      return { statusCode: "code" in known ? statusForCode(known.code) : known.status, message: known.message };
     const status = err.statusCode ?? 500;
     if (status >= 400 && status < 500) return { statusCode: status, message: err.message };
   }
@@ -95,7 +99,9 @@ export function sendClientError(err: Error & { code?: string }, socket: Socket):
         : [400, "The request is not valid HTTP."];
   const body = JSON.stringify({ error: message });
   if (socket.writable) {
-    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
   }
   socket.destroy(err);
 }

@@ -18,11 +18,18 @@ export function hostCheck(names: readonly string[] = []): (request: FastifyReque
   const allowed = new Set([...LOOPBACK_NAMES, ...names].map((name) => name.replace(/^\[(.*)\]$/, "$1").toLowerCase()));
   return async (request) => {
     const host = request.headers.host;
-    if (host === undefined || host === "") throw new SwarmError("HOST_NOT_ALLOWED", "The request has no Host header; it must name 127.0.0.1, localhost, [::1], SWARM_HOST or a name in SWARM_ALLOWED_HOSTS.");
+    if (host === undefined || host === "")
+      throw new SwarmError(
+        "HOST_NOT_ALLOWED",
+        "The request has no Host header; it must name 127.0.0.1, localhost, [::1], SWARM_HOST or a name in SWARM_ALLOWED_HOSTS.",
+      );
     const name = hostName(host);
     if (name === undefined || !allowed.has(name)) {
       const quoted = JSON.stringify(host.length > QUOTE_LIMIT ? `${host.slice(0, QUOTE_LIMIT)}…` : host);
-      throw new SwarmError("HOST_NOT_ALLOWED", `Host ${quoted} is not served here: only 127.0.0.1, localhost, [::1], SWARM_HOST and the names in SWARM_ALLOWED_HOSTS are.`);
+      throw new SwarmError(
+        "HOST_NOT_ALLOWED",
+        `Host ${quoted} is not served here: only 127.0.0.1, localhost, [::1], SWARM_HOST and the names in SWARM_ALLOWED_HOSTS are.`,
+      );
     }
   };
 }

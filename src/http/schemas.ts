@@ -1,7 +1,12 @@
 import { z } from "zod";
 import { SwarmError } from "../errors.ts";
 import { AgentSpecSchema, BudgetSchema } from "../spec/agent-spec.ts";
-import { MAX_DRAIN_TIMEOUT_MS, MAX_PERMISSION_MESSAGE_CHARS, MAX_RUN_LIST_LIMIT, MAX_WAIT_SECONDS } from "../swarm-api.ts";
+import {
+  MAX_DRAIN_TIMEOUT_MS,
+  MAX_PERMISSION_MESSAGE_CHARS,
+  MAX_RUN_LIST_LIMIT,
+  MAX_WAIT_SECONDS,
+} from "../swarm-api.ts";
 
 /** Request bodies and queries of spec section 4. Bodies are strict: an unknown field is a 400 naming it. */
 
@@ -35,9 +40,17 @@ export const StopBody = z
   .strictObject({
     mode: z.enum(["abort", "drain"], { error: 'must be "abort" or "drain"' }).default("abort"),
     scope: Scope,
-    drainTimeoutMs: z.number().int(DRAIN_MESSAGE).min(1_000, DRAIN_MESSAGE).max(MAX_DRAIN_TIMEOUT_MS, DRAIN_MESSAGE).optional(),
+    drainTimeoutMs: z
+      .number()
+      .int(DRAIN_MESSAGE)
+      .min(1_000, DRAIN_MESSAGE)
+      .max(MAX_DRAIN_TIMEOUT_MS, DRAIN_MESSAGE)
+      .optional(),
   })
-  .refine((body) => body.drainTimeoutMs === undefined || body.mode === "drain", { message: 'is only for mode "drain"', path: ["drainTimeoutMs"] })
+  .refine((body) => body.drainTimeoutMs === undefined || body.mode === "drain", {
+    message: 'is only for mode "drain"',
+    path: ["drainTimeoutMs"],
+  })
   .prefault({});
 
 /** `POST /agents/:agentId/permissions/:requestId`. */
@@ -49,7 +62,12 @@ export const PermissionAnswerBody = z.strictObject({
 const LIMIT_MESSAGE = `must be an integer 1..${MAX_RUN_LIST_LIMIT}`;
 /** `GET /runs?limit=`. */
 export const RunListQuery = z.object({
-  limit: z.string().regex(/^\d{1,4}$/, LIMIT_MESSAGE).transform(Number).pipe(z.number().min(1, LIMIT_MESSAGE).max(MAX_RUN_LIST_LIMIT, LIMIT_MESSAGE)).optional(),
+  limit: z
+    .string()
+    .regex(/^\d{1,4}$/, LIMIT_MESSAGE)
+    .transform(Number)
+    .pipe(z.number().min(1, LIMIT_MESSAGE).max(MAX_RUN_LIST_LIMIT, LIMIT_MESSAGE))
+    .optional(),
 });
 
 export const PermissionsQuery = z.object({
@@ -59,16 +77,27 @@ export const PermissionsQuery = z.object({
 const WAIT_MESSAGE = `must be an integer number of seconds 0..${MAX_WAIT_SECONDS}`;
 /** Unknown query parameters are ignored (proxies and cache-busters add them); known ones are checked. */
 export const ResultQuery = z.object({
-  wait: z.string().regex(/^\d{1,3}$/, WAIT_MESSAGE).transform(Number).pipe(z.number().max(MAX_WAIT_SECONDS, WAIT_MESSAGE)).default(0),
+  wait: z
+    .string()
+    .regex(/^\d{1,3}$/, WAIT_MESSAGE)
+    .transform(Number)
+    .pipe(z.number().max(MAX_WAIT_SECONDS, WAIT_MESSAGE))
+    .default(0),
 });
 
 /** `purge` is "true" or "false" and nothing else: a typo must not delete less, or more, than was meant. */
 export const DeleteRunQuery = z.object({
-  purge: z.enum(["true", "false"], { error: 'must be "true" or "false"' }).transform((value) => value === "true").default(false),
+  purge: z
+    .enum(["true", "false"], { error: 'must be "true" or "false"' })
+    .transform((value) => value === "true")
+    .default(false),
 });
 
 const SEQ_MESSAGE = "must be a non-negative integer event id";
-const Seq = z.string().regex(/^\d{1,15}$/, SEQ_MESSAGE).transform(Number);
+const Seq = z
+  .string()
+  .regex(/^\d{1,15}$/, SEQ_MESSAGE)
+  .transform(Number);
 export const EventsQuery = z.object({ lastEventId: Seq.optional() });
 export const LastEventIdHeader = Seq;
 
@@ -83,7 +112,8 @@ export function runIdParam(value: string): string {
 
 /** Approval request ids are `p_<hex>`; anything else names no request. */
 export function permissionIdParam(value: string): string {
-  if (!/^p_[0-9a-f]+$/.test(value)) throw new SwarmError("PERMISSION_NOT_FOUND", `Approval request ${value} does not exist.`);
+  if (!/^p_[0-9a-f]+$/.test(value))
+    throw new SwarmError("PERMISSION_NOT_FOUND", `Approval request ${value} does not exist.`);
   return value;
 }
 

@@ -27,7 +27,12 @@ export function staticFiles(): (path: string, type: string) => StaticFile {
  * The file, or a 304 when the client holds this version. `no-cache` (the default) has clients
  * revalidate each time, so an upgrade shows at once; files named by their content may be `immutable`.
  */
-export function sendFile(request: FastifyRequest, reply: FastifyReply, file: StaticFile, cacheControl = "no-cache"): FastifyReply {
+export function sendFile(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  file: StaticFile,
+  cacheControl = "no-cache",
+): FastifyReply {
   reply.header("cache-control", cacheControl).header("etag", file.etag).header("x-content-type-options", "nosniff");
   if (request.headers["if-none-match"] === file.etag) return reply.code(304).send();
   return reply.type(file.type).send(file.body);

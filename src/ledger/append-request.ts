@@ -26,13 +26,19 @@ export interface AppendRequest {
  * Validate and serialise an append now, so a bad call fails alone instead of failing the whole
  * group it would have been committed with, and so later mutation of `data` cannot change it.
  */
-export function prepareAppend(runId: string, events: NewEvent[], index: IndexChanges | undefined): Omit<AppendRequest, "resolve" | "reject"> {
-  if (typeof runId !== "string" || !isValidRunId(runId)) throw invalid(`run id ${JSON.stringify(runId)} is empty or contains "!"`);
+export function prepareAppend(
+  runId: string,
+  events: NewEvent[],
+  index: IndexChanges | undefined,
+): Omit<AppendRequest, "resolve" | "reject"> {
+  if (typeof runId !== "string" || !isValidRunId(runId))
+    throw invalid(`run id ${JSON.stringify(runId)} is empty or contains "!"`);
   const prepared = events.map((e, i) => prepareEvent(e, i));
   const put = index?.put ?? [];
   const del = index?.del ?? [];
   for (const p of put) {
-    if (typeof p.key !== "string" || p.key === "" || typeof p.value !== "string") throw invalid("index puts need a non-empty string key and a string value");
+    if (typeof p.key !== "string" || p.key === "" || typeof p.value !== "string")
+      throw invalid("index puts need a non-empty string key and a string value");
   }
   for (const k of del) {
     if (typeof k !== "string" || k === "") throw invalid("index deletes need a non-empty string key");
@@ -45,7 +51,12 @@ export function prepareAppend(runId: string, events: NewEvent[], index: IndexCha
  * concatenation so `data` is serialised once; parsed back so live listeners and the caller see
  * exactly what a replay sees.
  */
-export function storeEvent(runId: string, seq: number, e: PreparedEvent, commitAt: number): { value: string; event: LedgerEvent } {
+export function storeEvent(
+  runId: string,
+  seq: number,
+  e: PreparedEvent,
+  commitAt: number,
+): { value: string; event: LedgerEvent } {
   const at = e.at ?? commitAt;
   const value = `{"runId":${JSON.stringify(runId)},"seq":${seq},"type":${JSON.stringify(e.type)},"agentId":${JSON.stringify(e.agentId)},"at":${at},"data":${e.dataJson}}`;
   return { value, event: JSON.parse(value) as LedgerEvent };
@@ -53,9 +64,11 @@ export function storeEvent(runId: string, seq: number, e: PreparedEvent, commitA
 
 function prepareEvent(e: NewEvent, i: number): PreparedEvent {
   if (typeof e.type !== "string" || e.type === "") throw invalid(`event ${i}: type must be a non-empty string`);
-  if (e.agentId !== null && typeof e.agentId !== "string") throw invalid(`event ${i}: agentId must be a string or null`);
+  if (e.agentId !== null && typeof e.agentId !== "string")
+    throw invalid(`event ${i}: agentId must be a string or null`);
   if (e.at !== undefined && !Number.isFinite(e.at)) throw invalid(`event ${i}: at must be a finite number`);
-  if (typeof e.data !== "object" || e.data === null || Array.isArray(e.data)) throw invalid(`event ${i}: data must be an object`);
+  if (typeof e.data !== "object" || e.data === null || Array.isArray(e.data))
+    throw invalid(`event ${i}: data must be an object`);
   let dataJson: string | undefined;
   try {
     dataJson = JSON.stringify(e.data);
@@ -63,7 +76,8 @@ function prepareEvent(e: NewEvent, i: number): PreparedEvent {
     throw invalid(`event ${i}: data is not serialisable`, cause);
   }
   // A toJSON could turn the object into something else; the stored form must stay an object.
-  if (dataJson === undefined || !dataJson.startsWith("{")) throw invalid(`event ${i}: data must serialise to a JSON object`);
+  if (dataJson === undefined || !dataJson.startsWith("{"))
+    throw invalid(`event ${i}: data must serialise to a JSON object`);
   return { type: e.type, agentId: e.agentId, at: e.at, dataJson };
 }
 

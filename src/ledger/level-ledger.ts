@@ -1,8 +1,19 @@
 import { Level } from "level";
 import PQueue from "p-queue";
 import { SwarmError } from "../errors.ts";
-import { prepareAppend, storeEvent, type AppendRequest } from "./append-request.ts";
-import type { CommittedBatch, EphemeralEvent, IndexChanges, IndexPut, Ledger, LedgerEvent, LedgerOptions, LedgerStats, LiveEvent, NewEvent } from "./ledger.ts";
+import { type AppendRequest, prepareAppend, storeEvent } from "./append-request.ts";
+import type {
+  CommittedBatch,
+  EphemeralEvent,
+  IndexChanges,
+  IndexPut,
+  Ledger,
+  LedgerEvent,
+  LedgerOptions,
+  LedgerStats,
+  LiveEvent,
+  NewEvent,
+} from "./ledger.ts";
 import { eventKey, MAX_SEQ, RUN_META_PREFIX, runMetaKey, seqOfKey } from "./ledger-keys.ts";
 import { LiveListeners } from "./live-listeners.ts";
 
@@ -65,7 +76,9 @@ class LevelLedger implements Ledger {
     this.#events = openSublevel(db, "ev");
     this.#index = openSublevel(db, "ix");
     this.#meta = openSublevel(db, "meta");
-    this.#listeners = new LiveListeners(options.onListenerError ?? ((err, runId) => console.error(`ledger listener of run ${runId} threw:`, err)));
+    this.#listeners = new LiveListeners(
+      options.onListenerError ?? ((err, runId) => console.error(`ledger listener of run ${runId} threw:`, err)),
+    );
     this.#onCommit = options.onCommit;
   }
 
@@ -74,7 +87,9 @@ class LevelLedger implements Ledger {
     for (const metaKey of await this.#meta.keys().all()) {
       if (!metaKey.startsWith(RUN_META_PREFIX)) continue;
       const runId = metaKey.slice(RUN_META_PREFIX.length);
-      const [lastKey] = await this.#events.keys({ gt: eventKey(runId, 0), lte: eventKey(runId, MAX_SEQ), reverse: true, limit: 1 }).all();
+      const [lastKey] = await this.#events
+        .keys({ gt: eventKey(runId, 0), lte: eventKey(runId, MAX_SEQ), reverse: true, limit: 1 })
+        .all();
       if (lastKey !== undefined) this.#last.set(runId, seqOfKey(lastKey));
     }
   }
@@ -134,7 +149,11 @@ class LevelLedger implements Ledger {
   #observe(group: AppendRequest[], written: Written, committedAt: number): void {
     if (!this.#onCommit) return;
     try {
-      this.#onCommit({ appends: group.length, appendSeconds: group.map((req) => (committedAt - req.queuedAt) / 1000), events: written.stored.flat() });
+      this.#onCommit({
+        appends: group.length,
+        appendSeconds: group.map((req) => (committedAt - req.queuedAt) / 1000),
+        events: written.stored.flat(),
+      });
     } catch {
       // An observer (metrics) must not be able to fail the appends it watches.
     }
@@ -266,7 +285,13 @@ class LevelLedger implements Ledger {
 
   publish(runId: string, event: EphemeralEvent): void {
     if (this.#closed) return;
-    this.#listeners.deliver(runId, { persisted: false, runId, type: event.type, agentId: event.agentId, data: event.data });
+    this.#listeners.deliver(runId, {
+      persisted: false,
+      runId,
+      type: event.type,
+      agentId: event.agentId,
+      data: event.data,
+    });
   }
 
   stats(): LedgerStats {

@@ -38,24 +38,51 @@ export const RunEventSchema = z.discriminatedUnion("type", [
   /** A turn's result; its text is in the result store under `resultRef`. */
   event("handle_settled", AgentId, z.object({ outcome: Outcome, resultRef: z.string().nullable() })),
   /** `reason`: present when a drain ended it (`drained`) or its deadline aborted it (`drain-timeout`). */
-  event("agent_ended", AgentId, z.object({ outcome: Outcome, endedAt: z.number(), error: z.string().nullable(), reason: z.enum(["drained", "drain-timeout"]).optional() })),
+  event(
+    "agent_ended",
+    AgentId,
+    z.object({
+      outcome: Outcome,
+      endedAt: z.number(),
+      error: z.string().nullable(),
+      reason: z.enum(["drained", "drain-timeout"]).optional(),
+    }),
+  ),
   /** A drain reached the agent: no new prompt, steer or spawn; it ends once its turn settles, or is aborted at `deadline`. */
   event("agent_draining", AgentId, z.object({ subtree: z.boolean(), deadline: z.number() })),
   /**
    * A tool call the agent's `approve` policy holds until a decision (`expiresAt`: when
    * `approveTimeoutMs` denies it). The request's time is the event's `at`.
    */
-  event("permission_request", AgentId, z.object({ requestId: z.string(), tool: z.string(), args: z.record(z.string(), z.unknown()), expiresAt: z.number().nullable() })),
+  event(
+    "permission_request",
+    AgentId,
+    z.object({
+      requestId: z.string(),
+      tool: z.string(),
+      args: z.record(z.string(), z.unknown()),
+      expiresAt: z.number().nullable(),
+    }),
+  ),
   event(
     "permission_resolved",
     AgentId,
-    z.object({ requestId: z.string(), decision: z.enum(["allow", "deny"]), message: z.string().nullable(), by: z.enum(["operator", "stop", "run-deleted", "timeout"]) }),
+    z.object({
+      requestId: z.string(),
+      decision: z.enum(["allow", "deny"]),
+      message: z.string().nullable(),
+      by: z.enum(["operator", "stop", "run-deleted", "timeout"]),
+    }),
   ),
   /** A spawn refused (`childAgentId` the refused child), or a model call held on a spend cap (the subtree is paused). */
   event(
     "budget_denied",
     AgentId,
-    z.object({ dimension: z.enum(["spawnDepth", "maxAgents", "maxTokens", "maxCostUsd"]), remaining: z.number(), childAgentId: z.string().optional() }),
+    z.object({
+      dimension: z.enum(["spawnDepth", "maxAgents", "maxTokens", "maxCostUsd"]),
+      remaining: z.number(),
+      childAgentId: z.string().optional(),
+    }),
   ),
   /** New spend caps set by the operator (`POST /agents/:agentId/budget`); null: no cap. */
   event("budget_changed", AgentId, z.object({ maxTokens: z.number().nullable(), maxCostUsd: z.number().nullable() })),
@@ -102,7 +129,13 @@ export type RunEvent = RunEventInput & { seq: number; at: number };
  * (a ledger written by an older swarmd, say) or whose type the fold does not know: the fold skips
  * it rather than guess.
  */
-export function decodeRunEvent(stored: { seq: number; at: number; type: string; agentId: string | null; data: unknown }): RunEvent | null {
+export function decodeRunEvent(stored: {
+  seq: number;
+  at: number;
+  type: string;
+  agentId: string | null;
+  data: unknown;
+}): RunEvent | null {
   const parsed = RunEventSchema.safeParse(stored);
   return parsed.success ? { ...parsed.data, seq: stored.seq, at: stored.at } : null;
 }

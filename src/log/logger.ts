@@ -46,13 +46,19 @@ export function createLogger(options: LoggerOptions): Logger {
     redact: { paths: REDACT_PATHS, censor: REDACTED },
     hooks: {
       logMethod(args: unknown[], method: (...args: unknown[]) => void) {
-        method.apply(this, args.map((arg) => (typeof arg === "string" ? scrub(arg) : arg)));
+        method.apply(
+          this,
+          args.map((arg) => (typeof arg === "string" ? scrub(arg) : arg)),
+        );
       },
     },
   };
   if (format === "json") return pino(config, destination as pino.DestinationStream);
   const colorize = (destination as { isTTY?: boolean }).isTTY === true;
-  return pino(config, pretty({ destination, colorize, sync: true, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname" }));
+  return pino(
+    config,
+    pretty({ destination, colorize, sync: true, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname" }),
+  );
 }
 
 /** Replaces credentials in message text. */

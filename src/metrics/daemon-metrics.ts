@@ -1,14 +1,17 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { CommittedBatch } from "../ledger/ledger.ts";
 import { AGENT_STATES, type AgentState } from "../swarm-api.ts";
-import { countCommitted, type CommittedCounters } from "./committed-events.ts";
+import { type CommittedCounters, countCommitted } from "./committed-events.ts";
 
 /** Agents the daemon knows, by state: what `swarmd_agents` shows at each scrape. */
 export type AgentCounts = Record<AgentState, number>;
 
-
 /** Default metrics of prom-client that break Prometheus's naming rules (see the constructor). */
-const TOTAL_NAMED_GAUGES = ["swarmd_nodejs_active_handles_total", "swarmd_nodejs_active_requests_total", "swarmd_nodejs_active_resources_total"];
+const TOTAL_NAMED_GAUGES = [
+  "swarmd_nodejs_active_handles_total",
+  "swarmd_nodejs_active_requests_total",
+  "swarmd_nodejs_active_resources_total",
+];
 
 /** Seconds: from a cached read (1 ms) to a long-polled result or a docker provision (a minute). */
 const CALL_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -101,7 +104,11 @@ export class DaemonMetrics {
       registers,
     });
     this.#counted = {
-      spawns: new Counter({ name: "swarmd_agents_spawned_total", help: "Agents spawned, roots and children, from agent_spawned events; a spawn a budget refused counts too (and in swarmd_budget_denials_total).", registers }),
+      spawns: new Counter({
+        name: "swarmd_agents_spawned_total",
+        help: "Agents spawned, roots and children, from agent_spawned events; a spawn a budget refused counts too (and in swarmd_budget_denials_total).",
+        registers,
+      }),
       budgetDenials: new Counter({
         name: "swarmd_budget_denials_total",
         help: "Spawns refused and model calls held by a budget, from budget_denied events, by the budget that ran out.",

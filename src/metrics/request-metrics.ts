@@ -28,7 +28,16 @@ const OPERATIONS: Readonly<Record<string, string>> = {
  * counts those), and probes, scrapes and the API's documentation would drown the requests that
  * control agents.
  */
-const UNTIMED: ReadonlySet<string> = new Set(["/health", "/metrics", "/runs/:runId/events", "/openapi.json", "/docs", "/docs/:asset", "/", "/console/:asset"]);
+const UNTIMED: ReadonlySet<string> = new Set([
+  "/health",
+  "/metrics",
+  "/runs/:runId/events",
+  "/openapi.json",
+  "/docs",
+  "/docs/:asset",
+  "/",
+  "/console/:asset",
+]);
 
 /** What a request did, for the `operation` label; `undefined` for requests that are not timed. */
 export function operationOf(request: FastifyRequest): string | undefined {

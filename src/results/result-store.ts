@@ -40,7 +40,8 @@ export function createResultStore(dataDir: string): ResultStore {
     },
     remove(agentId) {
       // A recursive remove must never be steered outside `root` by a strange id.
-      if (!/^[A-Za-z0-9_-]+$/.test(agentId)) throw new SwarmError("INTERNAL", `not an agent id: ${JSON.stringify(agentId)}`);
+      if (!/^[A-Za-z0-9_-]+$/.test(agentId))
+        throw new SwarmError("INTERNAL", `not an agent id: ${JSON.stringify(agentId)}`);
       rmSync(join(root, agentId), { recursive: true, force: true });
     },
   };

@@ -11,7 +11,9 @@ export async function copyTree(from: string, to: string, signal: AbortSignal): P
     await run("cp", ["-a", "--reflink=auto", "--", `${from}/.`, to], signal);
   } catch (err) {
     if (signal.aborted) throw signal.reason;
-    const missingOrForeign = (err as NodeJS.ErrnoException).code === "ENOENT" || /unrecognized option|invalid option/.test(String((err as { stderr?: unknown }).stderr));
+    const missingOrForeign =
+      (err as NodeJS.ErrnoException).code === "ENOENT" ||
+      /unrecognized option|invalid option/.test(String((err as { stderr?: unknown }).stderr));
     if (!missingOrForeign) throw err;
     await cp(from, to, { recursive: true, preserveTimestamps: true, verbatimSymlinks: true, force: true });
   }

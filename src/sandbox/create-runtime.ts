@@ -10,15 +10,24 @@ import type { SandboxRuntime } from "./runtime.ts";
  * fails closed: without working bubblewrap it throws `RUNTIME_UNAVAILABLE` saying how to go on,
  * unless the operator set SWARM_ISOLATION=none.
  */
-export async function createRuntime(config: Config, logger: { info(message: string): void; warn(message: string): void }): Promise<SandboxRuntime> {
+export async function createRuntime(
+  config: Config,
+  logger: { info(message: string): void; warn(message: string): void },
+): Promise<SandboxRuntime> {
   const log = (message: string) => logger.warn(message);
   if (config.runtime === "simulated") return createMemoryRuntime();
   if (config.runtime === "process") {
     try {
-      return createProcessRuntime({ dataDir: config.dataDir, isolation: config.isolation, bwrap: config.bwrap, logger: { warn: (message) => logger.warn(message), info: (message) => logger.info(message) } });
+      return createProcessRuntime({
+        dataDir: config.dataDir,
+        isolation: config.isolation,
+        bwrap: config.bwrap,
+        logger: { warn: (message) => logger.warn(message), info: (message) => logger.info(message) },
+      });
     } catch (err) {
       if (!isSwarmError(err, "RUNTIME_UNAVAILABLE") || config.isolation !== "bubblewrap") throw err;
-      const hint = "refusing to run sandboxes unisolated: install bubblewrap (make run does, as root) or set SWARM_ISOLATION=none to accept unisolated sandboxes";
+      const hint =
+        "refusing to run sandboxes unisolated: install bubblewrap (make run does, as root) or set SWARM_ISOLATION=none to accept unisolated sandboxes";
       throw new SwarmError("RUNTIME_UNAVAILABLE", `${err.message}; ${hint}`, { cause: err });
     }
   }

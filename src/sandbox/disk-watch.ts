@@ -43,19 +43,32 @@ export function startDiskWatch(options: DiskWatchOptions): DiskWatch {
     for (let from = 0; from < sandboxes.length && !closed; from += DIRS_PER_DU) {
       const batch = sandboxes.slice(from, from + DIRS_PER_DU);
       const dirs = batch.flatMap((sandbox) => sandbox.dirs);
-      const [used, files] = await Promise.all([usedBytes(dirs).catch(() => undefined), usedInodes(dirs).catch(() => undefined)]);
+      const [used, files] = await Promise.all([
+        usedBytes(dirs).catch(() => undefined),
+        usedInodes(dirs).catch(() => undefined),
+      ]);
       for (const sandbox of batch) {
         if (closed) return;
-        const sumOf = (sizes: Map<string, number> | undefined) => (sizes ? sandbox.dirs.reduce<number | undefined>((total, dir) => (sizes.has(dir) ? (total ?? 0) + sizes.get(dir)! : total), undefined) : undefined);
+        const sumOf = (sizes: Map<string, number> | undefined) =>
+          sizes
+            ? sandbox.dirs.reduce<number | undefined>(
+                (total, dir) => (sizes.has(dir) ? (total ?? 0) + sizes.get(dir)! : total),
+                undefined,
+              )
+            : undefined;
         const bytes = sumOf(used);
         const count = sumOf(files);
         const fileLimit = inodeLimit(sandbox.limitBytes);
         let reason: string;
-        if (bytes !== undefined && bytes > sandbox.limitBytes) reason = `its sandbox went over its disk limit: ${mib(bytes)} MiB used of ${mib(sandbox.limitBytes)} MiB`;
-        else if (count !== undefined && count > fileLimit) reason = `its sandbox went over its file limit: ${count} files and folders of ${fileLimit}`;
+        if (bytes !== undefined && bytes > sandbox.limitBytes)
+          reason = `its sandbox went over its disk limit: ${mib(bytes)} MiB used of ${mib(sandbox.limitBytes)} MiB`;
+        else if (count !== undefined && count > fileLimit)
+          reason = `its sandbox went over its file limit: ${count} files and folders of ${fileLimit}`;
         else continue;
         options.log(`sandbox ${sandbox.sandboxId}: ${reason}; stopping it`);
-        await options.stop(sandbox.sandboxId, reason).catch((err: unknown) => options.log(`could not stop sandbox ${sandbox.sandboxId}: ${String(err)}`));
+        await options
+          .stop(sandbox.sandboxId, reason)
+          .catch((err: unknown) => options.log(`could not stop sandbox ${sandbox.sandboxId}: ${String(err)}`));
       }
     }
   };

@@ -13,15 +13,20 @@ export interface PollOptions {
  * For kernel state that announces no event (a freezer settling, a pid disappearing, a socket
  * starting to accept). Aborting rejects with the signal's reason.
  */
-export async function pollUntil<T>(probe: () => Promise<T | undefined> | T | undefined, options: PollOptions): Promise<T> {
+export async function pollUntil<T>(
+  probe: () => Promise<T | undefined> | T | undefined,
+  options: PollOptions,
+): Promise<T> {
   const deadline = Date.now() + options.timeoutMs;
   for (;;) {
     options.signal?.throwIfAborted();
     const found = await probe();
     if (found !== undefined) return found;
     if (Date.now() > deadline) throw new Error(`timed out after ${options.timeoutMs} ms waiting for ${options.what}`);
-    await sleep(options.intervalMs ?? 25, undefined, options.signal ? { signal: options.signal } : undefined).catch((err: unknown) => {
-      throw options.signal?.aborted ? options.signal.reason : err;
-    });
+    await sleep(options.intervalMs ?? 25, undefined, options.signal ? { signal: options.signal } : undefined).catch(
+      (err: unknown) => {
+        throw options.signal?.aborted ? options.signal.reason : err;
+      },
+    );
   }
 }

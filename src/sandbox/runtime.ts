@@ -57,7 +57,13 @@ export interface ProvisionRequest {
 }
 
 /** The daemon's defaults (`SWARM_LIMIT_*`), also what a runtime applies when a request names none. */
-export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = { pids: 512, memoryMiB: 2048, cpus: 1, diskMiB: 4096, tmpMiB: 256 };
+export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = {
+  pids: 512,
+  memoryMiB: 2048,
+  cpus: 1,
+  diskMiB: 4096,
+  tmpMiB: 256,
+};
 
 /**
  * A sandbox runtime: the service's handle on agent sandboxes, acting from outside the agent.

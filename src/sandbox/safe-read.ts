@@ -1,5 +1,5 @@
 import { constants } from "node:fs";
-import { open, type FileHandle } from "node:fs/promises";
+import { type FileHandle, open } from "node:fs/promises";
 
 /**
  * Reading files a sandbox can reach (its control folder is mounted writable inside it). The agent

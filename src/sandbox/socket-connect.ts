@@ -1,5 +1,5 @@
 import { connect, type Socket } from "node:net";
-import { SwarmError, errorMessage } from "../errors.ts";
+import { errorMessage, SwarmError } from "../errors.ts";
 
 /** Longest Unix socket path Linux accepts (sun_path is 108 bytes with its NUL). */
 export const MAX_SOCKET_PATH_BYTES = 107;
@@ -21,7 +21,11 @@ export function connectSocket(socketPath: string, signal: AbortSignal): Promise<
     });
     socket.once("error", (err) => {
       signal.removeEventListener("abort", onAbort);
-      reject(new SwarmError("HARNESS_UNREACHABLE", `Harness socket ${socketPath} does not answer: ${errorMessage(err)}`, { cause: err }));
+      reject(
+        new SwarmError("HARNESS_UNREACHABLE", `Harness socket ${socketPath} does not answer: ${errorMessage(err)}`, {
+          cause: err,
+        }),
+      );
     });
   });
 }

@@ -1,4 +1,4 @@
-import { watch, type FSWatcher } from "node:fs";
+import { type FSWatcher, watch } from "node:fs";
 import { dirname } from "node:path";
 import { errorMessage, SwarmError } from "../errors.ts";
 import { socketAccepts } from "../harness/socket-probe.ts";
@@ -39,13 +39,16 @@ export async function waitForHarness(socketPath: string, options: WaitForHarness
         const exit = await options.exited();
         if (exit !== undefined) throw new Error(`the harness ${exit} before its socket accepted connections`);
       }
-      if (Date.now() > deadline) throw new Error(`timed out after ${options.timeoutMs} ms waiting for the harness socket to accept connections`);
+      if (Date.now() > deadline)
+        throw new Error(`timed out after ${options.timeoutMs} ms waiting for the harness socket to accept connections`);
       await changes.next(POLL_MS, options.signal);
     }
   } catch (err) {
     if (options.signal.aborted) throw options.signal.reason;
     const output = await tail(options.outputFile, OUTPUT_TAIL_BYTES);
-    throw new SwarmError("HARNESS_START_FAILED", `${errorMessage(err)}; harness output:\n${output || "(none)"}`, { cause: err });
+    throw new SwarmError("HARNESS_START_FAILED", `${errorMessage(err)}; harness output:\n${output || "(none)"}`, {
+      cause: err,
+    });
   } finally {
     changes.close();
   }

@@ -31,22 +31,43 @@ const NAME = /^[A-Za-z0-9._-]{1,64}$/;
  * host-side process; these are refused as well, in depth. `SWARMD_SANDBOX` tags a sandbox's processes and
  * `SWARMD_USER_NET` the daemon's network helpers: no spec may set either.
  */
-const LOADER_VARIABLE = /^(LD_.*|NODE_OPTIONS|NODE_PATH|BASH_ENV|ENV|PYTHONSTARTUP|PERL5OPT|SWARMD_SANDBOX|SWARMD_USER_NET)$/;
+const LOADER_VARIABLE =
+  /^(LD_.*|NODE_OPTIONS|NODE_PATH|BASH_ENV|ENV|PYTHONSTARTUP|PERL5OPT|SWARMD_SANDBOX|SWARMD_USER_NET)$/;
 
 const EnvSchema = z
-  .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name").max(128), z.string().max(64 * 1024).refine((value) => !value.includes("\0"), "must not contain a NUL character"))
+  .record(
+    z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name")
+      .max(128),
+    z
+      .string()
+      .max(64 * 1024)
+      .refine((value) => !value.includes("\0"), "must not contain a NUL character"),
+  )
   .superRefine((env, ctx) => {
     for (const name of Object.keys(env)) {
-      if (LOADER_VARIABLE.test(name)) ctx.addIssue({ code: "custom", path: [name], message: "changes how programs load or start, and is refused" });
+      if (LOADER_VARIABLE.test(name))
+        ctx.addIssue({ code: "custom", path: [name], message: "changes how programs load or start, and is refused" });
     }
   });
 
 /** Per-spec resource limits: each may only tighten the daemon's defaults and the parent's own. */
 export const LimitsSchema = z.strictObject({
   pids: z.number().int().min(8).max(1_000_000).optional(),
-  memoryMiB: z.number().int().min(32).max(16 * 1024 * 1024).optional(),
+  memoryMiB: z
+    .number()
+    .int()
+    .min(32)
+    .max(16 * 1024 * 1024)
+    .optional(),
   cpus: z.number().min(0.01).max(1024).optional(),
-  diskMiB: z.number().int().min(1).max(1024 * 1024 * 1024).optional(),
+  diskMiB: z
+    .number()
+    .int()
+    .min(1)
+    .max(1024 * 1024 * 1024)
+    .optional(),
 });
 export type SpecLimits = z.infer<typeof LimitsSchema>;
 
@@ -93,7 +114,9 @@ export const SpendCapsSchema = z
     maxTokens: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).nullable().optional(),
     maxCostUsd: z.number().min(0).max(1e9).nullable().optional(),
   })
-  .refine((caps) => caps.maxTokens !== undefined || caps.maxCostUsd !== undefined, { message: "must name maxTokens, maxCostUsd or both" });
+  .refine((caps) => caps.maxTokens !== undefined || caps.maxCostUsd !== undefined, {
+    message: "must name maxTokens, maxCostUsd or both",
+  });
 
 export const DEFAULT_SPAWN_DEPTH = 2;
 export const DEFAULT_MAX_AGENTS = 16;

@@ -1,4 +1,4 @@
-import { createContext, runInContext, Script, type Context } from "node:vm";
+import { type Context, createContext, runInContext, Script } from "node:vm";
 import { z } from "zod";
 
 /** Tools whose approvals the daemon enforces itself (the host calls it answers); the harness gates the rest. */
@@ -30,14 +30,20 @@ export function approveRuleSchema<T extends readonly [string, ...string[]]>(tool
   const star = z.literal("*", { error: 'must be "*" or an object {tool, match?}' });
   const toolRule = z.strictObject({
     tool: z.enum(toolNames, { error: `must be one of ${toolNames.join(", ")}` }),
-    match: z.string().min(1).max(MAX_MATCH_LENGTH).refine(isRegExp, "must be a valid JavaScript regular expression").optional(),
+    match: z
+      .string()
+      .min(1)
+      .max(MAX_MATCH_LENGTH)
+      .refine(isRegExp, "must be a valid JavaScript regular expression")
+      .optional(),
   });
   // A string is checked as `"*"` and anything else as a tool rule, so the error names what is wrong
   // with the rule given (a union would report only that no member matched).
   return z.unknown().transform((value, ctx): ApproveRule => {
     const parsed = typeof value === "string" ? star.safeParse(value) : toolRule.safeParse(value);
     if (parsed.success) return parsed.data;
-    for (const issue of parsed.error.issues) ctx.addIssue({ ...issue, path: [...issue.path] } as Parameters<typeof ctx.addIssue>[0]);
+    for (const issue of parsed.error.issues)
+      ctx.addIssue({ ...issue, path: [...issue.path] } as Parameters<typeof ctx.addIssue>[0]);
     return z.NEVER;
   });
 }
@@ -90,7 +96,11 @@ function compiled(rules: readonly ApproveRule[]): CompiledPolicy {
     const sources = rules.map((rule) => (rule === "*" || rule.match === undefined ? null : rule.match));
     const context = createContext({ sources });
     // Compiled inside the context: the RegExp objects, and any time they take, are the context's.
-    runInContext("globalThis.patterns = sources.map((source) => (source === null ? null : new RegExp(source)))", context, { timeout: MATCH_TIMEOUT_MS });
+    runInContext(
+      "globalThis.patterns = sources.map((source) => (source === null ? null : new RegExp(source)))",
+      context,
+      { timeout: MATCH_TIMEOUT_MS },
+    );
     policy = { context };
     POLICIES.set(rules, policy);
   }
@@ -112,13 +122,18 @@ function matchesAny(policy: CompiledPolicy, indexes: number[], text: string): bo
  * A child's policy: its parent's rules and its own, each once. `"*"` alone covers everything.
  * Returns the problem when the whole would exceed `MAX_APPROVE_RULES`.
  */
-export function combinePolicies(parent: readonly ApproveRule[], own: readonly ApproveRule[]): { rules: ApproveRule[] } | { problem: string } {
+export function combinePolicies(
+  parent: readonly ApproveRule[],
+  own: readonly ApproveRule[],
+): { rules: ApproveRule[] } | { problem: string } {
   const seen = new Map<string, ApproveRule>();
   for (const rule of [...parent, ...own]) seen.set(JSON.stringify(rule), rule);
   const rules = [...seen.values()];
   if (rules.includes("*")) return { rules: ["*"] };
   if (rules.length > MAX_APPROVE_RULES) {
-    return { problem: `with its parent's ${parent.length} rules the policy would have ${rules.length}, more than ${MAX_APPROVE_RULES}` };
+    return {
+      problem: `with its parent's ${parent.length} rules the policy would have ${rules.length}, more than ${MAX_APPROVE_RULES}`,
+    };
   }
   return { rules };
 }

@@ -1,6 +1,6 @@
 import { SwarmError } from "../errors.ts";
 import type { SandboxLimits } from "../sandbox/runtime.ts";
-import { TOOL_NAMES, type AgentSpec, type SpecLimits } from "./agent-spec.ts";
+import { type AgentSpec, type SpecLimits, TOOL_NAMES } from "./agent-spec.ts";
 
 type ToolName = (typeof TOOL_NAMES)[number];
 
@@ -18,7 +18,8 @@ export interface Grants {
 }
 
 /** The spec's own limits named in `SandboxLimits` terms (`tmpMiB` is the daemon's, never a spec's). */
-const SPEC_LIMITS = ["pids", "memoryMiB", "cpus", "diskMiB"] as const satisfies readonly (keyof SpecLimits & keyof SandboxLimits)[];
+const SPEC_LIMITS = ["pids", "memoryMiB", "cpus", "diskMiB"] as const satisfies readonly (keyof SpecLimits &
+  keyof SandboxLimits)[];
 
 const refuse = (field: string, problem: string) => new SwarmError("INVALID_BODY", `${field}: ${problem}`);
 
@@ -41,14 +42,26 @@ export function rootGrants(spec: AgentSpec, ceiling: SandboxLimits, root: string
  * is the parent's. Throws `INVALID_BODY` naming the first field that asks for more.
  */
 export function childGrants(parent: Grants, spec: AgentSpec, root: string): Grants {
-  if (spec.network === true && !parent.network) throw refuse(`${root}.network`, "the parent agent has no network, so its children cannot have one");
+  if (spec.network === true && !parent.network)
+    throw refuse(`${root}.network`, "the parent agent has no network, so its children cannot have one");
   if (spec.image !== undefined && spec.image !== parent.image) {
-    throw refuse(`${root}.image`, `a child runs in its parent's image (${parent.image ?? "the default image"}), not another`);
+    throw refuse(
+      `${root}.image`,
+      `a child runs in its parent's image (${parent.image ?? "the default image"}), not another`,
+    );
   }
   const extraTool = spec.tools?.find((tool) => !parent.tools.includes(tool));
-  if (extraTool !== undefined) throw refuse(`${root}.tools`, `${extraTool} is not among the parent agent's tools (${parent.tools.join(", ") || "none"})`);
+  if (extraTool !== undefined)
+    throw refuse(
+      `${root}.tools`,
+      `${extraTool} is not among the parent agent's tools (${parent.tools.join(", ") || "none"})`,
+    );
   for (const [name, value] of Object.entries(spec.env ?? {})) {
-    if (parent.env[name] !== value) throw refuse(`${root}.env.${name}`, "a child's env may only repeat variables of its parent's env, with the same value");
+    if (parent.env[name] !== value)
+      throw refuse(
+        `${root}.env.${name}`,
+        "a child's env may only repeat variables of its parent's env, with the same value",
+      );
   }
   return {
     network: spec.network ?? parent.network,
@@ -60,7 +73,12 @@ export function childGrants(parent: Grants, spec: AgentSpec, root: string): Gran
 }
 
 /** `ceiling` with each limit the spec names, refusing any above the ceiling. */
-function tightenLimits(ceiling: SandboxLimits, asked: SpecLimits | undefined, field: string, whose: string): SandboxLimits {
+function tightenLimits(
+  ceiling: SandboxLimits,
+  asked: SpecLimits | undefined,
+  field: string,
+  whose: string,
+): SandboxLimits {
   const limits = { ...ceiling };
   for (const name of SPEC_LIMITS) {
     const value = asked?.[name];
@@ -77,5 +95,11 @@ function tightenLimits(ceiling: SandboxLimits, asked: SpecLimits | undefined, fi
 export function grantedSpec(spec: AgentSpec, grants: Grants): AgentSpec {
   const { env: _env, ...rest } = spec;
   const limits = Object.fromEntries(SPEC_LIMITS.map((name) => [name, grants.limits[name]]));
-  return { ...rest, tools: grants.tools, network: grants.network, limits, ...(grants.image ? { image: grants.image } : {}) };
+  return {
+    ...rest,
+    tools: grants.tools,
+    network: grants.network,
+    limits,
+    ...(grants.image ? { image: grants.image } : {}),
+  };
 }

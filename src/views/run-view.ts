@@ -1,5 +1,14 @@
 import { decodeRunEvent, type RunEvent } from "../ledger/run-events.ts";
-import { AGENT_STATES, type AgentState, type AgentView, type Outcome, type PermissionView, type RunSnapshot, type RunSummary, type Usage } from "../swarm-api.ts";
+import {
+  AGENT_STATES,
+  type AgentState,
+  type AgentView,
+  type Outcome,
+  type PermissionView,
+  type RunSnapshot,
+  type RunSummary,
+  type Usage,
+} from "../swarm-api.ts";
 
 export interface AgentRecord extends AgentView {
   waitFor: string[];
@@ -29,10 +38,18 @@ export function createRunView(runId: string): RunView {
   return { runId, rootAgentId: "", asOf: 0, agents: new Map(), usage: emptyUsage(), permissions: new Map() };
 }
 
-export const emptyUsage = (): Usage => ({ inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0, calls: 0 });
+export const emptyUsage = (): Usage => ({
+  inputTokens: 0,
+  outputTokens: 0,
+  cacheReadTokens: 0,
+  cacheWriteTokens: 0,
+  costUsd: 0,
+  calls: 0,
+});
 
 /** Tokens of every kind: what `maxTokens` counts. */
-export const totalTokens = (u: Usage): number => u.inputTokens + u.outputTokens + u.cacheReadTokens + u.cacheWriteTokens;
+export const totalTokens = (u: Usage): number =>
+  u.inputTokens + u.outputTokens + u.cacheReadTokens + u.cacheWriteTokens;
 
 function addUsage(to: Usage, call: Omit<Usage, "calls">): void {
   to.inputTokens += call.inputTokens;
@@ -116,7 +133,9 @@ function applyEvent(view: RunView, event: RunEvent): void {
     case "agent_state_changed":
       if (!agent) return;
       agent.state = event.data.to;
-      if (agent.state === "paused") agent.pausedBy = event.data.reason === "cascade" || event.data.reason === "budget" ? event.data.reason : "operator";
+      if (agent.state === "paused")
+        agent.pausedBy =
+          event.data.reason === "cascade" || event.data.reason === "budget" ? event.data.reason : "operator";
       else delete agent.pausedBy;
       return;
     case "handle_settled":
@@ -127,7 +146,12 @@ function applyEvent(view: RunView, event: RunEvent): void {
       addUsage(agent.usage, event.data);
       addUsage(view.usage, event.data);
       // Every ancestor's subtree counts it: what the lineage's spend caps are checked against.
-      for (let at: AgentRecord | undefined = agent; at; at = at.parentAgentId ? view.agents.get(at.parentAgentId) : undefined) addUsage(at.subtreeUsage, event.data);
+      for (
+        let at: AgentRecord | undefined = agent;
+        at;
+        at = at.parentAgentId ? view.agents.get(at.parentAgentId) : undefined
+      )
+        addUsage(at.subtreeUsage, event.data);
       return;
     }
     case "agent_hibernated":
@@ -142,12 +166,28 @@ function applyEvent(view: RunView, event: RunEvent): void {
       if (!agent || agent.outcome !== null) return;
       agent.draining = true;
       // As the machine keeps it: a later drain widens to the subtree, the earlier deadline stands.
-      agent.drain = { subtree: event.data.subtree || (agent.drain?.subtree ?? false), deadline: Math.min(event.data.deadline, agent.drain?.deadline ?? Infinity) };
+      agent.drain = {
+        subtree: event.data.subtree || (agent.drain?.subtree ?? false),
+        deadline: Math.min(event.data.deadline, agent.drain?.deadline ?? Infinity),
+      };
       return;
     case "permission_request": {
       if (!agent || view.permissions.has(event.data.requestId)) return;
       const { requestId, tool, args, expiresAt } = event.data;
-      view.permissions.set(requestId, { requestId, runId: view.runId, agentId: agent.agentId, tool, args, at: event.at, expiresAt, state: "pending", decision: null, message: null, by: null, resolvedAt: null });
+      view.permissions.set(requestId, {
+        requestId,
+        runId: view.runId,
+        agentId: agent.agentId,
+        tool,
+        args,
+        at: event.at,
+        expiresAt,
+        state: "pending",
+        decision: null,
+        message: null,
+        by: null,
+        resolvedAt: null,
+      });
       agent.pendingPermissions.push(requestId);
       return;
     }
@@ -157,7 +197,13 @@ function applyEvent(view: RunView, event: RunEvent): void {
       if (agent) agent.pendingPermissions = agent.pendingPermissions.filter((id) => id !== event.data.requestId);
       const request = view.permissions.get(event.data.requestId);
       if (!request || request.state === "resolved" || request.agentId !== event.agentId) return;
-      Object.assign(request, { state: "resolved", decision: event.data.decision, message: event.data.message, by: event.data.by, resolvedAt: event.at });
+      Object.assign(request, {
+        state: "resolved",
+        decision: event.data.decision,
+        message: event.data.message,
+        by: event.data.by,
+        resolvedAt: event.at,
+      });
       return;
     }
     case "agent_ended":
@@ -198,7 +244,10 @@ export function agentView(record: AgentRecord): AgentView {
 }
 
 /** How many of the view's agents are in each state, added to `counts` (every state named, 0 included). */
-export function countStates(view: RunView, counts = Object.fromEntries(AGENT_STATES.map((state) => [state, 0])) as Record<AgentState, number>): Record<AgentState, number> {
+export function countStates(
+  view: RunView,
+  counts = Object.fromEntries(AGENT_STATES.map((state) => [state, 0])) as Record<AgentState, number>,
+): Record<AgentState, number> {
   for (const agent of view.agents.values()) counts[agent.state]++;
   return counts;
 }
@@ -208,7 +257,16 @@ export function runSummary(view: RunView): RunSummary {
   const states = countStates(view);
   const root = view.agents.get(view.rootAgentId);
   const live = states.spawning + states.provisioning + states.running + states.paused;
-  return { runId: view.runId, rootAgentId: view.rootAgentId, specName: root?.specName ?? "", createdAt: root?.createdAt ?? 0, states, agents: view.agents.size, live, usage: { ...view.usage } };
+  return {
+    runId: view.runId,
+    rootAgentId: view.rootAgentId,
+    specName: root?.specName ?? "",
+    createdAt: root?.createdAt ?? 0,
+    states,
+    agents: view.agents.size,
+    live,
+    usage: { ...view.usage },
+  };
 }
 
 /** The run's snapshot; `queuePositions` adds each waiting agent's place in the start queue. */

@@ -23,7 +23,9 @@ export interface Bridge {
  * `Client` over `StdioClientTransport`. `viaBin` starts it as `swarm mcp` instead of its module.
  */
 export async function startBridge(env: Record<string, string>, options: { viaBin?: boolean } = {}): Promise<Bridge> {
-  const args = options.viaBin ? [join(SWARMD_ROOT, "bin/swarm.js"), "mcp"] : ["--import", "tsx", join(SWARMD_ROOT, "src/bridge/main.ts")];
+  const args = options.viaBin
+    ? [join(SWARMD_ROOT, "bin/swarm.js"), "mcp"]
+    : ["--import", "tsx", join(SWARMD_ROOT, "src/bridge/main.ts")];
   const transport = new StdioClientTransport({
     command: process.execPath,
     args,
@@ -38,7 +40,10 @@ export async function startBridge(env: Record<string, string>, options: { viaBin
   return {
     client,
     async tool(name, args = {}, callOptions = {}) {
-      const answer: Json = await client.callTool({ name, arguments: args }, undefined, { timeout: 120_000, onprogress: callOptions.onprogress });
+      const answer: Json = await client.callTool({ name, arguments: args }, undefined, {
+        timeout: 120_000,
+        onprogress: callOptions.onprogress,
+      });
       const text = (answer.content as Json[]).map((c) => (c.type === "text" ? c.text : "")).join("");
       return { isError: answer.isError === true, text, data: answer.structuredContent };
     },

@@ -6,7 +6,7 @@ import Docker from "dockerode";
 import { createSwarmClient } from "../../src/client/swarm-client.ts";
 import { defaultSandboxImage } from "../../src/sandbox/docker/sandbox-image.ts";
 import { tempDir } from "../cli/helpers.ts";
-import { startDaemon, type Daemon } from "../support/daemon.ts";
+import { type Daemon, startDaemon } from "../support/daemon.ts";
 import { freePort } from "../support/daemon-process.ts";
 import { startBridge } from "./bridge-client.ts";
 
@@ -50,7 +50,10 @@ describe("tool bridge: unreachable service and swarm_start_service", () => {
       ] as const) {
         const answer = await bridge.tool(name, args);
         assert.equal(answer.isError, true, name);
-        assert.equal(answer.text, `Cannot reach swarmd at ${url} (SWARM_URL): ECONNREFUSED. Start it (\`swarmd\`, \`make run\`, or the swarm_start_service tool) or set SWARM_URL to where it listens.`);
+        assert.equal(
+          answer.text,
+          `Cannot reach swarmd at ${url} (SWARM_URL): ECONNREFUSED. Start it (\`swarmd\`, \`make run\`, or the swarm_start_service tool) or set SWARM_URL to where it listens.`,
+        );
         assert.deepEqual(answer.data, { error: answer.text, url, unreachable: true });
       }
       // Local tools still work without the service.
@@ -86,17 +89,39 @@ describe("tool bridge: unreachable service and swarm_start_service", () => {
     const url = `http://127.0.0.1:${await freePort()}`;
     // Its own short folder: sandbox socket paths under it must stay within 107 bytes.
     const dataDir = tempDir("sbp-");
-    const bridge = await startBridge({ SWARM_URL: url, SWARM_DATA_DIR: dataDir, SWARM_LOG_LEVEL: "warn", SWARM_SPECS_DIR: join(dir, "specs") });
+    const bridge = await startBridge({
+      SWARM_URL: url,
+      SWARM_DATA_DIR: dataDir,
+      SWARM_LOG_LEVEL: "warn",
+      SWARM_SPECS_DIR: join(dir, "specs"),
+    });
     let pid: number | undefined;
     try {
       const answer = await bridge.tool("swarm_start_service", { runtime: "process", waitSeconds: 90 });
       assert.equal(answer.isError, false, answer.text);
       pid = answer.data.pid;
-      assert.deepEqual({ ...answer.data, pid: undefined }, { url, alreadyRunning: false, mode: "process", runtime: "process", pid: undefined, dataDir, log: join(dataDir, "swarmd.log") });
+      assert.deepEqual(
+        { ...answer.data, pid: undefined },
+        {
+          url,
+          alreadyRunning: false,
+          mode: "process",
+          runtime: "process",
+          pid: undefined,
+          dataDir,
+          log: join(dataDir, "swarmd.log"),
+        },
+      );
       // It is a real swarmd: the bridge's own tools now reach it.
-      const run = await bridge.tool("swarm_create_run", { spec: { name: "e", script: [] }, prompt: "started by the bridge" });
+      const run = await bridge.tool("swarm_create_run", {
+        spec: { name: "e", script: [] },
+        prompt: "started by the bridge",
+      });
       assert.equal(run.isError, false, run.text);
-      assert.equal((await bridge.tool("swarm_get_result", { agentId: run.data.rootAgentId, waitSeconds: 60 })).data.result, "started by the bridge");
+      assert.equal(
+        (await bridge.tool("swarm_get_result", { agentId: run.data.rootAgentId, waitSeconds: 60 })).data.result,
+        "started by the bridge",
+      );
       assert.ok(existsSync(join(dataDir, "ledger")), "its ledger is in SWARM_DATA_DIR");
     } finally {
       await bridge.close();
@@ -116,14 +141,23 @@ describe("tool bridge: unreachable service and swarm_start_service", () => {
     try {
       const answer = await bridge.tool("swarm_start_service", { runtime: "docker", waitSeconds: 180 });
       assert.equal(answer.isError, false, answer.text);
-      assert.deepEqual([answer.data.url, answer.data.mode, answer.data.runtime, answer.data.containerName], [url, "container", "docker", `swarmd-daemon-${port}`]);
+      assert.deepEqual(
+        [answer.data.url, answer.data.mode, answer.data.runtime, answer.data.containerName],
+        [url, "container", "docker", `swarmd-daemon-${port}`],
+      );
       const run = await bridge.tool("swarm_create_run", { spec: { name: "e", script: [] }, prompt: "in a container" });
-      assert.equal((await bridge.tool("swarm_get_result", { agentId: run.data.rootAgentId, waitSeconds: 120 })).data.result, "in a container");
+      assert.equal(
+        (await bridge.tool("swarm_get_result", { agentId: run.data.rootAgentId, waitSeconds: 120 })).data.result,
+        "in a container",
+      );
       const sandbox = (await bridge.tool("swarm_get_agent", { agentId: run.data.rootAgentId })).data.sandboxId;
       assert.ok(sandbox, "the agent had a sandbox");
     } finally {
       await bridge.close();
-      await new Docker().getContainer(`swarmd-daemon-${port}`).remove({ force: true }).catch(() => undefined);
+      await new Docker()
+        .getContainer(`swarmd-daemon-${port}`)
+        .remove({ force: true })
+        .catch(() => undefined);
       rmSync(dataDir, { recursive: true, force: true });
     }
   });

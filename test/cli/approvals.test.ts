@@ -5,29 +5,52 @@ import { after, before, describe, it } from "node:test";
 import { permissionTable } from "../../src/cli/permission-table.ts";
 import { age } from "../../src/cli/table-format.ts";
 import type { PermissionView } from "../../src/swarm-api.ts";
-import { startDaemon, waitForState, type Daemon, type Json } from "../support/daemon.ts";
-import { freePort } from "../support/daemon-process.ts";
 import { PERMISSION } from "../http/fakes.ts";
+import { type Daemon, type Json, startDaemon, waitForState } from "../support/daemon.ts";
+import { freePort } from "../support/daemon-process.ts";
 import { openEvents } from "../support/sse-client.ts";
 import { SPENT, swarm, swarmInProcess, tempDir } from "./helpers.ts";
 
 // `swarm approvals`, `allow`, `deny` and `stop --mode drain`; the tree's side of them is in cli.test.ts.
 
 describe("swarm approvals table", () => {
-  const request = (requestId: string, agentId: string, args: Record<string, unknown>, at: number): PermissionView => ({ ...PERMISSION, requestId, runId: "r_1", agentId, args, at });
+  const request = (requestId: string, agentId: string, args: Record<string, unknown>, at: number): PermissionView => ({
+    ...PERMISSION,
+    requestId,
+    runId: "r_1",
+    agentId,
+    args,
+    at,
+  });
 
   it("one line per request: id, agent, tool, age and the arguments as one clipped line of JSON", () => {
     const long = { command: `cat <<EOF\n${"x".repeat(80)}\nEOF` };
-    assert.deepEqual(permissionTable([request("p_1", "a_1", { command: "echo hi" }, 100_000), request("p_22", "a_2", long, 40_000)], 130_000), [
-      "REQUEST  AGENT  TOOL  AGE  ARGS",
-      'p_1      a_1    bash  30s  {"command":"echo hi"}',
-      `p_22     a_2    bash  1m   {"command":"cat <<EOF\\n${"x".repeat(24)}…`,
-    ]);
-    assert.deepEqual([age(-5), age(59_999), age(60_000), age(3_599_999), age(3_600_000), age(47 * 3_600_000), age(48 * 3_600_000)], ["0s", "59s", "1m", "59m", "1h", "47h", "2d"]);
+    assert.deepEqual(
+      permissionTable(
+        [request("p_1", "a_1", { command: "echo hi" }, 100_000), request("p_22", "a_2", long, 40_000)],
+        130_000,
+      ),
+      [
+        "REQUEST  AGENT  TOOL  AGE  ARGS",
+        'p_1      a_1    bash  30s  {"command":"echo hi"}',
+        `p_22     a_2    bash  1m   {"command":"cat <<EOF\\n${"x".repeat(24)}…`,
+      ],
+    );
+    assert.deepEqual(
+      [age(-5), age(59_999), age(60_000), age(3_599_999), age(3_600_000), age(47 * 3_600_000), age(48 * 3_600_000)],
+      ["0s", "59s", "1m", "59m", "1h", "47h", "2d"],
+    );
   });
 
   it("adds decision, who decided and the message (on one line) once any listed request is resolved", () => {
-    const denied: PermissionView = { ...request("p_1", "a_1", { command: "rm x" }, 100_000), state: "resolved", decision: "deny", by: "operator", message: "not on\nmain", resolvedAt: 120_000 };
+    const denied: PermissionView = {
+      ...request("p_1", "a_1", { command: "rm x" }, 100_000),
+      state: "resolved",
+      decision: "deny",
+      by: "operator",
+      message: "not on\nmain",
+      resolvedAt: 120_000,
+    };
     assert.deepEqual(permissionTable([denied, request("p_2", "a_1", { command: "ls" }, 125_000)], 130_000), [
       "REQUEST  AGENT  TOOL  AGE  DECISION  BY        ARGS                MESSAGE",
       'p_1      a_1    bash  30s  deny      operator  {"command":"rm x"}  not on main',
@@ -40,20 +63,35 @@ describe("swarm approvals, allow, deny and stop --mode drain: command-line error
   it("exits 2 with the command's usage before calling the service; a valid line gets as far as the service", async () => {
     const env = { SWARM_URL: `http://127.0.0.1:${await freePort()}` };
     for (const [args, problem] of [
-      [["approvals"], /^swarm: missing <runId>\nusage: swarm approvals <runId> \[--state pending\|resolved\|all\] \[--json\]\n$/],
+      [
+        ["approvals"],
+        /^swarm: missing <runId>\nusage: swarm approvals <runId> \[--state pending\|resolved\|all\] \[--json\]\n$/,
+      ],
       [["approvals", "r_1", "r_2"], /unexpected argument "r_2"/],
-      [["approvals", "r_1", "--state", "open"], /^swarm: --state must be "pending", "resolved" or "all", not "open"\nusage: swarm approvals/],
+      [
+        ["approvals", "r_1", "--state", "open"],
+        /^swarm: --state must be "pending", "resolved" or "all", not "open"\nusage: swarm approvals/,
+      ],
       [["allow", "a_1"], /^swarm: missing <requestId>\nusage: swarm allow <agentId> <requestId> \[--json\]\n$/],
       [["allow", "a_1", "p_1", "--message", "ok"], /--message is only for deny/],
       [["deny"], /^swarm: missing <agentId>\nusage: swarm deny <agentId> <requestId> \[--message TEXT\] \[--json\]\n$/],
       [["deny", "a_1", "p_1", "--message", ""], /--message must be 1\.\.10000 characters/],
       [["deny", "a_1", "p_1", "--message", "x".repeat(10_001)], /--message must be 1\.\.10000 characters/],
       [["deny", "a_1", "p_1", "--reason", "x"], /--reason/],
-      [["stop", "a_1", "--drain-timeout", "5000"], /^swarm: --drain-timeout is only for stop --mode drain\nusage: swarm stop <agentId> \[--subtree\] \[--mode abort\|drain\] \[--drain-timeout MS\]/],
+      [
+        ["stop", "a_1", "--drain-timeout", "5000"],
+        /^swarm: --drain-timeout is only for stop --mode drain\nusage: swarm stop <agentId> \[--subtree\] \[--mode abort\|drain\] \[--drain-timeout MS\]/,
+      ],
       [["stop", "a_1", "--mode", "abort", "--drain-timeout", "5000"], /--drain-timeout is only for stop --mode drain/],
       [["pause", "a_1", "--drain-timeout", "5000"], /--drain-timeout is only for stop --mode drain/],
-      [["stop", "a_1", "--mode", "drain", "--drain-timeout", "999"], /--drain-timeout must be an integer 1000\.\.86400000, not "999"/],
-      [["stop", "a_1", "--mode", "drain", "--drain-timeout", "86400001"], /--drain-timeout must be an integer 1000\.\.86400000/],
+      [
+        ["stop", "a_1", "--mode", "drain", "--drain-timeout", "999"],
+        /--drain-timeout must be an integer 1000\.\.86400000, not "999"/,
+      ],
+      [
+        ["stop", "a_1", "--mode", "drain", "--drain-timeout", "86400001"],
+        /--drain-timeout must be an integer 1000\.\.86400000/,
+      ],
       [["stop", "a_1", "--mode", "drain", "--drain-timeout", "1m"], /--drain-timeout must be an integer/],
     ] as const) {
       const bad = await swarmInProcess([...args], env);
@@ -61,11 +99,19 @@ describe("swarm approvals, allow, deny and stop --mode drain: command-line error
       assert.match(bad.stderr, problem, args.join(" "));
       assert.equal(bad.stdout, "");
     }
-    for (const args of [["approvals", "r_1", "--state", "all"], ["allow", "a_1", "p_1"], ["deny", "a_1", "p_1", "-m", "no"], ["stop", "a_1", "--mode", "drain", "--drain-timeout", "1000"]]) {
+    for (const args of [
+      ["approvals", "r_1", "--state", "all"],
+      ["allow", "a_1", "p_1"],
+      ["deny", "a_1", "p_1", "-m", "no"],
+      ["stop", "a_1", "--mode", "drain", "--drain-timeout", "1000"],
+    ]) {
       assert.equal((await swarmInProcess(args, env)).code, 3, `${args.join(" ")} is a valid command line`);
     }
     const help = await swarmInProcess(["--help"], env);
-    assert.match(help.stdout, /swarm approvals <runId>[\s\S]*swarm allow <agentId> <requestId>[\s\S]*swarm deny <agentId> <requestId> \[--message TEXT\]/);
+    assert.match(
+      help.stdout,
+      /swarm approvals <runId>[\s\S]*swarm allow <agentId> <requestId>[\s\S]*swarm deny <agentId> <requestId> \[--message TEXT\]/,
+    );
   });
 });
 
@@ -94,15 +140,25 @@ describe("swarm approvals, allow, deny and stop --mode drain against a live daem
   async function firstEvent(runId: string, type: string, agentId?: string): Promise<Json> {
     const sse = await openEvents(d.url, runId);
     try {
-      return await sse.waitFor((m) => m.event === type && (agentId === undefined || m.data.agentId === agentId), 60_000);
+      return await sse.waitFor(
+        (m) => m.event === type && (agentId === undefined || m.data.agentId === agentId),
+        60_000,
+      );
     } finally {
       sse.close();
     }
   }
   /** A keepAlive run whose root's first call, `echo hi`, its `approve` policy holds; its answer is that call's output. */
   async function heldRun(name: string) {
-    const spec = { name, approve: [{ tool: "bash" }], script: [{ tool: "bash", args: { command: "echo hi" } }, { text: "done: {{lastToolResult}}" }] };
-    const run = await swarmInProcess(["run", file(`${name}.json`, spec), "--prompt", "go", "--keep-alive", "--json"], env);
+    const spec = {
+      name,
+      approve: [{ tool: "bash" }],
+      script: [{ tool: "bash", args: { command: "echo hi" } }, { text: "done: {{lastToolResult}}" }],
+    };
+    const run = await swarmInProcess(
+      ["run", file(`${name}.json`, spec), "--prompt", "go", "--keep-alive", "--json"],
+      env,
+    );
     assert.equal(run.code, 0, run.stderr);
     const { runId, rootAgentId: root } = json(run.stdout);
     const asked = await firstEvent(runId, "permission_request");
@@ -117,11 +173,25 @@ describe("swarm approvals, allow, deny and stop --mode drain against a live daem
     assert.equal(listed.code, 0, listed.stderr);
     const { permissions } = json(listed.stdout);
     assert.deepEqual(
-      permissions.map((p: Json) => [p.requestId, p.runId, p.agentId, p.tool, p.args.command, p.state, p.expiresAt, p.decision, p.by, p.resolvedAt]),
+      permissions.map((p: Json) => [
+        p.requestId,
+        p.runId,
+        p.agentId,
+        p.tool,
+        p.args.command,
+        p.state,
+        p.expiresAt,
+        p.decision,
+        p.by,
+        p.resolvedAt,
+      ]),
       [[requestId, runId, root, "bash", "echo hi", "pending", null, null, null, null]],
     );
     const table = await swarmInProcess(["approvals", runId], env);
-    assert.match(table.stdout, new RegExp(`^REQUEST +AGENT +TOOL +AGE +ARGS\n${requestId} +${root} +bash +\\d+s +\\{"command":"echo hi".*\n$`));
+    assert.match(
+      table.stdout,
+      new RegExp(`^REQUEST +AGENT +TOOL +AGE +ARGS\n${requestId} +${root} +bash +\\d+s +\\{"command":"echo hi".*\n$`),
+    );
     const tree = await swarmInProcess(["tree", runId, "--once"], env);
     assert.match(tree.stdout, new RegExp(`\n● careful ${root} running · 1 approval pending · ${SPENT}\n$`));
     assert.equal((await swarmInProcess(["result", root], env)).code, 4, "the turn waits for the operator");
@@ -134,8 +204,13 @@ describe("swarm approvals, allow, deny and stop --mode drain against a live daem
 
     const none = await swarmInProcess(["approvals", runId], env);
     assert.deepEqual([none.code, none.stdout, none.stderr], [0, "", `no pending approval requests in run ${runId}\n`]);
-    const resolved = json((await swarmInProcess(["approvals", runId, "--state", "resolved", "--json"], env)).stdout).permissions;
-    assert.deepEqual(resolved.map((p: Json) => [p.requestId, p.state, p.decision, p.by, p.message]), [[requestId, "resolved", "allow", "operator", null]]);
+    const resolved = json(
+      (await swarmInProcess(["approvals", runId, "--state", "resolved", "--json"], env)).stdout,
+    ).permissions;
+    assert.deepEqual(
+      resolved.map((p: Json) => [p.requestId, p.state, p.decision, p.by, p.message]),
+      [[requestId, "resolved", "allow", "operator", null]],
+    );
     assert.ok(resolved[0].resolvedAt >= resolved[0].at);
     const again = await swarm(["allow", root, requestId], env);
     assert.equal(again.code, 1);
@@ -158,14 +233,26 @@ describe("swarm approvals, allow, deny and stop --mode drain against a live daem
     assert.match(result.stdout, /^done: .*\bno\b/s, result.stderr);
     assert.doesNotMatch(result.stdout, /\bhi\b/, "the command did not run");
     const events = (await swarm(["events", runId, "--json"], env)).stdout.trimEnd().split("\n").map(json);
-    assert.equal(events.find((e: Json) => e.type === "tool_end" && e.agentId === root)?.data.isError, true, "the tool call failed");
+    assert.equal(
+      events.find((e: Json) => e.type === "tool_end" && e.agentId === root)?.data.isError,
+      true,
+      "the tool call failed",
+    );
     const all = await swarmInProcess(["approvals", runId, "--state", "all"], env);
-    assert.match(all.stdout, new RegExp(`^REQUEST +AGENT +TOOL +AGE +DECISION +BY +ARGS +MESSAGE\n${requestId} +${root} +bash +\\d+s +deny +operator +\\{"command":"echo hi".* +no\n$`));
+    assert.match(
+      all.stdout,
+      new RegExp(
+        `^REQUEST +AGENT +TOOL +AGE +DECISION +BY +ARGS +MESSAGE\n${requestId} +${root} +bash +\\d+s +deny +operator +\\{"command":"echo hi".* +no\n$`,
+      ),
+    );
     await d.call("DELETE", `/runs/${runId}`);
   });
 
   it("stop --mode drain: an idle keepAlive root ends as done (reason drained); a busy one shows (draining), refuses steers and ends once its turn settles", async () => {
-    const idle = json((await swarmInProcess(["run", file("idle.json", { name: "idle", script: [] }), "--keep-alive", "--json"], env)).stdout);
+    const idle = json(
+      (await swarmInProcess(["run", file("idle.json", { name: "idle", script: [] }), "--keep-alive", "--json"], env))
+        .stdout,
+    );
     await waitForState(d, idle.rootAgentId, "running");
     const drained = await swarm(["stop", idle.rootAgentId, "--mode", "drain", "--json"], env);
     assert.equal(drained.code, 0, drained.stderr);
@@ -173,11 +260,31 @@ describe("swarm approvals, allow, deny and stop --mode drain against a live daem
     assert.equal((await firstEvent(idle.runId, "agent_ended", idle.rootAgentId)).data.reason, "drained");
     assert.equal((await d.call("GET", `/agents/${idle.rootAgentId}`)).body.state, "done");
 
-    const busy = json((await swarmInProcess(["run", file("busy.json", { name: "busy", script: [{ text: "slow answer", delayMs: 4_000 }] }), "--prompt", "go", "--keep-alive", "--json"], env)).stdout);
+    const busy = json(
+      (
+        await swarmInProcess(
+          [
+            "run",
+            file("busy.json", { name: "busy", script: [{ text: "slow answer", delayMs: 4_000 }] }),
+            "--prompt",
+            "go",
+            "--keep-alive",
+            "--json",
+          ],
+          env,
+        )
+      ).stdout,
+    );
     await firstEvent(busy.runId, "turn_start", busy.rootAgentId);
-    const marking = await swarmInProcess(["stop", busy.rootAgentId, "--mode", "drain", "--drain-timeout", "60000"], env);
+    const marking = await swarmInProcess(
+      ["stop", busy.rootAgentId, "--mode", "drain", "--drain-timeout", "60000"],
+      env,
+    );
     assert.equal(marking.stdout, `${busy.rootAgentId} applied\n`, marking.stderr);
-    assert.match((await swarmInProcess(["tree", busy.runId, "--once"], env)).stdout, new RegExp(`\n● busy ${busy.rootAgentId} running \\(draining\\)`));
+    assert.match(
+      (await swarmInProcess(["tree", busy.runId, "--once"], env)).stdout,
+      new RegExp(`\n● busy ${busy.rootAgentId} running \\(draining\\)`),
+    );
     const steer = await swarmInProcess(["steer", busy.rootAgentId, "hurry"], env);
     assert.equal(steer.code, 1);
     assert.match(steer.stderr, /^swarm: service error 409: .*draining/);
@@ -186,11 +293,28 @@ describe("swarm approvals, allow, deny and stop --mode drain against a live daem
     assert.deepEqual([ended.data.outcome, ended.data.reason], ["success", "drained"]);
     const deadline = (await firstEvent(busy.runId, "agent_draining", busy.rootAgentId)).data;
     assert.ok(Math.abs(deadline.deadline - deadline.at - 60_000) < 5_000, "--drain-timeout sets the deadline");
-    assert.match((await swarmInProcess(["tree", busy.runId], env)).stdout, new RegExp(`\n✓ busy ${busy.rootAgentId} done success · ${SPENT}\n$`));
+    assert.match(
+      (await swarmInProcess(["tree", busy.runId], env)).stdout,
+      new RegExp(`\n✓ busy ${busy.rootAgentId} done success · ${SPENT}\n$`),
+    );
   });
 
   it("stop --mode drain --drain-timeout: a turn still running at the deadline is aborted (reason drain-timeout)", async () => {
-    const slow = json((await swarmInProcess(["run", file("slow.json", { name: "slow", script: [{ text: "too late", delayMs: 30_000 }] }), "--prompt", "go", "--keep-alive", "--json"], env)).stdout);
+    const slow = json(
+      (
+        await swarmInProcess(
+          [
+            "run",
+            file("slow.json", { name: "slow", script: [{ text: "too late", delayMs: 30_000 }] }),
+            "--prompt",
+            "go",
+            "--keep-alive",
+            "--json",
+          ],
+          env,
+        )
+      ).stdout,
+    );
     await firstEvent(slow.runId, "turn_start", slow.rootAgentId);
     const started = Date.now();
     const marking = await swarmInProcess(["stop", slow.rootAgentId, "--mode", "drain", "--drain-timeout", "1000"], env);

@@ -2,19 +2,26 @@ import assert from "node:assert/strict";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { renderTree, treeJson } from "../../src/cli/tree-render.ts";
 import { compactTokens, compactUsd } from "../../src/cli/spend-format.ts";
+import { renderTree, treeJson } from "../../src/cli/tree-render.ts";
 import { parseFrame } from "../../src/client/event-stream.ts";
 import { trackRun } from "../../src/client/run-tracker.ts";
 import { persistedMessage } from "../../src/http/sse/sse-message.ts";
 import type { AgentView, Usage } from "../../src/swarm-api.ts";
 import { totalTokens } from "../../src/views/run-view.ts";
-import { startDaemon, waitForState, type Daemon, type Json } from "../support/daemon.ts";
+import { type Daemon, type Json, startDaemon, waitForState } from "../support/daemon.ts";
 import { freePort } from "../support/daemon-process.ts";
 import { FAMILY_SPEC, SPENT, swarm, swarmInProcess, tempDir } from "./helpers.ts";
 
 describe("swarm tree rendering", () => {
-  const zero = (): Usage => ({ inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0, calls: 0 });
+  const zero = (): Usage => ({
+    inputTokens: 0,
+    outputTokens: 0,
+    cacheReadTokens: 0,
+    cacheWriteTokens: 0,
+    costUsd: 0,
+    calls: 0,
+  });
   const agent = (agentId: string, parentAgentId: string | null, specName: string): AgentView => ({
     agentId,
     runId: "r_1",
@@ -36,12 +43,33 @@ describe("swarm tree rendering", () => {
     type: "model_usage",
     agentId,
     at: 1,
-    data: { callId: `c_${seq}`, provider: "swarmd-script", model: "scripted", inputTokens, outputTokens, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd, durationMs: 5, usageKnown: true },
+    data: {
+      callId: `c_${seq}`,
+      provider: "swarmd-script",
+      model: "scripted",
+      inputTokens,
+      outputTokens,
+      cacheReadTokens: 0,
+      cacheWriteTokens: 0,
+      costUsd,
+      durationMs: 5,
+      usageKnown: true,
+    },
   });
 
   it("folds model_usage events as they arrive into each agent's subtree spend and the run's total; pausedBy budget shows like the others", () => {
-    const tracker = trackRun({ runId: "r_1", rootAgentId: "a_1", asOf: 5, usage: zero(), agents: [agent("a_1", null, "lead"), agent("a_2", "a_1", "kid")] });
-    assert.deepEqual(renderTree(tracker), ["run r_1 · 2 agents · 2 live · seq 5", "● lead a_1 running", "└─ ● kid a_2 running"], "no calls: no spend shown");
+    const tracker = trackRun({
+      runId: "r_1",
+      rootAgentId: "a_1",
+      asOf: 5,
+      usage: zero(),
+      agents: [agent("a_1", null, "lead"), agent("a_2", "a_1", "kid")],
+    });
+    assert.deepEqual(
+      renderTree(tracker),
+      ["run r_1 · 2 agents · 2 live · seq 5", "● lead a_1 running", "└─ ● kid a_2 running"],
+      "no calls: no spend shown",
+    );
 
     assert.equal(tracker.apply(modelUsage(6, "a_2", 12_000, 300, 0.0135)), true);
     assert.deepEqual(renderTree(tracker), [
@@ -49,21 +77,50 @@ describe("swarm tree rendering", () => {
       "● lead a_1 running · 12.3k tok $0.0135",
       "└─ ● kid a_2 running · 12.3k tok $0.0135",
     ]);
-    assert.equal(tracker.apply(modelUsage(6, "a_2", 12_000, 300, 0.0135)), false, "a seq already folded is not counted twice");
+    assert.equal(
+      tracker.apply(modelUsage(6, "a_2", 12_000, 300, 0.0135)),
+      false,
+      "a seq already folded is not counted twice",
+    );
     tracker.apply(modelUsage(7, "a_1", 900, 100, 0.0015));
-    tracker.apply({ seq: 8, type: "agent_state_changed", agentId: "a_1", at: 2, data: { from: "running", to: "paused", reason: "budget" } });
-    tracker.apply({ seq: 9, type: "agent_state_changed", agentId: "a_2", at: 2, data: { from: "running", to: "paused", reason: "cascade" } });
+    tracker.apply({
+      seq: 8,
+      type: "agent_state_changed",
+      agentId: "a_1",
+      at: 2,
+      data: { from: "running", to: "paused", reason: "budget" },
+    });
+    tracker.apply({
+      seq: 9,
+      type: "agent_state_changed",
+      agentId: "a_2",
+      at: 2,
+      data: { from: "running", to: "paused", reason: "cascade" },
+    });
     assert.deepEqual(renderTree(tracker), [
       "run r_1 · 2 agents · 2 live · 13.3k tok $0.0150 · seq 9",
       "‖ lead a_1 paused (by budget) · 13.3k tok $0.0150",
       "└─ ‖ kid a_2 paused (by cascade) · 12.3k tok $0.0135",
     ]);
-    assert.deepEqual(tracker.view.agents.get("a_1")?.usage, { inputTokens: 900, outputTokens: 100, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.0015, calls: 1 }, "its own calls apart");
-    assert.deepEqual([compactTokens(950), compactTokens(4_500_000), compactUsd(12.345), compactUsd(0.00002)], ["950", "4.5M", "$12.35", "<$0.0001"]);
+    assert.deepEqual(
+      tracker.view.agents.get("a_1")?.usage,
+      { inputTokens: 900, outputTokens: 100, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.0015, calls: 1 },
+      "its own calls apart",
+    );
+    assert.deepEqual(
+      [compactTokens(950), compactTokens(4_500_000), compactUsd(12.345), compactUsd(0.00002)],
+      ["950", "4.5M", "$12.35", "<$0.0001"],
+    );
   });
 
   it("folds approval requests and drains: pending counts from the snapshot and the events after it, (draining) until the agent ends; JSON keys only when set", () => {
-    const tracker = trackRun({ runId: "r_1", rootAgentId: "a_1", asOf: 5, usage: zero(), agents: [{ ...agent("a_1", null, "lead"), pendingPermissions: ["p_1"] }, agent("a_2", "a_1", "kid")] });
+    const tracker = trackRun({
+      runId: "r_1",
+      rootAgentId: "a_1",
+      asOf: 5,
+      usage: zero(),
+      agents: [{ ...agent("a_1", null, "lead"), pendingPermissions: ["p_1"] }, agent("a_2", "a_1", "kid")],
+    });
     // As the client gets them: written by the daemon's SSE serializer, read back by the client's parser.
     const streamed = (seq: number, type: string, agentId: string, data: Record<string, unknown>) => {
       const message = persistedMessage({ runId: "r_1", seq, type, agentId, at: 2, data });
@@ -71,12 +128,36 @@ describe("swarm tree rendering", () => {
       assert.ok(event);
       return event;
     };
-    const asked = (seq: number, agentId: string, requestId: string) => streamed(seq, "permission_request", agentId, { requestId, tool: "bash", args: { command: "ls" }, at: 2, expiresAt: null });
-    const decided = (seq: number, agentId: string, requestId: string, by: string) => streamed(seq, "permission_resolved", agentId, { requestId, decision: "deny", message: null, by });
-    const draining = (seq: number, agentId: string) => streamed(seq, "agent_draining", agentId, { subtree: true, deadline: 600_004 });
-    assert.deepEqual(renderTree(tracker), ["run r_1 · 2 agents · 2 live · seq 5", "● lead a_1 running · 1 approval pending", "└─ ● kid a_2 running"]);
+    const asked = (seq: number, agentId: string, requestId: string) =>
+      streamed(seq, "permission_request", agentId, {
+        requestId,
+        tool: "bash",
+        args: { command: "ls" },
+        at: 2,
+        expiresAt: null,
+      });
+    const decided = (seq: number, agentId: string, requestId: string, by: string) =>
+      streamed(seq, "permission_resolved", agentId, { requestId, decision: "deny", message: null, by });
+    const draining = (seq: number, agentId: string) =>
+      streamed(seq, "agent_draining", agentId, { subtree: true, deadline: 600_004 });
+    assert.deepEqual(renderTree(tracker), [
+      "run r_1 · 2 agents · 2 live · seq 5",
+      "● lead a_1 running · 1 approval pending",
+      "└─ ● kid a_2 running",
+    ]);
     const jsonAgents = (): Json[] => treeJson(tracker).agents as Json[];
-    const oldKeys = ["agentId", "parentAgentId", "depth", "spawnIndex", "specName", "state", "outcome", "usage", "subtreeUsage", "children"];
+    const oldKeys = [
+      "agentId",
+      "parentAgentId",
+      "depth",
+      "spawnIndex",
+      "specName",
+      "state",
+      "outcome",
+      "usage",
+      "subtreeUsage",
+      "children",
+    ];
     assert.deepEqual(Object.keys(jsonAgents()[1]), oldKeys, "an agent with nothing pending reads as before");
 
     tracker.apply(asked(6, "a_2", "p_2"));
@@ -86,15 +167,30 @@ describe("swarm tree rendering", () => {
     tracker.apply(decided(9, "a_2", "p_2", "timeout"));
     tracker.apply(draining(10, "a_1"));
     tracker.apply(draining(11, "a_2"));
-    assert.deepEqual(renderTree(tracker), ["run r_1 · 2 agents · 2 live · seq 11", "● lead a_1 running (draining)", "└─ ● kid a_2 running (draining) · 1 approval pending"]);
+    assert.deepEqual(renderTree(tracker), [
+      "run r_1 · 2 agents · 2 live · seq 11",
+      "● lead a_1 running (draining)",
+      "└─ ● kid a_2 running (draining) · 1 approval pending",
+    ]);
     const [lead, kid] = jsonAgents();
-    assert.deepEqual([lead.draining, lead.pendingPermissions, kid.draining, kid.pendingPermissions], [true, undefined, true, ["p_3"]]);
+    assert.deepEqual(
+      [lead.draining, lead.pendingPermissions, kid.draining, kid.pendingPermissions],
+      [true, undefined, true, ["p_3"]],
+    );
 
     tracker.apply(decided(12, "a_2", "p_3", "stop"));
-    tracker.apply(streamed(13, "agent_ended", "a_2", { outcome: "success", endedAt: 5, error: null, reason: "drained" }));
+    tracker.apply(
+      streamed(13, "agent_ended", "a_2", { outcome: "success", endedAt: 5, error: null, reason: "drained" }),
+    );
     assert.deepEqual(renderTree(tracker).slice(1), ["● lead a_1 running (draining)", "└─ ✓ kid a_2 done success"]);
     assert.deepEqual(Object.keys(jsonAgents()[1]), oldKeys, "an ended agent is no longer draining");
-    const snapshotDraining = trackRun({ runId: "r_1", rootAgentId: "a_1", asOf: 5, usage: zero(), agents: [{ ...agent("a_1", null, "lead"), state: "paused", pausedBy: "operator", draining: true }] });
+    const snapshotDraining = trackRun({
+      runId: "r_1",
+      rootAgentId: "a_1",
+      asOf: 5,
+      usage: zero(),
+      agents: [{ ...agent("a_1", null, "lead"), state: "paused", pausedBy: "operator", draining: true }],
+    });
     assert.equal(renderTree(snapshotDraining)[1], "‖ lead a_1 paused (by operator) (draining)");
   });
 });
@@ -113,7 +209,13 @@ describe("swarm CLI against a live daemon", () => {
   async function liveFamily() {
     const created = (await d.call("POST", "/runs", { spec: { name: "boss", script: [] }, keepAlive: true })).body;
     await waitForState(d, created.rootAgentId, "running");
-    const child = (await d.call("POST", `/runs/${created.runId}/agents`, { parentAgentId: created.rootAgentId, spec: { name: "helper", script: [] }, keepAlive: true })).body;
+    const child = (
+      await d.call("POST", `/runs/${created.runId}/agents`, {
+        parentAgentId: created.rootAgentId,
+        spec: { name: "helper", script: [] },
+        keepAlive: true,
+      })
+    ).body;
     await waitForState(d, child.agentId, "running");
     return { runId: created.runId as string, root: created.rootAgentId as string, child: child.agentId as string };
   }
@@ -187,30 +289,55 @@ describe("swarm CLI against a live daemon", () => {
 
     const treeJson = json((await swarm(["tree", created.runId, "--json"], env)).stdout);
     assert.equal(treeJson.over, true);
-    assert.deepEqual(treeJson.agents.map((a: Json) => [a.specName, a.depth, a.state, a.outcome]), [
-      ["root", 0, "done", "success"],
-      ["kid-a", 1, "done", "success"],
-      ["kid-b", 1, "done", "success"],
-    ]);
+    assert.deepEqual(
+      treeJson.agents.map((a: Json) => [a.specName, a.depth, a.state, a.outcome]),
+      [
+        ["root", 0, "done", "success"],
+        ["kid-a", 1, "done", "success"],
+        ["kid-b", 1, "done", "success"],
+      ],
+    );
     assert.deepEqual(treeJson.agents[0].children, [treeJson.agents[1].agentId, treeJson.agents[2].agentId]);
     const snapshot = (await d.call("GET", `/runs/${created.runId}`)).body;
     assert.deepEqual(treeJson.usage, snapshot.usage);
     assert.deepEqual(treeJson.agents[0].subtreeUsage, snapshot.usage, "the root's subtree is the whole run");
-    assert.ok(treeJson.agents.every((a: Json) => a.usage.calls >= 1 && a.usage.costUsd > 0), "each agent made its own calls");
-    assert.equal(treeJson.agents.reduce((n: number, a: Json) => n + a.usage.calls, 0), snapshot.usage.calls);
+    assert.ok(
+      treeJson.agents.every((a: Json) => a.usage.calls >= 1 && a.usage.costUsd > 0),
+      "each agent made its own calls",
+    );
+    assert.equal(
+      treeJson.agents.reduce((n: number, a: Json) => n + a.usage.calls, 0),
+      snapshot.usage.calls,
+    );
 
     const kid = await swarmInProcess(["result", treeJson.agents[2].agentId, "--json"], env);
     assert.equal(kid.code, 0);
-    assert.deepEqual(json(kid.stdout), { agentId: treeJson.agents[2].agentId, state: "settled", outcome: "success", resultRef: `fs://${treeJson.agents[2].agentId}/result.md`, result: "hello from b" });
+    assert.deepEqual(json(kid.stdout), {
+      agentId: treeJson.agents[2].agentId,
+      state: "settled",
+      outcome: "success",
+      resultRef: `fs://${treeJson.agents[2].agentId}/result.md`,
+      result: "hello from b",
+    });
   });
 
   it("events: the persisted events in seq order, --after skips, --follow ends with the run", async () => {
-    const created = json((await swarmInProcess(["run", file("echo.json", { name: "echo", script: [] }), "--prompt", "hi", "--json"], env)).stdout);
+    const created = json(
+      (await swarmInProcess(["run", file("echo.json", { name: "echo", script: [] }), "--prompt", "hi", "--json"], env))
+        .stdout,
+    );
     const all = await swarm(["events", created.runId, "--follow", "--json"], env);
     assert.equal(all.code, 0, all.stderr);
     const events = all.stdout.trimEnd().split("\n").map(json);
-    assert.deepEqual(events.map((e: Json) => e.seq), events.map((_: Json, i: number) => i + 1), "gap-free seqs from 1");
-    assert.deepEqual(events.slice(0, 2).map((e: Json) => e.type), ["run_started", "agent_spawned"]);
+    assert.deepEqual(
+      events.map((e: Json) => e.seq),
+      events.map((_: Json, i: number) => i + 1),
+      "gap-free seqs from 1",
+    );
+    assert.deepEqual(
+      events.slice(0, 2).map((e: Json) => e.type),
+      ["run_started", "agent_spawned"],
+    );
     assert.equal(events.at(-1).type, "agent_ended");
     assert.equal(events.at(-1).data.outcome, "success");
     assert.ok(events.some((e: Json) => e.type === "handle_settled" && e.agentId === created.rootAgentId));
@@ -222,7 +349,10 @@ describe("swarm CLI against a live daemon", () => {
     assert.deepEqual(tail, events.slice(3));
 
     const text = await swarmInProcess(["events", created.runId, "--after", String(events.length - 1)], env);
-    assert.match(text.stdout, new RegExp(`^\\s+${events.length}  agent_ended\\s+${created.rootAgentId} \\{"outcome":"success"`));
+    assert.match(
+      text.stdout,
+      new RegExp(`^\\s+${events.length}  agent_ended\\s+${created.rootAgentId} \\{"outcome":"success"`),
+    );
     const none = await swarmInProcess(["events", created.runId, "--after", String(events.length)], env);
     assert.equal(none.code, 0);
     assert.equal(none.stdout, "");
@@ -257,23 +387,55 @@ describe("swarm CLI against a live daemon", () => {
   });
 
   it("budget: sets absolute caps and prints them, shows them without caps; a cap above the parent's remaining is the service's 409, exit 1; bad flags exit 2", async () => {
-    const run = await swarmInProcess(["run", file("lead.json", { name: "lead", script: [] }), "--keep-alive", "--max-tokens", "100000", "--json"], env);
+    const run = await swarmInProcess(
+      ["run", file("lead.json", { name: "lead", script: [] }), "--keep-alive", "--max-tokens", "100000", "--json"],
+      env,
+    );
     assert.equal(run.code, 0, run.stderr);
     const { runId, rootAgentId: root } = json(run.stdout);
     await waitForState(d, root, "running");
-    const kid = (await d.call("POST", `/runs/${runId}/agents`, { parentAgentId: root, spec: { name: "kid", script: [] }, keepAlive: true })).body.agentId;
+    const kid = (
+      await d.call("POST", `/runs/${runId}/agents`, {
+        parentAgentId: root,
+        spec: { name: "kid", script: [] },
+        keepAlive: true,
+      })
+    ).body.agentId;
 
     const shown = await swarmInProcess(["budget", kid], env);
     assert.equal(shown.code, 0, shown.stderr);
-    assert.match(shown.stdout, new RegExp(`^budget of ${kid}:\n  maxTokens +100000 +\\(100000 left\\)\n  maxCostUsd +none +\\(no limit\\)\n  spent +0 tok \\$0 in 0 calls \\(it and its descendants\\)\n$`), "a child's cap is what its parent had left");
+    assert.match(
+      shown.stdout,
+      new RegExp(
+        `^budget of ${kid}:\n  maxTokens +100000 +\\(100000 left\\)\n  maxCostUsd +none +\\(no limit\\)\n  spent +0 tok \\$0 in 0 calls \\(it and its descendants\\)\n$`,
+      ),
+      "a child's cap is what its parent had left",
+    );
 
     const set = await swarmInProcess(["budget", kid, "--max-tokens", "5000", "--max-cost-usd", "0.25"], env);
     assert.equal(set.code, 0, set.stderr);
-    assert.match(set.stdout, new RegExp(`^budget of ${kid}:\n  maxTokens +5000 +\\(5000 left\\)\n  maxCostUsd +\\$0\\.25 +\\(\\$0\\.25 left\\)\n$`));
-    assert.deepEqual((await d.call("GET", `/agents/${kid}`)).body.budget, { maxTokens: 5000, maxCostUsd: 0.25, remainingTokens: 5000, remainingCostUsd: 0.25 });
+    assert.match(
+      set.stdout,
+      new RegExp(
+        `^budget of ${kid}:\n  maxTokens +5000 +\\(5000 left\\)\n  maxCostUsd +\\$0\\.25 +\\(\\$0\\.25 left\\)\n$`,
+      ),
+    );
+    assert.deepEqual((await d.call("GET", `/agents/${kid}`)).body.budget, {
+      maxTokens: 5000,
+      maxCostUsd: 0.25,
+      remainingTokens: 5000,
+      remainingCostUsd: 0.25,
+    });
     const rootSet = await swarmInProcess(["budget", root, "--max-cost-usd", "2", "--json"], env);
-    assert.deepEqual(json(rootSet.stdout), { agentId: root, budget: { maxTokens: 100000, maxCostUsd: 2, remainingTokens: 100000, remainingCostUsd: 2 } });
-    assert.match((await swarmInProcess(["budget", kid], env)).stdout, /maxCostUsd +\$0\.25 +\(\$0\.25 left\)/, "a parent's raise leaves the child's own cap");
+    assert.deepEqual(json(rootSet.stdout), {
+      agentId: root,
+      budget: { maxTokens: 100000, maxCostUsd: 2, remainingTokens: 100000, remainingCostUsd: 2 },
+    });
+    assert.match(
+      (await swarmInProcess(["budget", kid], env)).stdout,
+      /maxCostUsd +\$0\.25 +\(\$0\.25 left\)/,
+      "a parent's raise leaves the child's own cap",
+    );
 
     // The real bin, for its exit code: the service's own message, as a direct call gets it.
     const over = await swarm(["budget", kid, "--max-tokens", "100001"], env);
@@ -286,12 +448,18 @@ describe("swarm CLI against a live daemon", () => {
     assert.equal((await d.call("GET", `/agents/${kid}`)).body.budget.maxTokens, 5000, "a refused cap changes nothing");
 
     for (const [args, problem] of [
-      [["budget", kid, "--max-tokens", "1.5"], /^swarm: --max-tokens must be a whole number of tokens, not "1\.5"\nusage: swarm budget <agentId>/],
+      [
+        ["budget", kid, "--max-tokens", "1.5"],
+        /^swarm: --max-tokens must be a whole number of tokens, not "1\.5"\nusage: swarm budget <agentId>/,
+      ],
       [["budget", kid, "--max-cost-usd", "cheap"], /^swarm: --max-cost-usd must be a number of dollars/],
       [["budget", kid, "--max-cost-usd=-1"], /--max-cost-usd must be a number of dollars up to 1000000000, not "-1"/],
       [["budget", kid, "--max-tokenz", "5"], /--max-tokenz/],
       [["budget", "--max-tokens", "5"], /missing <agentId>/],
-      [["run", file("lead2.json", { name: "lead", script: [] }), "--max-tokens", "lots"], /--max-tokens must be a whole number/],
+      [
+        ["run", file("lead2.json", { name: "lead", script: [] }), "--max-tokens", "lots"],
+        /--max-tokens must be a whole number/,
+      ],
     ] as const) {
       const bad = await swarmInProcess([...args], env);
       assert.equal(bad.code, 2, `${args.join(" ")}: ${bad.stderr}`);
@@ -304,24 +472,45 @@ describe("swarm CLI against a live daemon", () => {
   });
 
   it("an agent out of budget: paused (by budget) in the tree with its spend; raising resumes nothing, a resume finishes the turn", async () => {
-    const spec = { name: "spender", script: [{ tool: "bash", args: { command: "echo one" } }, { text: "done: {{lastToolResult}}" }] };
-    const run = await swarm(["run", file("spender.json", spec), "--prompt", "go", "--max-tokens", "500", "--json"], env);
+    const spec = {
+      name: "spender",
+      script: [{ tool: "bash", args: { command: "echo one" } }, { text: "done: {{lastToolResult}}" }],
+    };
+    const run = await swarm(
+      ["run", file("spender.json", spec), "--prompt", "go", "--max-tokens", "500", "--json"],
+      env,
+    );
     assert.equal(run.code, 0, run.stderr);
     const { runId, rootAgentId: root } = json(run.stdout);
     await waitForState(d, root, "paused");
     const paused = (await d.call("GET", `/agents/${root}`)).body;
     assert.equal(paused.pausedBy, "budget");
-    const spent = `${compactTokens(totalTokens(paused.subtreeUsage))} tok ${compactUsd(paused.subtreeUsage.costUsd)}`.replace("$", "\\$");
+    const spent =
+      `${compactTokens(totalTokens(paused.subtreeUsage))} tok ${compactUsd(paused.subtreeUsage.costUsd)}`.replace(
+        "$",
+        "\\$",
+      );
 
     const tree = await swarmInProcess(["tree", runId, "--once"], env);
     assert.equal(tree.code, 0, tree.stderr);
-    assert.match(tree.stdout, new RegExp(`^run ${runId} · 1 agent · 1 live · ${spent} · seq \\d+\n‖ spender ${root} paused \\(by budget\\) · ${spent}\n$`));
-    assert.equal(json((await swarmInProcess(["tree", runId, "--once", "--json"], env)).stdout).agents[0].pausedBy, "budget");
+    assert.match(
+      tree.stdout,
+      new RegExp(
+        `^run ${runId} · 1 agent · 1 live · ${spent} · seq \\d+\n‖ spender ${root} paused \\(by budget\\) · ${spent}\n$`,
+      ),
+    );
+    assert.equal(
+      json((await swarmInProcess(["tree", runId, "--once", "--json"], env)).stdout).agents[0].pausedBy,
+      "budget",
+    );
     assert.match((await swarmInProcess(["budget", root], env)).stdout, /maxTokens +500 +\(0 left\)/);
 
     const raised = await swarmInProcess(["budget", root, "--max-tokens", "1000000"], env);
     assert.equal(raised.code, 0, raised.stderr);
-    assert.match(raised.stdout, new RegExp(`maxTokens +1000000 +\\(${1_000_000 - totalTokens(paused.subtreeUsage)} left\\)`));
+    assert.match(
+      raised.stdout,
+      new RegExp(`maxTokens +1000000 +\\(${1_000_000 - totalTokens(paused.subtreeUsage)} left\\)`),
+    );
     assert.equal((await d.call("GET", `/agents/${root}`)).body.state, "paused", "raising a cap resumes nothing");
     assert.equal((await swarmInProcess(["resume", root], env)).stdout, `${root} applied\n`);
     const result = await swarmInProcess(["result", root, "--wait", "60"], env);
@@ -332,7 +521,13 @@ describe("swarm CLI against a live daemon", () => {
     const created = (await d.call("POST", "/runs", { spec: { name: "idle", script: [] } })).body;
     const pending = await swarm(["result", created.rootAgentId, "--json"], env);
     assert.equal(pending.code, 4);
-    assert.deepEqual(json(pending.stdout), { agentId: created.rootAgentId, state: "pending", outcome: null, resultRef: null, result: null });
+    assert.deepEqual(json(pending.stdout), {
+      agentId: created.rootAgentId,
+      state: "pending",
+      outcome: null,
+      resultRef: null,
+      result: null,
+    });
     const quiet = await swarmInProcess(["result", created.rootAgentId], env);
     assert.equal(quiet.code, 4);
     assert.equal(quiet.stdout, "");
@@ -344,16 +539,25 @@ describe("swarm CLI against a live daemon", () => {
   });
 
   it("specs add, list and rm; run takes a saved spec's name; the service's 400 is exit 1", async () => {
-    const add = await swarm(["specs", "add", file("echo-spec.json", { name: "echoer", script: [] }), "--name", "my-echo", "--json"], env);
+    const add = await swarm(
+      ["specs", "add", file("echo-spec.json", { name: "echoer", script: [] }), "--name", "my-echo", "--json"],
+      env,
+    );
     assert.equal(add.code, 0, add.stderr);
     assert.deepEqual(json(add.stdout), { name: "my-echo", file: join(dir, "specs", "my-echo.json"), replaced: false });
     const list = json((await swarmInProcess(["specs", "list", "--json"], env)).stdout);
-    assert.deepEqual(list.specs.map((s: Json) => [s.name, s.spec.name]), [["my-echo", "echoer"]]);
+    assert.deepEqual(
+      list.specs.map((s: Json) => [s.name, s.spec.name]),
+      [["my-echo", "echoer"]],
+    );
     assert.match((await swarmInProcess(["specs", "list"], env)).stdout, /^my-echo\s+script \(0 steps\)\n$/);
 
     const run = await swarmInProcess(["run", "my-echo", "--prompt", "from a saved spec", "--json"], env);
     assert.equal(run.code, 0, run.stderr);
-    assert.equal((await swarmInProcess(["result", json(run.stdout).rootAgentId, "--wait", "60"], env)).stdout, "from a saved spec\n");
+    assert.equal(
+      (await swarmInProcess(["result", json(run.stdout).rootAgentId, "--wait", "60"], env)).stdout,
+      "from a saved spec\n",
+    );
 
     const invalid = await swarmInProcess(["specs", "add", file("bad-spec.json", { name: "x" })], env);
     assert.equal(invalid.code, 2);
@@ -375,8 +579,14 @@ describe("swarm CLI against a live daemon", () => {
   it("sends SWARM_TOKEN as a bearer token", async () => {
     const secured = await startDaemon({ token: "s3cret" });
     try {
-      const created = (await secured.call("POST", "/runs", { spec: { name: "t", script: [] } }, { authorization: "Bearer s3cret" })).body;
-      const withToken = await swarm(["tree", created.runId, "--once", "--json"], { ...env, SWARM_URL: secured.url, SWARM_TOKEN: "s3cret" });
+      const created = (
+        await secured.call("POST", "/runs", { spec: { name: "t", script: [] } }, { authorization: "Bearer s3cret" })
+      ).body;
+      const withToken = await swarm(["tree", created.runId, "--once", "--json"], {
+        ...env,
+        SWARM_URL: secured.url,
+        SWARM_TOKEN: "s3cret",
+      });
       assert.equal(withToken.code, 0, withToken.stderr);
       assert.equal(json(withToken.stdout).runId, created.runId);
       const without = await swarmInProcess(["tree", created.runId, "--once"], { ...env, SWARM_URL: secured.url });

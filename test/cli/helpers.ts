@@ -16,7 +16,11 @@ export function swarm(args: string[], env: Record<string, string>, input?: strin
     const child = execFile(
       process.execPath,
       [join(SWARMD_ROOT, "bin/swarm.js"), ...args],
-      { cwd: SWARMD_ROOT, env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env }, timeout: 90_000 },
+      {
+        cwd: SWARMD_ROOT,
+        env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env },
+        timeout: 90_000,
+      },
       (err, stdout, stderr) => {
         const code = err && typeof err.code === "number" ? err.code : err ? -1 : 0;
         if (err && code === -1) return reject(err);

@@ -2,18 +2,45 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { machineLines } from "../../src/cli/machine-render.ts";
 import { runTable, stateCounts } from "../../src/cli/run-table.ts";
-import { MACHINE_TRANSITIONS_KEPT, type AgentState, type MachineView, type RunSummary, type Usage } from "../../src/swarm-api.ts";
-import { startDaemon, waitForState, type Daemon, type Json } from "../support/daemon.ts";
+import {
+  type AgentState,
+  MACHINE_TRANSITIONS_KEPT,
+  type MachineView,
+  type RunSummary,
+  type Usage,
+} from "../../src/swarm-api.ts";
+import { type Daemon, type Json, startDaemon, waitForState } from "../support/daemon.ts";
 import { freePort } from "../support/daemon-process.ts";
 import { SPENT, swarm, swarmInProcess } from "./helpers.ts";
 
 // `swarm runs` and `swarm machine`; the routes behind them are in test/e2e/run-list.test.ts.
 
-const zero = (): Usage => ({ inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0, calls: 0 });
-const counts = (some: Partial<Record<AgentState, number>>): Record<AgentState, number> => ({ spawning: 0, provisioning: 0, running: 0, paused: 0, done: 0, aborted: 0, ...some });
+const zero = (): Usage => ({
+  inputTokens: 0,
+  outputTokens: 0,
+  cacheReadTokens: 0,
+  cacheWriteTokens: 0,
+  costUsd: 0,
+  calls: 0,
+});
+const counts = (some: Partial<Record<AgentState, number>>): Record<AgentState, number> => ({
+  spawning: 0,
+  provisioning: 0,
+  running: 0,
+  paused: 0,
+  done: 0,
+  aborted: 0,
+  ...some,
+});
 
 describe("swarm runs table and swarm machine lines", () => {
-  const summary = (runId: string, specName: string, createdAt: number, states: Record<AgentState, number>, usage = zero()): RunSummary => {
+  const summary = (
+    runId: string,
+    specName: string,
+    createdAt: number,
+    states: Record<AgentState, number>,
+    usage = zero(),
+  ): RunSummary => {
     const agents = Object.values(states).reduce((a, b) => a + b, 0);
     const live = states.spawning + states.provisioning + states.running + states.paused;
     return { runId, rootAgentId: `a_${runId}`, specName, createdAt, states, agents, live, usage };
@@ -32,7 +59,11 @@ describe("swarm runs table and swarm machine lines", () => {
       "r_1    echo  1m   0/1       1 done                       12.3k tok $0.0135",
       "r_333  -     2m   0/0       -                            -",
     ]);
-    assert.equal(stateCounts(counts({ aborted: 1, spawning: 2, provisioning: 1 })), "2 spawning, 1 provisioning, 1 aborted", "in life order, whatever the order given");
+    assert.equal(
+      stateCounts(counts({ aborted: 1, spawning: 2, provisioning: 1 })),
+      "2 spawning, 1 provisioning, 1 aborted",
+      "in life order, whatever the order given",
+    );
   });
 
   it("the machine: state value as compact JSON, tags, then one line per transition (UTC time, event, state); notes what it cannot show", () => {
@@ -60,9 +91,18 @@ describe("swarm runs table and swarm machine lines", () => {
       "tags   -",
       "no transitions since the daemon started",
     ]);
-    const many = Array.from({ length: MACHINE_TRANSITIONS_KEPT }, (_, i) => ({ at: i, event: "tick\nspoofed", value: "aborted" }));
+    const many = Array.from({ length: MACHINE_TRANSITIONS_KEPT }, (_, i) => ({
+      at: i,
+      event: "tick\nspoofed",
+      value: "aborted",
+    }));
     const lines = machineLines({ agentId: "a_3", running: true, value: "aborted", tags: [], transitions: many });
-    assert.deepEqual(lines.slice(1, 5), ['state  "aborted"', "tags   -", `(the latest ${MACHINE_TRANSITIONS_KEPT} transitions; older ones are not kept)`, "TIME                      EVENT         STATE"]);
+    assert.deepEqual(lines.slice(1, 5), [
+      'state  "aborted"',
+      "tags   -",
+      `(the latest ${MACHINE_TRANSITIONS_KEPT} transitions; older ones are not kept)`,
+      "TIME                      EVENT         STATE",
+    ]);
     assert.equal(lines.at(-1), '1970-01-01T00:00:00.049Z  tick spoofed  "aborted"', "an event name stays on its line");
     assert.equal(lines.length, 5 + MACHINE_TRANSITIONS_KEPT);
   });
@@ -72,7 +112,10 @@ describe("swarm runs and machine: command-line errors", () => {
   it("exits 2 with the command's usage before calling the service; a valid line gets as far as the service", async () => {
     const env = { SWARM_URL: `http://127.0.0.1:${await freePort()}` };
     for (const [args, problem] of [
-      [["runs", "--limit", "0"], /^swarm: --limit must be an integer 1\.\.1000, not "0"\nusage: swarm runs \[--limit N\] \[--json\]\n$/],
+      [
+        ["runs", "--limit", "0"],
+        /^swarm: --limit must be an integer 1\.\.1000, not "0"\nusage: swarm runs \[--limit N\] \[--json\]\n$/,
+      ],
       [["runs", "--limit", "1001"], /--limit must be an integer 1\.\.1000, not "1001"/],
       [["runs", "--limit", "ten"], /--limit must be an integer 1\.\.1000, not "ten"/],
       [["runs", "--limit"], /--limit/],
@@ -91,8 +134,14 @@ describe("swarm runs and machine: command-line errors", () => {
       assert.equal((await swarmInProcess(args, env)).code, 3, `${args.join(" ")} is a valid command line`);
     }
     const help = await swarmInProcess(["--help"], env);
-    assert.match(help.stdout, /\n {2}swarm runs \[--limit N\] +every run, newest first[\s\S]*\n {2}swarm machine <agentId> +the agent's state machine/);
-    assert.equal((await swarmInProcess(["machine", "--help"], env)).stdout, "usage: swarm machine <agentId> [--json]\n");
+    assert.match(
+      help.stdout,
+      /\n {2}swarm runs \[--limit N\] +every run, newest first[\s\S]*\n {2}swarm machine <agentId> +the agent's state machine/,
+    );
+    assert.equal(
+      (await swarmInProcess(["machine", "--help"], env)).stdout,
+      "usage: swarm machine <agentId> [--json]\n",
+    );
   });
 });
 
@@ -117,14 +166,22 @@ describe("swarm runs and machine against a live daemon", () => {
     await waitForState(d, older.rootAgentId, "done");
     const newer = (await d.call("POST", "/runs", { spec: { name: "newer", script: [] }, keepAlive: true })).body;
     await waitForState(d, newer.rootAgentId, "running");
-    const kid = (await d.call("POST", `/runs/${newer.runId}/agents`, { parentAgentId: newer.rootAgentId, spec: { name: "kid", script: [] }, keepAlive: true })).body;
+    const kid = (
+      await d.call("POST", `/runs/${newer.runId}/agents`, {
+        parentAgentId: newer.rootAgentId,
+        spec: { name: "kid", script: [] },
+        keepAlive: true,
+      })
+    ).body;
     await waitForState(d, kid.agentId, "running");
 
     const table = await swarm(["runs"], env);
     assert.equal(table.code, 0, table.stderr);
     assert.match(
       table.stdout,
-      new RegExp(`^RUN +SPEC +AGE +LIVE/ALL +STATES +SPEND\n${newer.runId} +newer +\\d+s +2/2 +2 running +-\n${older.runId} +older +\\d+s +0/1 +1 done +${SPENT}\n$`),
+      new RegExp(
+        `^RUN +SPEC +AGE +LIVE/ALL +STATES +SPEND\n${newer.runId} +newer +\\d+s +2/2 +2 running +-\n${older.runId} +older +\\d+s +0/1 +1 done +${SPENT}\n$`,
+      ),
     );
     const listed = await swarmInProcess(["runs", "--json"], env);
     const { runs } = json(listed.stdout);
@@ -138,7 +195,10 @@ describe("swarm runs and machine against a live daemon", () => {
     assert.equal(runs[1].usage.calls, 1, "the older run's one scripted answer was metered");
     assert.ok(runs[0].createdAt > runs[1].createdAt);
     const newest = await swarmInProcess(["runs", "--limit", "1", "--json"], env);
-    assert.deepEqual(json(newest.stdout).runs.map((r: Json) => r.runId), [newer.runId]);
+    assert.deepEqual(
+      json(newest.stdout).runs.map((r: Json) => r.runId),
+      [newer.runId],
+    );
     const bad = await swarmInProcess(["runs", "--limit", "0"], env);
     assert.deepEqual([bad.code, bad.stdout], [2, ""]);
     assert.match(bad.stderr, /--limit must be an integer 1\.\.1000/);
@@ -146,27 +206,38 @@ describe("swarm runs and machine against a live daemon", () => {
   });
 
   it("machine: the state value, tags and transitions that led there, in text and --json; paused and aborted show; an unknown agent is a 404, exit 1", async () => {
-    const created = (await d.call("POST", "/runs", { spec: { name: "watched", script: [] }, keepAlive: true, prompt: "hi" })).body;
+    const created = (
+      await d.call("POST", "/runs", { spec: { name: "watched", script: [] }, keepAlive: true, prompt: "hi" })
+    ).body;
     const agentId = created.rootAgentId as string;
     assert.equal((await d.call("GET", `/agents/${agentId}/result?wait=60`)).body.result, "hi");
 
     const viewed = await swarmInProcess(["machine", agentId, "--json"], env);
     assert.equal(viewed.code, 0, viewed.stderr);
     const machine = json(viewed.stdout);
-    assert.deepEqual([machine.agentId, machine.running, machine.value, machine.tags], [agentId, true, { live: { running: "idle" } }, ["live", "running"]]);
+    assert.deepEqual(
+      [machine.agentId, machine.running, machine.value, machine.tags],
+      [agentId, true, { live: { running: "idle" } }, ["live", "running"]],
+    );
     assert.ok(machine.transitions.length >= 2, viewed.stdout);
 
     const text = await swarm(["machine", agentId], env);
     assert.equal(text.code, 0, text.stderr);
     const lines = text.stdout.trimEnd().split("\n");
-    assert.deepEqual(lines.slice(0, 4).map((l) => l.replace(/ +/g, " ")), [`machine of ${agentId}`, 'state {"live":{"running":"idle"}}', "tags live, running", "TIME EVENT STATE"]);
+    assert.deepEqual(
+      lines.slice(0, 4).map((l) => l.replace(/ +/g, " ")),
+      [`machine of ${agentId}`, 'state {"live":{"running":"idle"}}', "tags live, running", "TIME EVENT STATE"],
+    );
     const rows = lines.slice(4).map((line) => /^(\S+) +(\S+) +(\S+)$/.exec(line)?.slice(1));
     assert.deepEqual(
       rows,
       machine.transitions.map((t: Json) => [new Date(t.at).toISOString(), t.event, JSON.stringify(t.value)]),
       "one line per transition, oldest first, as --json has them",
     );
-    assert.ok(rows.some((r) => r?.[2] === '{"unforked":"provisioning"}'), text.stdout);
+    assert.ok(
+      rows.some((r) => r?.[2] === '{"unforked":"provisioning"}'),
+      text.stdout,
+    );
     assert.equal(rows.at(-1)?.[2], '{"live":{"running":"idle"}}');
 
     assert.equal((await swarmInProcess(["pause", agentId], env)).code, 0);

@@ -76,7 +76,11 @@ describe("configuration from the environment", () => {
 
   it("refuses a model concurrency of zero or that does not parse, naming SWARM_MODEL_CONCURRENCY", () => {
     for (const value of ["0", "8,anthropic=0", "eight", "8,anthropic"]) {
-      assert.throws(() => loadConfig({ SWARM_MODEL_CONCURRENCY: value }), (err: unknown) => isSwarmError(err, "CONFIG_INVALID") && /SWARM_MODEL_CONCURRENCY/.test(err.message), value);
+      assert.throws(
+        () => loadConfig({ SWARM_MODEL_CONCURRENCY: value }),
+        (err: unknown) => isSwarmError(err, "CONFIG_INVALID") && /SWARM_MODEL_CONCURRENCY/.test(err.message),
+        value,
+      );
     }
   });
 
@@ -89,10 +93,26 @@ describe("configuration from the environment", () => {
 
   it("refuses a bad value with CONFIG_INVALID naming each variable at fault", () => {
     assert.throws(
-      () => loadConfig({ SWARM_PORT: "70000", SWARM_RUNTIME: "vm", SWARM_TURN_MAX_MS: "soon", SWARM_START_CONCURRENCY: "0", SWARM_HIBERNATE_AFTER_MS: "-1", SWARM_LOG_FORMAT: "xml" }),
+      () =>
+        loadConfig({
+          SWARM_PORT: "70000",
+          SWARM_RUNTIME: "vm",
+          SWARM_TURN_MAX_MS: "soon",
+          SWARM_START_CONCURRENCY: "0",
+          SWARM_HIBERNATE_AFTER_MS: "-1",
+          SWARM_LOG_FORMAT: "xml",
+        }),
       (err: unknown) => {
         assert.ok(isSwarmError(err, "CONFIG_INVALID"), String(err));
-        for (const name of ["SWARM_PORT", "SWARM_RUNTIME", "SWARM_TURN_MAX_MS", "SWARM_START_CONCURRENCY", "SWARM_HIBERNATE_AFTER_MS", "SWARM_LOG_FORMAT"]) assert.match(err.message, new RegExp(name));
+        for (const name of [
+          "SWARM_PORT",
+          "SWARM_RUNTIME",
+          "SWARM_TURN_MAX_MS",
+          "SWARM_START_CONCURRENCY",
+          "SWARM_HIBERNATE_AFTER_MS",
+          "SWARM_LOG_FORMAT",
+        ])
+          assert.match(err.message, new RegExp(name));
         return true;
       },
     );

@@ -10,19 +10,24 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Browser, Page } from "playwright-core";
 import { haveChromium, launchChromium, openConsole } from "../support/browser.ts";
-import { startDaemon, waitForState, type Daemon, type Json } from "../support/daemon.ts";
+import { type Daemon, type Json, startDaemon, waitForState } from "../support/daemon.ts";
 import { spawnDaemon, waitState } from "../support/daemon-process.ts";
 import { until } from "../support/poll.ts";
 import { startTcpProxy } from "../support/tcp-proxy.ts";
 
 // Skipped only off CI, where a machine without root cannot install it; under CI=true a missing
 // browser fails the suite rather than passing without the console's tests.
-const SKIP = haveChromium() || process.env.CI === "true" ? false : "chromium is not installed (make test installs it as root: scripts/setup-machine.sh --tests)";
+const SKIP =
+  haveChromium() || process.env.CI === "true"
+    ? false
+    : "chromium is not installed (make test installs it as root: scripts/setup-machine.sh --tests)";
 const row = (page: Page, agentId: string) => page.locator(`li[data-agent-id="${agentId}"]`);
-const button = (page: Page, agentId: string, name: string) => row(page, agentId).getByRole("button", { name, exact: true });
+const button = (page: Page, agentId: string, name: string) =>
+  row(page, agentId).getByRole("button", { name, exact: true });
 
 /** What the page logged as an error, less the failed loads a refused call is (the test asserts those itself). */
-const unexpected = (errors: string[]) => errors.filter((e) => !/Failed to load resource: the server responded with a status of (401|404|409)/.test(e));
+const unexpected = (errors: string[]) =>
+  errors.filter((e) => !/Failed to load resource: the server responded with a status of (401|404|409)/.test(e));
 
 describe("the web console in Chromium", { skip: SKIP }, () => {
   let d: Daemon;
@@ -42,7 +47,12 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
     return run;
   };
   const spawn = async (runId: string, parentAgentId: string, name: string, extra: Json = {}) => {
-    const answer = await d.call("POST", `/runs/${runId}/agents`, { parentAgentId, spec: { name, script: [] }, keepAlive: true, ...extra });
+    const answer = await d.call("POST", `/runs/${runId}/agents`, {
+      parentAgentId,
+      spec: { name, script: [] },
+      keepAlive: true,
+      ...extra,
+    });
     assert.equal(answer.status, 202, JSON.stringify(answer.body));
     return answer.body.agentId as string;
   };
@@ -56,7 +66,10 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
     await rows.first().waitFor();
     const listed = await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-run-id")));
     assert.ok(listed.indexOf(run.runId) < listed.indexOf(older.runId), `newest first: ${listed.join(" ")}`);
-    assert.match((await page.locator(`tr[data-run-id="${run.runId}"]`).innerText()).replace(/\s+/g, " "), /growing .*1 live \/ 1 .*running 1/);
+    assert.match(
+      (await page.locator(`tr[data-run-id="${run.runId}"]`).innerText()).replace(/\s+/g, " "),
+      /growing .*1 live \/ 1 .*running 1/,
+    );
 
     await page.locator(`a[href="#/runs/${run.runId}"]`).click();
     await row(page, run.rootAgentId).waitFor();
@@ -64,13 +77,28 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
     const first = await spawn(run.runId, run.rootAgentId, "first-child");
     await row(page, first).waitFor();
     const grandchild = await spawn(run.runId, first, "grandchild");
-    await until(async () => (await row(page, grandchild).getAttribute("data-state")) === "running", "the grandchild shown running", 60_000);
-    assert.deepEqual(await page.locator("li[data-agent-id]").evaluateAll((lis) => lis.map((li) => li.getAttribute("data-agent-id"))), [run.rootAgentId, first, grandchild], "parents above their children");
-    assert.equal(await page.evaluate(() => (globalThis as unknown as { stillThisPage?: boolean }).stillThisPage), true, "no reload: the stream fed the tree");
+    await until(
+      async () => (await row(page, grandchild).getAttribute("data-state")) === "running",
+      "the grandchild shown running",
+      60_000,
+    );
+    assert.deepEqual(
+      await page.locator("li[data-agent-id]").evaluateAll((lis) => lis.map((li) => li.getAttribute("data-agent-id"))),
+      [run.rootAgentId, first, grandchild],
+      "parents above their children",
+    );
+    assert.equal(
+      await page.evaluate(() => (globalThis as unknown as { stillThisPage?: boolean }).stillThisPage),
+      true,
+      "no reload: the stream fed the tree",
+    );
     assert.match(await row(page, grandchild).innerText(), /grandchild/);
 
     // What an agent is doing now: a tool running.
-    const busy = await spawn(run.runId, run.rootAgentId, "sleeper", { spec: { name: "sleeper", script: [{ tool: "bash", args: { command: "sleep 60" } }] }, prompt: "sleep" });
+    const busy = await spawn(run.runId, run.rootAgentId, "sleeper", {
+      spec: { name: "sleeper", script: [{ tool: "bash", args: { command: "sleep 60" } }] },
+      prompt: "sleep",
+    });
     await row(page, busy).locator(".activity").getByText("running bash").waitFor({ timeout: 60_000 });
 
     // The event log, filtered by agent, then by type.
@@ -80,12 +108,18 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
     assert.ok(agents.length > 0 && agents.every((name) => name === "grandchild"), agents.join(","));
     await log.getByLabel("Filter by agent").selectOption("");
     await log.getByLabel("Filter by type").selectOption("agent_spawned");
-    assert.deepEqual(await log.locator("tbody tr").evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-type"))), ["agent_spawned", "agent_spawned", "agent_spawned", "agent_spawned"]);
+    assert.deepEqual(
+      await log.locator("tbody tr").evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-type"))),
+      ["agent_spawned", "agent_spawned", "agent_spawned", "agent_spawned"],
+    );
 
     // The agent panel: prompt, machine and stats of the agent opened.
     await row(page, first).getByRole("link", { name: "first-child" }).click();
     await page.locator(`[data-panel-agent-id="${first}"] [data-testid="machine-value"]`).waitFor();
-    assert.match(await page.locator(`[data-panel-agent-id="${first}"] [data-testid="machine-value"]`).innerText(), /running/);
+    assert.match(
+      await page.locator(`[data-panel-agent-id="${first}"] [data-testid="machine-value"]`).innerText(),
+      /running/,
+    );
     assert.deepEqual(unexpected(errors), []);
     await page.context().close();
     await d.call("DELETE", `/runs/${older.runId}`);
@@ -103,7 +137,10 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
     await until(async () => (await stateOf(child)).state === "paused", "the worker paused through the API");
     assert.equal((await stateOf(child)).pausedBy, "operator");
     await row(page, child).getByText("paused by operator").waitFor();
-    assert.match(await row(page, child).getByRole("status", { name: "Pause results" }).innerText(), new RegExp(`${child} applied`));
+    assert.match(
+      await row(page, child).getByRole("status", { name: "Pause results" }).innerText(),
+      new RegExp(`${child} applied`),
+    );
     await button(page, child, "Resume").click();
     await until(async () => (await stateOf(child)).state === "running", "the worker resumed");
 
@@ -121,21 +158,33 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
     assert.deepEqual(await results.locator("li").allInnerTexts(), [`${run.rootAgentId} applied`, `${child} applied`]);
     assert.equal((await stateOf(child)).pausedBy, "cascade");
     await button(page, run.rootAgentId, "Resume").click();
-    await until(async () => (await stateOf(child)).state === "running" && (await stateOf(run.rootAgentId)).state === "running", "the subtree resumed");
+    await until(
+      async () => (await stateOf(child)).state === "running" && (await stateOf(run.rootAgentId)).state === "running",
+      "the subtree resumed",
+    );
     await button(page, run.rootAgentId, "Subtree").click();
 
     // Prompt: a new turn with the text typed (the echo script answers with it).
     await button(page, child, "Prompt").click();
     await row(page, child).getByRole("textbox", { name: "Prompt (a new turn)" }).fill("typed in the console");
     await row(page, child).getByRole("button", { name: "Send" }).click();
-    await until(async () => (await d.call("GET", `/agents/${child}/result`)).body.result === "typed in the console", "the prompt's turn settled with its text");
+    await until(
+      async () => (await d.call("GET", `/agents/${child}/result`)).body.result === "typed in the console",
+      "the prompt's turn settled with its text",
+    );
 
     // Steer: the idle worker takes the message as a new turn.
     await button(page, child, "Steer").click();
     await row(page, child).getByRole("textbox", { name: "Steer message" }).fill("steered from the console");
     await row(page, child).getByRole("button", { name: "Send" }).click();
-    assert.match(await row(page, child).getByRole("status", { name: "Steer results" }).innerText(), new RegExp(`delivered as turn[\\s\\S]*${child} applied`));
-    await until(async () => (await d.call("GET", `/agents/${child}/result`)).body.result === "steered from the console", "the steered turn settled with its text");
+    assert.match(
+      await row(page, child).getByRole("status", { name: "Steer results" }).innerText(),
+      new RegExp(`delivered as turn[\\s\\S]*${child} applied`),
+    );
+    await until(
+      async () => (await d.call("GET", `/agents/${child}/result`)).body.result === "steered from the console",
+      "the steered turn settled with its text",
+    );
 
     // Raise budget: new caps through the API.
     await button(page, run.rootAgentId, "Raise budget").click();
@@ -154,9 +203,18 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
     await row(page, second).waitFor();
     await button(page, run.rootAgentId, "Subtree").click();
     await button(page, run.rootAgentId, "Stop").click();
-    await until(async () => (await stateOf(run.rootAgentId)).state === "aborted" && (await stateOf(second)).state === "aborted", "the subtree stopped");
-    await until(async () => (await row(page, run.rootAgentId).getAttribute("data-state")) === "aborted", "the root shown aborted");
-    assert.deepEqual(await row(page, run.rootAgentId).getByRole("status", { name: "Stop results" }).locator("li").allInnerTexts(), [`${second} applied`, `${run.rootAgentId} applied`]);
+    await until(
+      async () => (await stateOf(run.rootAgentId)).state === "aborted" && (await stateOf(second)).state === "aborted",
+      "the subtree stopped",
+    );
+    await until(
+      async () => (await row(page, run.rootAgentId).getAttribute("data-state")) === "aborted",
+      "the root shown aborted",
+    );
+    assert.deepEqual(
+      await row(page, run.rootAgentId).getByRole("status", { name: "Stop results" }).locator("li").allInnerTexts(),
+      [`${second} applied`, `${run.rootAgentId} applied`],
+    );
     assert.deepEqual(unexpected(errors), []);
     await page.context().close();
   });
@@ -164,7 +222,16 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
   it("Allow and Deny answer an agent's approval requests", async () => {
     const run = (
       await d.call("POST", "/runs", {
-        spec: { name: "asker", approve: [{ tool: "bash" }], script: [{ tool: "bash", args: { command: "echo allowed-ran" } }, { text: "first: {{lastToolResult}}" }, { tool: "bash", args: { command: "echo never" } }, { text: "second: {{lastToolResult}}" }] },
+        spec: {
+          name: "asker",
+          approve: [{ tool: "bash" }],
+          script: [
+            { tool: "bash", args: { command: "echo allowed-ran" } },
+            { text: "first: {{lastToolResult}}" },
+            { tool: "bash", args: { command: "echo never" } },
+            { text: "second: {{lastToolResult}}" },
+          ],
+        },
         keepAlive: true,
         prompt: "ask",
       })
@@ -181,9 +248,19 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
     await approval.waitFor({ timeout: 60_000 });
     await approval.getByRole("textbox", { name: "Deny message" }).fill("not on my watch");
     await approval.getByRole("button", { name: "Deny" }).click();
-    await until(async () => /second: .*not on my watch/.test((await d.call("GET", `/agents/${run.rootAgentId}/result`)).body.result ?? ""), "the model told the deny message");
+    await until(
+      async () =>
+        /second: .*not on my watch/.test((await d.call("GET", `/agents/${run.rootAgentId}/result`)).body.result ?? ""),
+      "the model told the deny message",
+    );
     const all = (await d.call("GET", `/runs/${run.runId}/permissions?state=all`)).body.permissions;
-    assert.deepEqual(all.map((p: Json) => [p.decision, p.by]), [["allow", "operator"], ["deny", "operator"]]);
+    assert.deepEqual(
+      all.map((p: Json) => [p.decision, p.by]),
+      [
+        ["allow", "operator"],
+        ["deny", "operator"],
+      ],
+    );
     assert.equal(await approval.count(), 0, "nothing pending is shown");
     assert.deepEqual(unexpected(errors), []);
     await page.context().close();
@@ -196,10 +273,16 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
     const { page, errors } = await openConsole(browser, `${proxy.url}/#/runs/${run.runId}`);
     try {
       await page.getByRole("status").getByText("live", { exact: true }).waitFor();
-      await until(async () => (await d.call("GET", `/agents/${run.rootAgentId}/result`)).body.state === "settled", "the first turn settled");
+      await until(
+        async () => (await d.call("GET", `/agents/${run.rootAgentId}/result`)).body.state === "settled",
+        "the first turn settled",
+      );
       proxy.block(true);
       assert.ok(proxy.cutAll() >= 1);
-      await page.getByRole("status").getByText(/reconnecting/).waitFor();
+      await page
+        .getByRole("status")
+        .getByText(/reconnecting/)
+        .waitFor();
       // The run goes on while the page is cut off.
       const late = await spawn(run.runId, run.rootAgentId, "born-while-cut");
       await d.call("POST", `/agents/${run.rootAgentId}/prompt`, { text: "while cut off" });
@@ -209,10 +292,25 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
       const snapshot = (await d.call("GET", `/runs/${run.runId}`)).body;
       await row(page, late).waitFor({ timeout: 30_000 });
       await page.getByRole("status").getByText("live", { exact: true }).waitFor();
-      await until(async () => (await page.getByTestId("stream-position").innerText()).includes(`last seq ${snapshot.asOf}`), `the page at seq ${snapshot.asOf}`, 30_000);
-      const shown = (await page.locator(".events tr[data-seq]").evaluateAll((trs) => trs.map((tr) => Number(tr.getAttribute("data-seq"))))).sort((a, b) => a - b);
-      assert.deepEqual(shown.filter((seq) => seq <= snapshot.asOf), Array.from({ length: snapshot.asOf }, (_, i) => i + 1), "no event missing, none twice");
-      assert.deepEqual(unexpected(errors).filter((e) => !/net::ERR_|network error|Failed to fetch/i.test(e)), []);
+      await until(
+        async () => (await page.getByTestId("stream-position").innerText()).includes(`last seq ${snapshot.asOf}`),
+        `the page at seq ${snapshot.asOf}`,
+        30_000,
+      );
+      const shown = (
+        await page
+          .locator(".events tr[data-seq]")
+          .evaluateAll((trs) => trs.map((tr) => Number(tr.getAttribute("data-seq"))))
+      ).sort((a, b) => a - b);
+      assert.deepEqual(
+        shown.filter((seq) => seq <= snapshot.asOf),
+        Array.from({ length: snapshot.asOf }, (_, i) => i + 1),
+        "no event missing, none twice",
+      );
+      assert.deepEqual(
+        unexpected(errors).filter((e) => !/net::ERR_|network error|Failed to fetch/i.test(e)),
+        [],
+      );
     } finally {
       await page.context().close();
       await proxy.close();
@@ -222,13 +320,19 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
 
   it("shows what an agent writes as text: markup in a prompt or result never runs", async () => {
     const hostile = `<img src=x onerror="window.pwned=1"><script>window.pwned=2</script><b>bold</b>`;
-    const run = (await d.call("POST", "/runs", { spec: { name: "hostile", script: [] }, keepAlive: true, prompt: hostile })).body;
+    const run = (
+      await d.call("POST", "/runs", { spec: { name: "hostile", script: [] }, keepAlive: true, prompt: hostile })
+    ).body;
     assert.equal((await d.call("GET", `/agents/${run.rootAgentId}/result?wait=60`)).body.result, hostile);
     const { page, errors } = await openConsole(browser, `${d.url}/#/runs/${run.runId}/${run.rootAgentId}`);
     const result = page.getByTestId("agent-result");
     await until(async () => (await result.innerText()) === hostile, "the result shown as the very text");
     assert.equal(await page.locator(".agent-panel pre.text").first().innerText(), hostile, "the prompt too");
-    assert.equal(await page.locator("img[src=x], .agent-panel b, .event-log b").count(), 0, "no element made from agent text");
+    assert.equal(
+      await page.locator("img[src=x], .agent-panel b, .event-log b").count(),
+      0,
+      "no element made from agent text",
+    );
     assert.equal(await page.evaluate(() => (globalThis as unknown as { pwned?: number }).pwned), undefined);
     assert.deepEqual(unexpected(errors), []);
     await page.context().close();
@@ -240,7 +344,10 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
     const { page } = await openConsole(browser, `${d.url}/#/runs/${run.runId}`);
     await button(page, run.rootAgentId, "Pause").waitFor();
     assert.equal((await d.call("DELETE", `/runs/${run.runId}?purge=true`)).status, 204);
-    await page.getByRole("alert").getByText(/does not exist\. The run was deleted or purged/).waitFor({ timeout: 30_000 });
+    await page
+      .getByRole("alert")
+      .getByText(/does not exist\. The run was deleted or purged/)
+      .waitFor({ timeout: 30_000 });
     assert.equal(await page.getByRole("button", { name: "Pause" }).count(), 0);
     await page.context().close();
   });
@@ -263,10 +370,16 @@ describe("the web console with a token", { skip: SKIP }, () => {
     const run = (await d.call("POST", "/runs", { spec: { name: "guarded", script: [] }, keepAlive: true }, auth)).body;
     await waitForState(d, run.rootAgentId, "running", 60_000, auth);
     const { page } = await openConsole(browser, `${d.url}/#/runs/${run.runId}`);
-    await page.getByRole("alert").getByText(/wants an API token/).waitFor();
+    await page
+      .getByRole("alert")
+      .getByText(/wants an API token/)
+      .waitFor();
     await page.getByLabel("API token").fill("not-the-token");
     await page.getByRole("button", { name: "Sign in" }).click();
-    await page.getByRole("alert").getByText("The daemon refused that token (401 Unauthorized). Give the token it was started with (SWARM_TOKEN).").waitFor();
+    await page
+      .getByRole("alert")
+      .getByText("The daemon refused that token (401 Unauthorized). Give the token it was started with (SWARM_TOKEN).")
+      .waitFor();
     assert.equal(await page.locator("li[data-agent-id]").count(), 0, "nothing of the run is shown");
 
     await page.getByLabel("API token").fill("console-token");
@@ -274,7 +387,10 @@ describe("the web console with a token", { skip: SKIP }, () => {
     await row(page, run.rootAgentId).waitFor();
     await page.getByRole("status").getByText("live", { exact: true }).waitFor();
     await button(page, run.rootAgentId, "Pause").click();
-    await until(async () => (await d.call("GET", `/agents/${run.rootAgentId}`, undefined, auth)).body.state === "paused", "the paused root, with the token");
+    await until(
+      async () => (await d.call("GET", `/agents/${run.rootAgentId}`, undefined, auth)).body.state === "paused",
+      "the paused root, with the token",
+    );
     // Kept for the tab: a reload does not ask again.
     await page.reload();
     await row(page, run.rootAgentId).waitFor();
@@ -298,18 +414,35 @@ describe("the web console across a daemon restart", { skip: SKIP }, () => {
     let daemon = await spawnDaemon(dataDir);
     const port = new URL(daemon.url).port;
     try {
-      const run = (await daemon.call("POST", "/runs", { spec: { name: "survivor", script: [] }, keepAlive: true })).body;
+      const run = (await daemon.call("POST", "/runs", { spec: { name: "survivor", script: [] }, keepAlive: true }))
+        .body;
       await waitState(daemon, run.rootAgentId, "running");
       const { page } = await openConsole(browser, `${daemon.url}/#/runs/${run.runId}`);
       await row(page, run.rootAgentId).waitFor();
       await page.getByRole("status").getByText("live", { exact: true }).waitFor();
 
       await daemon.kill("SIGKILL");
-      await page.getByRole("status").getByText(/reconnecting/).waitFor();
+      await page
+        .getByRole("status")
+        .getByText(/reconnecting/)
+        .waitFor();
       daemon = await spawnDaemon(dataDir, { SWARM_PORT: port });
       await page.getByRole("status").getByText("live", { exact: true }).waitFor({ timeout: 30_000 });
-      const child = (await daemon.call("POST", `/runs/${run.runId}/agents`, { parentAgentId: run.rootAgentId, spec: { name: "after-restart", script: [] }, keepAlive: true })).body.agentId;
-      await until(async () => (await row(page, child).getAttribute("data-state").catch(() => null)) === "running", "the child spawned after the restart, shown running", 60_000);
+      const child = (
+        await daemon.call("POST", `/runs/${run.runId}/agents`, {
+          parentAgentId: run.rootAgentId,
+          spec: { name: "after-restart", script: [] },
+          keepAlive: true,
+        })
+      ).body.agentId;
+      await until(
+        async () =>
+          (await row(page, child)
+            .getAttribute("data-state")
+            .catch(() => null)) === "running",
+        "the child spawned after the restart, shown running",
+        60_000,
+      );
       await button(page, child, "Pause").click();
       await waitState(daemon, child, "paused");
       await page.context().close();

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { followRun, type StreamStatus } from "../../src/console/event-stream.ts";
 import { RunState, type StreamMessage } from "../../src/console/run-state.ts";
-import { startDaemon, waitForState, type Daemon, type Json } from "../support/daemon.ts";
+import { type Daemon, type Json, startDaemon, waitForState } from "../support/daemon.ts";
 import { until } from "../support/poll.ts";
 import { startTcpProxy } from "../support/tcp-proxy.ts";
 
@@ -21,17 +21,30 @@ function follow(base: string, runId: string, token: string | null = null) {
     if (m.id !== undefined) ids.push(Number(m.id));
     state.apply(m);
   };
-  const done = followRun({ base, runId, token, lastEventId: () => state.lastSeq, onMessage, onStatus: (s) => statuses.push(s), signal: stop.signal, backoffMs: [100] });
+  const done = followRun({
+    base,
+    runId,
+    token,
+    lastEventId: () => state.lastSeq,
+    onMessage,
+    onStatus: (s) => statuses.push(s),
+    signal: stop.signal,
+    backoffMs: [100],
+  });
   return { state, statuses, ids, stop: () => (stop.abort(), done), done };
 }
 
 /** Waits until the followed state has folded everything the daemon had when asked. */
 async function caughtUp(d: Daemon, state: RunState): Promise<Json> {
   let snapshot: Json;
-  await until(async () => {
-    snapshot = (await d.call("GET", `/runs/${state.view.runId}`)).body;
-    return state.lastSeq === snapshot.asOf;
-  }, "the console's fold to reach the snapshot's asOf", 30_000);
+  await until(
+    async () => {
+      snapshot = (await d.call("GET", `/runs/${state.view.runId}`)).body;
+      return state.lastSeq === snapshot.asOf;
+    },
+    "the console's fold to reach the snapshot's asOf",
+    30_000,
+  );
   return snapshot;
 }
 
@@ -43,12 +56,29 @@ describe("the console's event stream and fold", () => {
   after(() => d.stop());
 
   it("folds the stream into the same agents GET /runs/:runId shows, and tracks what each is doing", async () => {
-    const run = (await d.call("POST", "/runs", { spec: { name: "root", script: [{ text: "slow answer", delayMs: 1500 }] }, keepAlive: true, prompt: "go" })).body;
+    const run = (
+      await d.call("POST", "/runs", {
+        spec: { name: "root", script: [{ text: "slow answer", delayMs: 1500 }] },
+        keepAlive: true,
+        prompt: "go",
+      })
+    ).body;
     const followed = follow(d.url, run.runId);
     try {
       await waitForState(d, run.rootAgentId, "running");
-      const child = (await d.call("POST", `/runs/${run.runId}/agents`, { parentAgentId: run.rootAgentId, spec: { name: "kid", script: [] }, keepAlive: true, prompt: "kid work" })).body;
-      await until(() => followed.state.activity.get(run.rootAgentId)?.kind === "text", "the root's streamed text as its activity", 30_000);
+      const child = (
+        await d.call("POST", `/runs/${run.runId}/agents`, {
+          parentAgentId: run.rootAgentId,
+          spec: { name: "kid", script: [] },
+          keepAlive: true,
+          prompt: "kid work",
+        })
+      ).body;
+      await until(
+        () => followed.state.activity.get(run.rootAgentId)?.kind === "text",
+        "the root's streamed text as its activity",
+        30_000,
+      );
       await waitForState(d, child.agentId, "running");
       assert.equal((await d.call("POST", `/agents/${child.agentId}/pause`, {})).status, 202);
       assert.equal((await d.call("GET", `/agents/${run.rootAgentId}/result?wait=60`)).body.result, "slow answer");
@@ -56,12 +86,25 @@ describe("the console's event stream and fold", () => {
       assert.equal(snapshot.agents.length, 2);
       for (const agent of snapshot.agents) {
         const { queuePosition: _q, ...expected } = agent;
-        assert.deepEqual(followed.state.agentView(agent.agentId), expected, `agent ${agent.specName} as the console folds it`);
+        assert.deepEqual(
+          followed.state.agentView(agent.agentId),
+          expected,
+          `agent ${agent.specName} as the console folds it`,
+        );
       }
-      assert.deepEqual(followed.state.tree().map((row) => [row.record.specName, row.depth]), [["root", 0], ["kid", 1]]);
+      assert.deepEqual(
+        followed.state.tree().map((row) => [row.record.specName, row.depth]),
+        [
+          ["root", 0],
+          ["kid", 1],
+        ],
+      );
       assert.equal(followed.state.agent(child.agentId)?.pausedBy, "operator");
       assert.equal(followed.state.activity.get(run.rootAgentId), undefined, "a settled turn shows no activity");
-      assert.ok(followed.state.log.some((e) => e.seq === null && e.type === "text"), "ephemeral text is in the log, without a seq");
+      assert.ok(
+        followed.state.log.some((e) => e.seq === null && e.type === "text"),
+        "ephemeral text is in the log, without a seq",
+      );
       assert.equal(followed.statuses.at(-1)?.state, "live");
     } finally {
       await followed.stop();
@@ -71,7 +114,9 @@ describe("the console's event stream and fold", () => {
 
   it("after a dropped connection resumes after the last seq: no event missed, none twice", async () => {
     const proxy = await startTcpProxy(Number(new URL(d.url).port));
-    const run = (await d.call("POST", "/runs", { spec: { name: "resumer", script: [] }, keepAlive: true, prompt: "one" })).body;
+    const run = (
+      await d.call("POST", "/runs", { spec: { name: "resumer", script: [] }, keepAlive: true, prompt: "one" })
+    ).body;
     const followed = follow(proxy.url, run.runId);
     try {
       assert.equal((await d.call("GET", `/agents/${run.rootAgentId}/result?wait=60`)).body.result, "one");
@@ -82,9 +127,19 @@ describe("the console's event stream and fold", () => {
       assert.ok(proxy.cutAll() >= 1, "the stream's connection was cut");
       await until(() => followed.statuses.some((s) => s.state === "reconnecting"), "a reconnecting status", 10_000);
       // The run goes on while the console is cut off.
-      for (const name of ["a", "b"]) await d.call("POST", `/runs/${run.runId}/agents`, { parentAgentId: run.rootAgentId, spec: { name, script: [] }, prompt: `work ${name}` });
+      for (const name of ["a", "b"])
+        await d.call("POST", `/runs/${run.runId}/agents`, {
+          parentAgentId: run.rootAgentId,
+          spec: { name, script: [] },
+          prompt: `work ${name}`,
+        });
       await d.call("POST", `/agents/${run.rootAgentId}/prompt`, { text: "two" });
-      await until(async () => (await d.call("GET", `/runs/${run.runId}`)).body.agents.filter((a: Json) => a.state === "done").length === 2, "both children done", 60_000);
+      await until(
+        async () =>
+          (await d.call("GET", `/runs/${run.runId}`)).body.agents.filter((a: Json) => a.state === "done").length === 2,
+        "both children done",
+        60_000,
+      );
       assert.equal(followed.state.lastSeq, before, "nothing arrived while cut off");
       proxy.block(false);
 
@@ -92,7 +147,11 @@ describe("the console's event stream and fold", () => {
       const seqs = followed.state.log.flatMap((e) => (e.seq === null ? [] : [e.seq]));
       const all = Array.from({ length: snapshot.asOf }, (_, i) => i + 1);
       assert.deepEqual(seqs, all, "every persisted event once, in order");
-      assert.deepEqual(followed.ids, all, "the reconnect asked for what followed the last seq (Last-Event-ID): the daemon sent nothing twice");
+      assert.deepEqual(
+        followed.ids,
+        all,
+        "the reconnect asked for what followed the last seq (Last-Event-ID): the daemon sent nothing twice",
+      );
       for (const agent of snapshot.agents) assert.equal(followed.state.agent(agent.agentId)?.state, agent.state);
       assert.equal(followed.statuses.at(-1)?.state, "live");
     } finally {
@@ -116,8 +175,17 @@ describe("the console's fold of what a harness writes", () => {
       { event: "text", data: "[1,2,3]" },
       { event: "text", data: "not json" },
     ];
-    for (const { event, data } of hostile) assert.doesNotThrow(() => state.apply({ id: undefined, event, data: typeof data === "string" ? data : JSON.stringify(data) }, at + 5));
-    assert.doesNotThrow(() => state.apply({ id: "2", event: "tool_start", data: JSON.stringify({ agentId: "a_1", toolName: { toString: null }, seq: 2, at, hseq: 1, harnessAt: 0 }) }));
+    for (const { event, data } of hostile)
+      assert.doesNotThrow(() =>
+        state.apply({ id: undefined, event, data: typeof data === "string" ? data : JSON.stringify(data) }, at + 5),
+      );
+    assert.doesNotThrow(() =>
+      state.apply({
+        id: "2",
+        event: "tool_start",
+        data: JSON.stringify({ agentId: "a_1", toolName: { toString: null }, seq: 2, at, hseq: 1, harnessAt: 0 }),
+      }),
+    );
     assert.equal(state.lastSeq, 2, "the persisted event was folded");
     assert.deepEqual(state.activity.get("a_1"), { kind: "tool", toolName: "a tool", since: at });
     const long = state.log.find((e) => e.summary.startsWith('{"delta":"xxx'));
@@ -139,7 +207,11 @@ describe("the console's stream on a daemon with a token", () => {
     const run = (await d.call("POST", "/runs", { spec: { name: "guarded", script: [] }, prompt: "hi" }, auth)).body;
     const refused = follow(d.url, run.runId, "wrong-token");
     await refused.done;
-    assert.deepEqual(refused.statuses.at(-1), { state: "refused", status: 401, error: "Missing or wrong bearer token." });
+    assert.deepEqual(refused.statuses.at(-1), {
+      state: "refused",
+      status: 401,
+      error: "Missing or wrong bearer token.",
+    });
     assert.equal(refused.state.received, 0);
 
     const missing = follow(d.url, "r_00ff", "right-token");

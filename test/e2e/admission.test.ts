@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { createProcessRuntime } from "../../src/sandbox/process/process-runtime.ts";
 import type { SandboxRuntime } from "../../src/sandbox/runtime.ts";
-import { startDaemon, waitForState, type Daemon, type Json } from "../support/daemon.ts";
+import { type Daemon, type Json, startDaemon, waitForState } from "../support/daemon.ts";
 
 const SLOTS = 2;
 const CHILDREN = 12;
@@ -37,7 +37,9 @@ describe("admission control of sandbox starts", () => {
     d = await startDaemon({
       startConcurrency: SLOTS,
       runtime: (dataDir) => {
-        const made = countingStarts(createProcessRuntime({ dataDir, logger: { info: () => undefined, warn: () => undefined } }));
+        const made = countingStarts(
+          createProcessRuntime({ dataDir, logger: { info: () => undefined, warn: () => undefined } }),
+        );
         counts = made.counts;
         return made.counted;
       },
@@ -50,20 +52,35 @@ describe("admission control of sandbox starts", () => {
     await waitForState(d, created.rootAgentId, "running");
     const spawned = await Promise.all(
       Array.from({ length: CHILDREN }, (_, i) =>
-        d.call("POST", `/runs/${created.runId}/agents`, { parentAgentId: created.rootAgentId, spec: { name: `child-${i}`, script: [{ text: `done ${i}` }] }, prompt: "go", keepAlive: true }),
+        d.call("POST", `/runs/${created.runId}/agents`, {
+          parentAgentId: created.rootAgentId,
+          spec: { name: `child-${i}`, script: [{ text: `done ${i}` }] },
+          prompt: "go",
+          keepAlive: true,
+        }),
       ),
     );
-    assert.deepEqual(spawned.map((s) => s.status), Array(CHILDREN).fill(202));
+    assert.deepEqual(
+      spawned.map((s) => s.status),
+      Array(CHILDREN).fill(202),
+    );
     const ids = spawned.map((s) => s.body.agentId as string);
 
     // While the first ones start, the others wait in line, numbered from 1.
     const snapshot = (await d.call("GET", `/runs/${created.runId}`)).body;
     const waiting = (snapshot.agents as Json[]).filter((a) => a.queuePosition !== undefined);
     assert.ok(waiting.length >= CHILDREN - SLOTS - 2, `most children wait for a slot (${waiting.length} waiting)`);
-    assert.deepEqual(waiting.map((a) => a.queuePosition).sort((a: number, b: number) => a - b), Array.from({ length: waiting.length }, (_, i) => i + 1));
+    assert.deepEqual(
+      waiting.map((a) => a.queuePosition).sort((a: number, b: number) => a - b),
+      Array.from({ length: waiting.length }, (_, i) => i + 1),
+    );
     assert.ok(waiting.every((a) => a.state === "provisioning"));
     const last = waiting.find((a) => a.queuePosition === waiting.length);
-    assert.equal((await d.call("GET", `/agents/${last.agentId}`)).body.queuePosition !== undefined, true, "the agent view shows it too");
+    assert.equal(
+      (await d.call("GET", `/agents/${last.agentId}`)).body.queuePosition !== undefined,
+      true,
+      "the agent view shows it too",
+    );
 
     for (const id of ids) await waitForState(d, id, "running", 180_000);
     for (const id of ids) {
@@ -81,7 +98,13 @@ describe("admission control of sandbox starts", () => {
     await waitForState(d, created.rootAgentId, "running");
     const before = counts.started;
     const spawned = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => d.call("POST", `/runs/${created.runId}/agents`, { parentAgentId: created.rootAgentId, spec: { name: `c${i}`, script: [] }, keepAlive: true })),
+      Array.from({ length: 6 }, (_, i) =>
+        d.call("POST", `/runs/${created.runId}/agents`, {
+          parentAgentId: created.rootAgentId,
+          spec: { name: `c${i}`, script: [] },
+          keepAlive: true,
+        }),
+      ),
     );
     const lastId = spawned[5]!.body.agentId as string;
     assert.notEqual((await d.call("GET", `/agents/${lastId}`)).body.queuePosition, undefined, "the last one waits");
@@ -90,7 +113,10 @@ describe("admission control of sandbox starts", () => {
     await waitForState(d, lastId, "aborted");
     for (const s of spawned.slice(0, 5)) await waitForState(d, s.body.agentId, "running", 120_000);
     assert.equal(counts.started - before, 5, "the stopped child's harness never started");
-    assert.equal((await d.call("GET", `/runs/${created.runId}`)).body.agents.some((a: Json) => a.queuePosition !== undefined), false);
+    assert.equal(
+      (await d.call("GET", `/runs/${created.runId}`)).body.agents.some((a: Json) => a.queuePosition !== undefined),
+      false,
+    );
     await d.call("POST", `/agents/${created.rootAgentId}/stop`, { scope: "subtree" });
   });
 });

@@ -8,15 +8,14 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { spawnDaemon } from "../support/daemon-process.ts";
-import { openEvents } from "../support/sse-client.ts";
 import { createMemoryRuntime } from "../../src/sandbox/memory/memory-runtime.ts";
-import { startDaemon, type Daemon, type Json } from "../support/daemon.ts";
+import { type Daemon, type Json, startDaemon } from "../support/daemon.ts";
+import { spawnDaemon } from "../support/daemon-process.ts";
 import { pollUntil } from "../support/poll.ts";
+import { openEvents } from "../support/sse-client.ts";
 
 type Call = Daemon["call"];
 const runtimeKind = () => process.env.SWARM_E2E_RUNTIME ?? "process";
-
 
 /** The run's inbox once it holds `count` requests in `state`. */
 const inbox = (call: Call, runId: string, count: number, state = "pending") =>
@@ -42,7 +41,8 @@ describe(`approvals (${runtimeKind()} runtime)`, () => {
   });
   after(() => d.stop());
 
-  const events = async (runId: string, type: string): Promise<Json[]> => (await d.ledger.read(runId, 0)).filter((e) => e.type === type);
+  const events = async (runId: string, type: string): Promise<Json[]> =>
+    (await d.ledger.read(runId, 0)).filter((e) => e.type === type);
 
   it("allow: the held call runs once the operator allows it; the request is resolved once", async () => {
     const { runId, agentId } = await startRun(d.call, {
@@ -86,17 +86,28 @@ describe(`approvals (${runtimeKind()} runtime)`, () => {
     assert.equal(recorded.at, request.at, "the request's time is its event's");
     const resolved = await events(runId, "permission_resolved");
     assert.equal(resolved.length, 1);
-    assert.deepEqual(resolved[0].data, { requestId: request.requestId, decision: "allow", message: null, by: "operator" });
+    assert.deepEqual(resolved[0].data, {
+      requestId: request.requestId,
+      decision: "allow",
+      message: null,
+      by: "operator",
+    });
     await d.call("POST", `/agents/${agentId}/stop`, {});
   });
 
   it("deny: the call never runs and the model reads the operator's message as the tool's error", async () => {
     const { runId, agentId } = await startRun(d.call, {
       approve: [{ tool: "bash" }],
-      script: [{ tool: "bash", args: { command: "touch /work/denied-ran" } }, { text: "tool said: {{lastToolResult}}" }],
+      script: [
+        { tool: "bash", args: { command: "touch /work/denied-ran" } },
+        { text: "tool said: {{lastToolResult}}" },
+      ],
     });
     const [request] = await inbox(d.call, runId, 1);
-    const denied = await d.call("POST", `/agents/${agentId}/permissions/${request.requestId}`, { decision: "deny", message: "not on this branch" });
+    const denied = await d.call("POST", `/agents/${agentId}/permissions/${request.requestId}`, {
+      decision: "deny",
+      message: "not on this branch",
+    });
     assert.equal(denied.status, 202);
     assert.equal(denied.body.message, "not on this branch");
     assert.equal((await result(d.call, agentId)).result, "tool said: not on this branch");
@@ -112,7 +123,10 @@ describe(`approvals (${runtimeKind()} runtime)`, () => {
     });
     const [request] = await inbox(d.call, runId, 1);
     const url = `/agents/${agentId}/permissions/${request.requestId}`;
-    const answers = await Promise.all([d.call("POST", url, { decision: "allow" }), d.call("POST", url, { decision: "deny", message: "lost the race" })]);
+    const answers = await Promise.all([
+      d.call("POST", url, { decision: "allow" }),
+      d.call("POST", url, { decision: "deny", message: "lost the race" }),
+    ]);
     assert.deepEqual(answers.map((a) => a.status).sort(), [202, 409]);
     const taken = answers.find((a) => a.status === 202)!.body;
     assert.equal((await events(runId, "permission_resolved")).length, 1);
@@ -172,7 +186,10 @@ describe(`approvals (${runtimeKind()} runtime)`, () => {
       script: [{ tool: "spawn_agent", args: { spec: { name: "kid", script: [] } } }, { text: "{{lastToolResult}}" }],
     });
     const [request] = await inbox(d.call, runId, 1);
-    await d.call("POST", `/agents/${agentId}/permissions/${request.requestId}`, { decision: "deny", message: "no children today" });
+    await d.call("POST", `/agents/${agentId}/permissions/${request.requestId}`, {
+      decision: "deny",
+      message: "no children today",
+    });
     assert.match((await result(d.call, agentId)).result, /no children today/);
     assert.equal((await d.call("GET", `/runs/${runId}`)).body.agents.length, 1);
     await d.call("POST", `/agents/${agentId}/stop`, {});
@@ -186,7 +203,10 @@ describe(`approvals (${runtimeKind()} runtime)`, () => {
     const [request] = await inbox(d.call, runId, 1);
     assert.equal((await d.call("POST", `/agents/${agentId}/pause`, { scope: "subtree" })).status, 202);
     assert.equal((await d.call("GET", `/runs/${runId}/permissions`)).body.permissions[0].state, "pending");
-    assert.equal((await d.call("POST", `/agents/${agentId}/permissions/${request.requestId}`, { decision: "allow" })).status, 202);
+    assert.equal(
+      (await d.call("POST", `/agents/${agentId}/permissions/${request.requestId}`, { decision: "allow" })).status,
+      202,
+    );
     await new Promise((r) => setTimeout(r, 300));
     assert.equal((await d.call("GET", `/agents/${agentId}/result`)).status, 202, "nothing runs while paused");
     assert.equal((await d.call("POST", `/agents/${agentId}/resume`, { scope: "subtree" })).status, 202);
@@ -203,7 +223,10 @@ describe(`approvals (${runtimeKind()} runtime)`, () => {
     assert.equal(resolved.requestId, request.requestId);
     assert.equal(resolved.decision, "deny");
     assert.equal(resolved.by, "stop");
-    assert.equal((await d.call("POST", `/agents/${first.agentId}/permissions/${request.requestId}`, { decision: "allow" })).status, 409);
+    assert.equal(
+      (await d.call("POST", `/agents/${first.agentId}/permissions/${request.requestId}`, { decision: "allow" })).status,
+      409,
+    );
 
     const second = await startRun(d.call, { approve: [{ tool: "bash" }], script });
     await inbox(d.call, second.runId, 1);
@@ -219,7 +242,10 @@ describe(`approvals (${runtimeKind()} runtime)`, () => {
       script: [{ tool: "bash", args: { command: "echo late" } }, { text: "{{lastToolResult}}" }],
     });
     const [request] = await inbox(d.call, runId, 1);
-    assert.ok(request.expiresAt <= request.at + 400 && request.expiresAt > request.at + 400 - 1_000, "expires approveTimeoutMs after it was asked");
+    assert.ok(
+      request.expiresAt <= request.at + 400 && request.expiresAt > request.at + 400 - 1_000,
+      "expires approveTimeoutMs after it was asked",
+    );
     const [resolved] = await inbox(d.call, runId, 1, "resolved");
     assert.equal(resolved.by, "timeout");
     assert.equal(resolved.decision, "deny");
@@ -231,7 +257,13 @@ describe(`approvals (${runtimeKind()} runtime)`, () => {
     const { runId, agentId } = await startRun(d.call, {
       approve: [{ tool: "write" }],
       script: [
-        { tool: "bash", args: { command: "echo '{\"name\":\"x\",\"script\":[]}' > /control/spec.json 2>&1; rm -f /control/spec.json 2>&1; echo tried" } },
+        {
+          tool: "bash",
+          args: {
+            command:
+              'echo \'{"name":"x","script":[]}\' > /control/spec.json 2>&1; rm -f /control/spec.json 2>&1; echo tried',
+          },
+        },
         { tool: "write", args: { path: "/work/out.txt", content: "x" } },
         { text: "{{lastToolResult}}" },
       ],
@@ -249,7 +281,10 @@ describe(`approvals (${runtimeKind()} runtime)`, () => {
   it("an agent cannot hang the daemon with arguments that make a pattern backtrack: the call is held for a decision", async () => {
     const { runId, agentId } = await startRun(d.call, {
       approve: [{ tool: "spawn_agent", match: "(a+)+b" }],
-      script: [{ tool: "spawn_agent", args: { spec: { name: "a".repeat(48), script: [] } } }, { text: "{{lastToolResult}}" }],
+      script: [
+        { tool: "spawn_agent", args: { spec: { name: "a".repeat(48), script: [] } } },
+        { text: "{{lastToolResult}}" },
+      ],
     });
     const [request] = await inbox(d.call, runId, 1);
     assert.equal(request.tool, "spawn_agent");
@@ -260,7 +295,9 @@ describe(`approvals (${runtimeKind()} runtime)`, () => {
   });
 
   it("a spec with a bad approve rule is a 400 naming it", async () => {
-    const bad = await d.call("POST", "/runs", { spec: { name: "x", script: [], approve: [{ tool: "bash", match: "(" }] } });
+    const bad = await d.call("POST", "/runs", {
+      spec: { name: "x", script: [], approve: [{ tool: "bash", match: "(" }] },
+    });
     assert.equal(bad.status, 400);
     assert.match(bad.body.error, /body\.spec\.approve\[0\]\.match: must be a valid JavaScript regular expression/);
     const unknown = await d.call("POST", "/runs", { spec: { name: "x", script: [], approve: [{ tool: "curl" }] } });
@@ -281,7 +318,10 @@ describe("approvals where the harness is within the agent's reach", () => {
     for (const approve of [[{ tool: "bash" }], ["*"], [{ tool: "write", match: "x" }]]) {
       const refused = await d.call("POST", "/runs", { spec: { name: "x", script: [], approve } });
       assert.equal(refused.status, 400, JSON.stringify(approve));
-      assert.match(refused.body.error, /body\.spec\.approve: rules for bash, read, write, edit or "\*" are enforced by the harness/);
+      assert.match(
+        refused.body.error,
+        /body\.spec\.approve: rules for bash, read, write, edit or "\*" are enforced by the harness/,
+      );
     }
     const { runId, agentId } = await startRun(d.call, {
       approve: [{ tool: "spawn_agent" }],
@@ -289,7 +329,10 @@ describe("approvals where the harness is within the agent's reach", () => {
     });
     const [request] = await inbox(d.call, runId, 1);
     assert.equal(request.tool, "spawn_agent");
-    const child = await d.call("POST", `/runs/${runId}/agents`, { parentAgentId: agentId, spec: { name: "kid", script: [], approve: [{ tool: "read" }] } });
+    const child = await d.call("POST", `/runs/${runId}/agents`, {
+      parentAgentId: agentId,
+      spec: { name: "kid", script: [], approve: [{ tool: "read" }] },
+    });
     assert.equal(child.status, 400, "a child cannot add one either");
     await d.call("POST", `/agents/${agentId}/stop`, {});
   });
@@ -309,7 +352,11 @@ describe(`approvals: waiting is paused time for the quiet-turn limit (${runtimeK
     });
     const [request] = await inbox(d.call, runId, 1);
     await new Promise((r) => setTimeout(r, 2_000));
-    assert.equal((await d.call("GET", `/agents/${agentId}/result`)).status, 202, "still waiting, not ended by the quiet-turn limit");
+    assert.equal(
+      (await d.call("GET", `/agents/${agentId}/result`)).status,
+      202,
+      "still waiting, not ended by the quiet-turn limit",
+    );
     await d.call("POST", `/agents/${agentId}/permissions/${request.requestId}`, { decision: "allow" });
     const settled = await result(d.call, agentId);
     assert.equal(settled.outcome, "success");
@@ -328,7 +375,10 @@ describe("approvals across a daemon SIGKILL (process runtime)", { skip: runtimeK
     try {
       const { runId, agentId } = await startRun(daemon.call, {
         approve: [{ tool: "bash" }],
-        script: [{ tool: "bash", args: { command: "echo once >> /work/ran.txt; cat /work/ran.txt" } }, { text: "{{lastToolResult}}" }],
+        script: [
+          { tool: "bash", args: { command: "echo once >> /work/ran.txt; cat /work/ran.txt" } },
+          { text: "{{lastToolResult}}" },
+        ],
       });
       const [request] = await inbox(daemon.call, runId, 1);
       await daemon.kill("SIGKILL");
@@ -336,7 +386,11 @@ describe("approvals across a daemon SIGKILL (process runtime)", { skip: runtimeK
       const [still] = await inbox(daemon.call, runId, 1);
       assert.equal(still.requestId, request.requestId);
       assert.deepEqual((await daemon.call("GET", `/agents/${agentId}`)).body.pendingPermissions, [request.requestId]);
-      assert.equal((await daemon.call("POST", `/agents/${agentId}/permissions/${request.requestId}`, { decision: "allow" })).status, 202);
+      assert.equal(
+        (await daemon.call("POST", `/agents/${agentId}/permissions/${request.requestId}`, { decision: "allow" }))
+          .status,
+        202,
+      );
       const settled = (await daemon.call("GET", `/agents/${agentId}/result?wait=60`)).body;
       assert.equal(settled.result.trim(), "once", "the tool ran exactly once");
       const all = (await daemon.call("GET", `/runs/${runId}/permissions?state=all`)).body.permissions;

@@ -8,9 +8,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { type Daemon, type Json, startDaemon, waitForState } from "../support/daemon.ts";
 import { spawnDaemon, waitState } from "../support/daemon-process.ts";
 import { openEvents } from "../support/sse-client.ts";
-import { startDaemon, waitForState, type Daemon, type Json } from "../support/daemon.ts";
 
 describe(`drain (${process.env.SWARM_E2E_RUNTIME ?? "process"} runtime)`, () => {
   let d: Daemon;
@@ -32,13 +32,22 @@ describe(`drain (${process.env.SWARM_E2E_RUNTIME ?? "process"} runtime)`, () => 
   }
 
   async function root(script: Json[], prompt?: string) {
-    const created = await d.call("POST", "/runs", { spec: { name: "drained", script }, keepAlive: true, ...(prompt ? { prompt } : {}) });
+    const created = await d.call("POST", "/runs", {
+      spec: { name: "drained", script },
+      keepAlive: true,
+      ...(prompt ? { prompt } : {}),
+    });
     assert.equal(created.status, 202);
     return { runId: created.body.runId as string, agentId: created.body.rootAgentId as string };
   }
 
   async function child(runId: string, parentAgentId: string, script: Json[], prompt: string) {
-    const spawned = await d.call("POST", `/runs/${runId}/agents`, { parentAgentId, spec: { name: "leaf", script }, prompt, keepAlive: true });
+    const spawned = await d.call("POST", `/runs/${runId}/agents`, {
+      parentAgentId,
+      spec: { name: "leaf", script },
+      prompt,
+      keepAlive: true,
+    });
     assert.equal(spawned.status, 202, JSON.stringify(spawned.body));
     return spawned.body.agentId as string;
   }
@@ -70,7 +79,11 @@ describe(`drain (${process.env.SWARM_E2E_RUNTIME ?? "process"} runtime)`, () => 
     const ended = (await d.call("GET", `/agents/${agentId}`)).body;
     assert.equal(ended.outcome, "success");
     assert.equal(ended.draining, undefined);
-    assert.equal((await d.call("GET", `/agents/${agentId}/result`)).body.result, "finished slowly", "the turn ran to its end");
+    assert.equal(
+      (await d.call("GET", `/agents/${agentId}/result`)).body.result,
+      "finished slowly",
+      "the turn ran to its end",
+    );
     const end = await endedOf(runId, agentId);
     assert.equal(end.data.reason, "drained");
     const marks = await events(runId, "agent_draining", agentId);
@@ -80,19 +93,29 @@ describe(`drain (${process.env.SWARM_E2E_RUNTIME ?? "process"} runtime)`, () => 
     const streamed = await stream.waitFor((m) => m.event === "agent_ended" && m.data.agentId === agentId, 10_000);
     stream.close();
     const seen = stream.messages.filter((m) => m.data.agentId === agentId).map((m) => m.event);
-    assert.deepEqual(seen.filter((e) => ["agent_draining", "handle_settled", "agent_ended"].includes(e)), ["agent_draining", "handle_settled", "agent_ended"]);
+    assert.deepEqual(
+      seen.filter((e) => ["agent_draining", "handle_settled", "agent_ended"].includes(e)),
+      ["agent_draining", "handle_settled", "agent_ended"],
+    );
     assert.equal(streamed.data.reason, "drained");
   });
 
   it("an agent's own spawn_agent under a drain fails with a tool error saying so", async () => {
     const { runId, agentId } = await root(
-      [{ tool: "bash", args: { command: "sleep 1" } }, { tool: "spawn_agent", args: { spec: { name: "late", script: [] } } }, { text: "{{lastToolResult}}" }],
+      [
+        { tool: "bash", args: { command: "sleep 1" } },
+        { tool: "spawn_agent", args: { spec: { name: "late", script: [] } } },
+        { text: "{{lastToolResult}}" },
+      ],
       "work",
     );
     await busy(runId, agentId);
     await d.call("POST", `/agents/${agentId}/stop`, { mode: "drain" });
     await waitForState(d, agentId, "done", 60_000);
-    assert.match((await d.call("GET", `/agents/${agentId}/result`)).body.result, /is draining: it takes no new prompt, steer or spawn/);
+    assert.match(
+      (await d.call("GET", `/agents/${agentId}/result`)).body.result,
+      /is draining: it takes no new prompt, steer or spawn/,
+    );
     assert.equal((await d.call("GET", `/runs/${runId}`)).body.agents.length, 1, "no child was made");
   });
 
@@ -118,10 +141,17 @@ describe(`drain (${process.env.SWARM_E2E_RUNTIME ?? "process"} runtime)`, () => 
 
     const drained = await d.call("POST", `/agents/${agentId}/stop`, { mode: "drain", scope: "subtree" });
     assert.equal(drained.status, 202);
-    assert.deepEqual(drained.body.results.map((r: Json) => r.agentId), [agentId, ...leaves], "parents first");
+    assert.deepEqual(
+      drained.body.results.map((r: Json) => r.agentId),
+      [agentId, ...leaves],
+      "parents first",
+    );
     assert.ok(drained.body.results.every((r: Json) => r.outcome === "applied"));
     const marks = await events(runId, "agent_draining");
-    assert.deepEqual(marks.map((e) => e.agentId), [agentId, ...leaves]);
+    assert.deepEqual(
+      marks.map((e) => e.agentId),
+      [agentId, ...leaves],
+    );
     assert.ok(marks.every((e) => e.data.subtree === true));
     assert.equal((await d.call("GET", `/agents/${agentId}`)).body.state, "running", "the root waits for its children");
 
@@ -130,7 +160,10 @@ describe(`drain (${process.env.SWARM_E2E_RUNTIME ?? "process"} runtime)`, () => 
       const view = (await d.call("GET", `/agents/${leaf}`)).body;
       assert.equal(view.state, "done");
       assert.equal(view.outcome, "success");
-      assert.equal((await d.call("GET", `/agents/${leaf}/result`)).body.result, i === 0 ? "leaf one done" : "leaf two done");
+      assert.equal(
+        (await d.call("GET", `/agents/${leaf}/result`)).body.result,
+        i === 0 ? "leaf one done" : "leaf two done",
+      );
     }
     const ends = await events(runId, "agent_ended");
     assert.ok(ends.every((e) => e.data.reason === "drained"));
@@ -154,7 +187,12 @@ describe(`drain (${process.env.SWARM_E2E_RUNTIME ?? "process"} runtime)`, () => 
     const { runId, agentId } = await root([{ text: "first" }], "one");
     assert.equal((await d.call("GET", `/agents/${agentId}/result?wait=60`)).body.result, "first");
     const blocker = await child(runId, agentId, [{ text: "blocker", delayMs: 120_000 }], "block");
-    const waiting = await d.call("POST", `/runs/${runId}/agents`, { parentAgentId: agentId, spec: { name: "waiter", script: [{ text: "x" }] }, prompt: "x", waitFor: [blocker] });
+    const waiting = await d.call("POST", `/runs/${runId}/agents`, {
+      parentAgentId: agentId,
+      spec: { name: "waiter", script: [{ text: "x" }] },
+      prompt: "x",
+      waitFor: [blocker],
+    });
     assert.equal(waiting.body.state, "spawning");
     assert.equal((await d.call("POST", `/agents/${agentId}/pause`, {})).status, 202);
     const drained = await d.call("POST", `/agents/${agentId}/stop`, { mode: "drain", scope: "subtree" });
@@ -170,7 +208,9 @@ describe(`drain (${process.env.SWARM_E2E_RUNTIME ?? "process"} runtime)`, () => 
 });
 
 // The daemon as a process of its own, on the process runtime: once, not again under docker.
-describe("drain across a daemon SIGKILL (process runtime)", { skip: (process.env.SWARM_E2E_RUNTIME ?? "process") !== "process" }, () => {
+describe("drain across a daemon SIGKILL (process runtime)", {
+  skip: (process.env.SWARM_E2E_RUNTIME ?? "process") !== "process",
+}, () => {
   const dataDir = mkdtempSync(join(tmpdir(), "swarmd-drain-"));
   after(() => rmSync(dataDir, { recursive: true, force: true }));
 
@@ -178,7 +218,11 @@ describe("drain across a daemon SIGKILL (process runtime)", { skip: (process.env
     let daemon = await spawnDaemon(dataDir);
     try {
       const start = async (delayMs: number) => {
-        const created = await daemon.call("POST", "/runs", { spec: { name: "drained", script: [{ text: "made it", delayMs }] }, prompt: "work", keepAlive: true });
+        const created = await daemon.call("POST", "/runs", {
+          spec: { name: "drained", script: [{ text: "made it", delayMs }] },
+          prompt: "work",
+          keepAlive: true,
+        });
         return { runId: created.body.runId as string, agentId: created.body.rootAgentId as string };
       };
       const finishing = await start(3_000);
@@ -186,7 +230,10 @@ describe("drain across a daemon SIGKILL (process runtime)", { skip: (process.env
       await waitState(daemon, finishing.agentId, "running");
       await waitState(daemon, late.agentId, "running");
       assert.equal((await daemon.call("POST", `/agents/${finishing.agentId}/stop`, { mode: "drain" })).status, 202);
-      assert.equal((await daemon.call("POST", `/agents/${late.agentId}/stop`, { mode: "drain", drainTimeoutMs: 4_000 })).status, 202);
+      assert.equal(
+        (await daemon.call("POST", `/agents/${late.agentId}/stop`, { mode: "drain", drainTimeoutMs: 4_000 })).status,
+        202,
+      );
       await daemon.kill("SIGKILL");
       daemon = await spawnDaemon(dataDir);
 
@@ -196,7 +243,10 @@ describe("drain across a daemon SIGKILL (process runtime)", { skip: (process.env
       await waitState(daemon, finishing.agentId, "done", 60_000);
       assert.equal((await daemon.call("GET", `/agents/${finishing.agentId}/result`)).body.result, "made it");
       await waitState(daemon, late.agentId, "aborted", 60_000);
-      for (const [{ runId, agentId }, reason] of [[finishing, "drained"], [late, "drain-timeout"]] as const) {
+      for (const [{ runId, agentId }, reason] of [
+        [finishing, "drained"],
+        [late, "drain-timeout"],
+      ] as const) {
         const stream = await openEvents(daemon.url, runId);
         const ended = await stream.waitFor((m) => m.event === "agent_ended" && m.data.agentId === agentId, 30_000);
         stream.close();

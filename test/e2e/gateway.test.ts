@@ -5,9 +5,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { messagesRequestFacts } from "../../src/gateway/anthropic-wire.ts";
-import { sandboxProcesses, spawnDaemon, waitState, type DaemonProcess } from "../support/daemon-process.ts";
+import { type DaemonProcess, sandboxProcesses, spawnDaemon, waitState } from "../support/daemon-process.ts";
+import {
+  startAnthropicUpstream,
+  startOpenAIChatUpstream,
+  type Upstream,
+  type UpstreamAnswer,
+} from "../support/model-upstreams.ts";
 import { openEvents } from "../support/sse-client.ts";
-import { startAnthropicUpstream, startOpenAIChatUpstream, type Upstream, type UpstreamAnswer } from "../support/model-upstreams.ts";
 
 /**
  * Real models through the daemon, end to end: a daemon process with keys in its own environment,
@@ -45,7 +50,14 @@ function probe(upstreamPort: number): string {
 function probeThenReport(port: () => number, lastToolResult: (body: unknown) => string) {
   return (body: unknown, n: number): UpstreamAnswer =>
     n === 0
-      ? { reply: { toolCalls: [{ id: `call_${randomBytes(4).toString("hex")}`, name: "bash", input: { command: probe(port()) } }] }, usage: USAGE }
+      ? {
+          reply: {
+            toolCalls: [
+              { id: `call_${randomBytes(4).toString("hex")}`, name: "bash", input: { command: probe(port()) } },
+            ],
+          },
+          usage: USAGE,
+        }
       : { reply: { text: `probe said: ${lastToolResult(body)}` }, usage: USAGE };
 }
 
@@ -75,8 +87,15 @@ describe("model gateway (process sandboxes, real provider clients, local upstrea
   let openai: Upstream;
 
   before(async () => {
-    anthropic = await startAnthropicUpstream({ answer: probeThenReport(() => Number(new URL(anthropic.url).port), (body) => messagesRequestFacts(body).lastToolResultText) });
-    openai = await startOpenAIChatUpstream({ answer: probeThenReport(() => Number(new URL(openai.url).port), lastOpenAIToolResult) });
+    anthropic = await startAnthropicUpstream({
+      answer: probeThenReport(
+        () => Number(new URL(anthropic.url).port),
+        (body) => messagesRequestFacts(body).lastToolResultText,
+      ),
+    });
+    openai = await startOpenAIChatUpstream({
+      answer: probeThenReport(() => Number(new URL(openai.url).port), lastOpenAIToolResult),
+    });
     dataDir = mkdtempSync(join(tmpdir(), "swarmd-gateway-"));
     const modelsFile = join(dataDir, "models.json");
     writeFileSync(
@@ -94,7 +113,11 @@ describe("model gateway (process sandboxes, real provider clients, local upstrea
         },
       }),
     );
-    d = await spawnDaemon(join(dataDir, "data"), { SWARM_MODELS: modelsFile, ANTHROPIC_API_KEY: ANTHROPIC_KEY, LOCAL_OPENAI_KEY: OPENAI_KEY });
+    d = await spawnDaemon(join(dataDir, "data"), {
+      SWARM_MODELS: modelsFile,
+      ANTHROPIC_API_KEY: ANTHROPIC_KEY,
+      LOCAL_OPENAI_KEY: OPENAI_KEY,
+    });
   });
 
   after(async () => {
@@ -112,7 +135,11 @@ describe("model gateway (process sandboxes, real provider clients, local upstrea
   });
 
   async function runProbe(model: { provider: string; id: string }) {
-    const created = await d.call("POST", "/runs", { spec: { name: "prober", model, tools: ["bash"] }, prompt: "probe your sandbox", keepAlive: true });
+    const created = await d.call("POST", "/runs", {
+      spec: { name: "prober", model, tools: ["bash"] },
+      prompt: "probe your sandbox",
+      keepAlive: true,
+    });
     assert.equal(created.status, 202, JSON.stringify(created.body));
     const root = created.body.rootAgentId as string;
     const result = await d.call("GET", `/agents/${root}/result?wait=120`);
@@ -124,7 +151,10 @@ describe("model gateway (process sandboxes, real provider clients, local upstrea
     assert.ok(pids.length > 0, "the sandbox's processes are found");
     for (const pid of pids) {
       const environ = readFileSync(`/proc/${pid}/environ`, "utf8");
-      assert.ok(!environ.includes(ANTHROPIC_KEY) && !environ.includes(OPENAI_KEY), `no key in the environment of sandbox process ${pid}`);
+      assert.ok(
+        !environ.includes(ANTHROPIC_KEY) && !environ.includes(OPENAI_KEY),
+        `no key in the environment of sandbox process ${pid}`,
+      );
     }
     for (const file of allFiles(join(dataDir, "data", "sandboxes", sandboxId))) {
       const text = readFileSync(file, "utf8");
@@ -139,7 +169,11 @@ describe("model gateway (process sandboxes, real provider clients, local upstrea
     assert.match(text, /file-hits=\[\/tmp\/planted\]/, "no key in any file the agent can read but the planted one");
     assert.match(text, /network=(ECONNREFUSED|ENETUNREACH)/, "the sandbox has no network while its model works");
     assert.match(text, /interfaces=1\b/, "only the loopback interface");
-    assert.match(text, /gateway-socket=EACCES/, "the agent's tools cannot reach the gateway socket: only its harness can");
+    assert.match(
+      text,
+      /gateway-socket=EACCES/,
+      "the agent's tools cannot reach the gateway socket: only its harness can",
+    );
     const calls = anthropic.calls.filter((c) => c.path === "/v1/messages");
     assert.equal(calls.length, 2, "two model calls: the tool call, then the answer");
     for (const call of calls) {
@@ -149,8 +183,18 @@ describe("model gateway (process sandboxes, real provider clients, local upstrea
     }
     // Metering: two calls at claude-3-5-haiku's prices (per million: 0.8 in, 4 out, 0.08 cache read, 1 cache write).
     const perCall = (USAGE.input * 0.8 + USAGE.output * 4 + USAGE.cacheRead * 0.08 + USAGE.cacheWrite * 1) / 1e6;
-    assert.deepEqual(view.usage, { inputTokens: 2_000, outputTokens: 100, cacheReadTokens: 400, cacheWriteTokens: 200, costUsd: view.usage.costUsd, calls: 2 });
-    assert.ok(Math.abs((view.usage.costUsd as number) - 2 * perCall) < 1e-12, `cost ${view.usage.costUsd} is two calls at the model's prices`);
+    assert.deepEqual(view.usage, {
+      inputTokens: 2_000,
+      outputTokens: 100,
+      cacheReadTokens: 400,
+      cacheWriteTokens: 200,
+      costUsd: view.usage.costUsd,
+      calls: 2,
+    });
+    assert.ok(
+      Math.abs((view.usage.costUsd as number) - 2 * perCall) < 1e-12,
+      `cost ${view.usage.costUsd} is two calls at the model's prices`,
+    );
     const run = await d.call("GET", `/runs/${runId}`);
     assert.deepEqual(run.body.usage, view.usage, "the run's usage is its only agent's");
   });
@@ -169,24 +213,44 @@ describe("model gateway (process sandboxes, real provider clients, local upstrea
     // OpenAI reports no cache writes: the upstream's cacheWrite is folded into pi's reading of cached tokens.
     assert.equal(view.usage.calls, 2);
     assert.equal(view.usage.outputTokens, 100);
-    assert.equal(view.usage.inputTokens + view.usage.cacheReadTokens + view.usage.cacheWriteTokens, 2 * (USAGE.input + USAGE.cacheRead + USAGE.cacheWrite));
+    assert.equal(
+      view.usage.inputTokens + view.usage.cacheReadTokens + view.usage.cacheWriteTokens,
+      2 * (USAGE.input + USAGE.cacheRead + USAGE.cacheWrite),
+    );
   });
 
   it("a scripted tree with maxTokens stops at the cap (budget_denied, paused by budget) and goes on after raises and a resume", async () => {
     const script = [{ tool: "bash", args: { command: "echo one" } }, { text: "child done: {{lastToolResult}}" }];
-    const created = await d.call("POST", "/runs", { spec: { name: "lead", script: [] }, keepAlive: true, budget: { maxTokens: 800 } });
+    const created = await d.call("POST", "/runs", {
+      spec: { name: "lead", script: [] },
+      keepAlive: true,
+      budget: { maxTokens: 800 },
+    });
     const { runId, rootAgentId: root } = created.body as { runId: string; rootAgentId: string };
     await waitState(d, root, "running");
-    const spawned = await d.call("POST", `/runs/${runId}/agents`, { parentAgentId: root, spec: { name: "kid", script }, prompt: "go", budget: { maxTokens: 5_000 } });
+    const spawned = await d.call("POST", `/runs/${runId}/agents`, {
+      parentAgentId: root,
+      spec: { name: "kid", script },
+      prompt: "go",
+      budget: { maxTokens: 5_000 },
+    });
     const kid = spawned.body.agentId as string;
     assert.equal((await d.call("GET", `/agents/${kid}`)).body.budget.maxTokens, 800, "no more than the lead has");
     await waitState(d, kid, "paused");
     const held = await d.call("GET", `/agents/${kid}`);
     assert.equal(held.body.pausedBy, "budget");
     assert.equal(held.body.usage.calls, 1, "one call went, the next is held");
-    assert.deepEqual([held.body.budget.remainingTokens, (await d.call("GET", `/agents/${root}`)).body.budget.remainingTokens], [0, 0], "the child's spending is the lead's too");
+    assert.deepEqual(
+      [held.body.budget.remainingTokens, (await d.call("GET", `/agents/${root}`)).body.budget.remainingTokens],
+      [0, 0],
+      "the child's spending is the lead's too",
+    );
 
-    assert.equal((await d.call("POST", `/agents/${kid}/budget`, { maxTokens: 100_000 })).status, 409, "more than the lead has left");
+    assert.equal(
+      (await d.call("POST", `/agents/${kid}/budget`, { maxTokens: 100_000 })).status,
+      409,
+      "more than the lead has left",
+    );
     const bad = await d.call("POST", `/agents/${root}/budget`, {});
     assert.equal(bad.status, 400);
     assert.match(bad.body.error, /maxTokens, maxCostUsd or both/);
@@ -204,25 +268,41 @@ describe("model gateway (process sandboxes, real provider clients, local upstrea
   });
 
   it("refuses a spec naming an unknown model with a 400 naming spec.model, and a spawn of a model the gateway cannot carry likewise", async () => {
-    const refused = await d.call("POST", "/runs", { spec: { name: "x", model: { provider: "anthropic", id: "claude-nonexistent" } } });
+    const refused = await d.call("POST", "/runs", {
+      spec: { name: "x", model: { provider: "anthropic", id: "claude-nonexistent" } },
+    });
     assert.equal(refused.status, 400);
     assert.match(refused.body.error, /body\.spec\.model: unknown model anthropic\/claude-nonexistent/);
-    const unknownProvider = await d.call("POST", "/runs", { spec: { name: "x", model: { provider: "nowhere", id: "m" } } });
+    const unknownProvider = await d.call("POST", "/runs", {
+      spec: { name: "x", model: { provider: "nowhere", id: "m" } },
+    });
     assert.equal(unknownProvider.status, 400);
     assert.match(unknownProvider.body.error, /body\.spec\.model/);
-    const { runId, rootAgentId } = (await d.call("POST", "/runs", { spec: { name: "lead", script: [] }, keepAlive: true })).body as { runId: string; rootAgentId: string };
+    const { runId, rootAgentId } = (
+      await d.call("POST", "/runs", { spec: { name: "lead", script: [] }, keepAlive: true })
+    ).body as { runId: string; rootAgentId: string };
     await waitState(d, rootAgentId, "running");
-    const spawn = await d.call("POST", `/runs/${runId}/agents`, { parentAgentId: rootAgentId, spec: { name: "kid", model: { provider: "google", id: "gemini-2.5-flash" } } });
+    const spawn = await d.call("POST", `/runs/${runId}/agents`, {
+      parentAgentId: rootAgentId,
+      spec: { name: "kid", model: { provider: "google", id: "gemini-2.5-flash" } },
+    });
     assert.equal(spawn.status, 400);
     assert.match(spawn.body.error, /body\.spec\.model: google\/gemini-2\.5-flash speaks the google-generative-ai API/);
-    assert.equal((await d.call("GET", `/runs/${runId}`)).body.agents.length, 1, "nothing recorded for the refused spawn");
+    assert.equal(
+      (await d.call("GET", `/runs/${runId}`)).body.agents.length,
+      1,
+      "nothing recorded for the refused spawn",
+    );
   });
 
   it("keeps the keys out of the ledger and the daemon's output", async () => {
     // Runs after the two real-model runs above: their events, results and index are in these files.
     // The newest writes of a LevelDB sit uncompressed in its log file; what is compacted is not searched.
     const files = allFiles(join(dataDir, "data")).filter((file) => !file.includes("/sandboxes/"));
-    assert.ok(files.some((file) => file.includes("/ledger/")), "the ledger's files are read");
+    assert.ok(
+      files.some((file) => file.includes("/ledger/")),
+      "the ledger's files are read",
+    );
     for (const file of files) {
       const bytes = readFileSync(file);
       assert.ok(!bytes.includes(ANTHROPIC_KEY) && !bytes.includes(OPENAI_KEY), `no key in ${file}`);
@@ -236,8 +316,14 @@ describe("model gateway across a daemon SIGKILL in the middle of a call", { time
     const dataDir = mkdtempSync(join(tmpdir(), "swarmd-gateway-kill-"));
     let d = await spawnDaemon(dataDir);
     try {
-      const script = [{ tool: "bash", args: { command: "echo before" } }, { text: "slow answer after {{lastToolResult}}", delayMs: 3_000 }];
-      const created = (await d.call("POST", "/runs", { spec: { name: "slow", script }, prompt: "go" })).body as { runId: string; rootAgentId: string };
+      const script = [
+        { tool: "bash", args: { command: "echo before" } },
+        { text: "slow answer after {{lastToolResult}}", delayMs: 3_000 },
+      ];
+      const created = (await d.call("POST", "/runs", { spec: { name: "slow", script }, prompt: "go" })).body as {
+        runId: string;
+        rootAgentId: string;
+      };
       const events = await openEvents(d.url, created.runId);
       await events.waitFor((m) => m.event === "tool_end", 60_000);
       events.close();
@@ -245,7 +331,11 @@ describe("model gateway across a daemon SIGKILL in the middle of a call", { time
       await d.kill("SIGKILL");
       d = await spawnDaemon(dataDir);
       const result = await d.call("GET", `/agents/${created.rootAgentId}/result?wait=60`);
-      assert.equal(result.body.result, "slow answer after before\n", "the same step, answered in full by the restarted daemon");
+      assert.equal(
+        result.body.result,
+        "slow answer after before\n",
+        "the same step, answered in full by the restarted daemon",
+      );
       const all = await openEvents(d.url, created.runId);
       await all.waitFor((m) => m.event === "agent_ended", 30_000);
       all.close();

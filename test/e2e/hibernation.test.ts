@@ -8,14 +8,20 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { type Daemon, type Json, startDaemon, waitForState } from "../support/daemon.ts";
 import { sandboxProcesses, spawnDaemon, waitState } from "../support/daemon-process.ts";
-import { startDaemon, waitForState, type Daemon, type Json } from "../support/daemon.ts";
 
 const HIBERNATE_AFTER_MS = 300;
 const runtimeKind = () => process.env.SWARM_E2E_RUNTIME ?? "process";
 
 /** Poll the agent's view until `match` holds. */
-async function viewWhen(call: Daemon["call"], agentId: string, match: (view: Json) => boolean, what: string, timeoutMs = 60_000): Promise<Json> {
+async function viewWhen(
+  call: Daemon["call"],
+  agentId: string,
+  match: (view: Json) => boolean,
+  what: string,
+  timeoutMs = 60_000,
+): Promise<Json> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const view = (await call("GET", `/agents/${agentId}`)).body;
@@ -25,8 +31,8 @@ async function viewWhen(call: Daemon["call"], agentId: string, match: (view: Jso
   }
 }
 
-const asleep = (call: Daemon["call"], agentId: string) => viewWhen(call, agentId, (v) => v.hibernated === true, "hibernated");
-
+const asleep = (call: Daemon["call"], agentId: string) =>
+  viewWhen(call, agentId, (v) => v.hibernated === true, "hibernated");
 
 describe(`hibernation (${runtimeKind()} runtime)`, () => {
   let d: Daemon;
@@ -36,7 +42,8 @@ describe(`hibernation (${runtimeKind()} runtime)`, () => {
   after(() => d.stop());
 
   /** The run's persisted events of one type for one agent, from the daemon's ledger. */
-  const eventsOf = async (runId: string, agentId: string, type: string) => (await d.ledger.read(runId, 0)).filter((e) => e.agentId === agentId && e.type === type);
+  const eventsOf = async (runId: string, agentId: string, type: string) =>
+    (await d.ledger.read(runId, 0)).filter((e) => e.agentId === agentId && e.type === type);
 
   /** The agent's result once `turns` turns settled. */
   const resultAfter = async (runId: string, agentId: string, turns: number) => {
@@ -50,7 +57,9 @@ describe(`hibernation (${runtimeKind()} runtime)`, () => {
 
   /** A keepAlive root that ran one turn, then idled into hibernation. */
   async function sleepingRoot(script: Json[] = [{ text: "first" }, { text: "second" }, { text: "third" }]) {
-    const created = (await d.call("POST", "/runs", { spec: { name: "sleeper", script }, keepAlive: true, prompt: "one" })).body;
+    const created = (
+      await d.call("POST", "/runs", { spec: { name: "sleeper", script }, keepAlive: true, prompt: "one" })
+    ).body;
     const agentId = created.rootAgentId as string;
     assert.equal((await d.call("GET", `/agents/${agentId}/result?wait=60`)).body.result, "first");
     const view = await asleep(d.call, agentId);
@@ -80,9 +89,15 @@ describe(`hibernation (${runtimeKind()} runtime)`, () => {
     assert.equal(awake.sessionStats.assistantMessages, 2);
     assert.equal((await eventsOf(runId, agentId, "agent_woke")).length, 1);
     // Harness events keep one gap-free hseq sequence across the two harness processes.
-    const hseqs = (await d.ledger.read(runId, 0)).filter((e) => e.agentId === agentId && typeof e.data.hseq === "number").map((e) => e.data.hseq as number);
+    const hseqs = (await d.ledger.read(runId, 0))
+      .filter((e) => e.agentId === agentId && typeof e.data.hseq === "number")
+      .map((e) => e.data.hseq as number);
     assert.ok(hseqs.length > 2);
-    assert.deepEqual(hseqs, [...hseqs].sort((a, b) => a - b), "in order");
+    assert.deepEqual(
+      hseqs,
+      [...hseqs].sort((a, b) => a - b),
+      "in order",
+    );
     assert.equal(new Set(hseqs).size, hseqs.length, "no hseq twice");
     // And it hibernates again once idle.
     await asleep(d.call, agentId);
@@ -101,14 +116,23 @@ describe(`hibernation (${runtimeKind()} runtime)`, () => {
 
   it("a subtree steer wakes the hibernated parent with the composed message; its hibernated child stays asleep", async () => {
     const { runId, agentId } = await sleepingRoot([{ text: "first" }, { text: "root: {{lastUserMessage}}" }]);
-    const child = (await d.call("POST", `/runs/${runId}/agents`, { parentAgentId: agentId, spec: { name: "kid", script: [] }, keepAlive: true })).body.agentId as string;
+    const child = (
+      await d.call("POST", `/runs/${runId}/agents`, {
+        parentAgentId: agentId,
+        spec: { name: "kid", script: [] },
+        keepAlive: true,
+      })
+    ).body.agentId as string;
     await asleep(d.call, child);
     await asleep(d.call, agentId);
     const steered = await d.call("POST", `/agents/${agentId}/steer`, { message: "all of you", scope: "subtree" });
     assert.equal(steered.status, 202);
     assert.equal(steered.body.delivery, "turn");
     const text = await resultAfter(runId, agentId, 2);
-    assert.ok(text?.startsWith("root: ") && text.includes("all of you") && text.includes(child), `the composed message reached the woken root: ${text}`);
+    assert.ok(
+      text?.startsWith("root: ") && text.includes("all of you") && text.includes(child),
+      `the composed message reached the woken root: ${text}`,
+    );
     assert.equal((await eventsOf(runId, agentId, "agent_woke")).length, 1);
     assert.equal((await eventsOf(runId, child, "agent_woke")).length, 0, "children get nothing directly");
     await d.call("POST", `/agents/${agentId}/stop`, { scope: "subtree" });
@@ -147,10 +171,16 @@ describe(`hibernation (${runtimeKind()} runtime)`, () => {
   });
 
   it("a child forks from a hibernated parent's files, and the parent stays asleep", async () => {
-    const { runId, agentId } = await sleepingRoot([{ tool: "bash", args: { command: "echo kept-on-disk > notes.txt" } }, { text: "first" }]);
+    const { runId, agentId } = await sleepingRoot([
+      { tool: "bash", args: { command: "echo kept-on-disk > notes.txt" } },
+      { text: "first" },
+    ]);
     const child = await d.call("POST", `/runs/${runId}/agents`, {
       parentAgentId: agentId,
-      spec: { name: "reader", script: [{ tool: "bash", args: { command: "cat notes.txt" } }, { text: "{{lastToolResult}}" }] },
+      spec: {
+        name: "reader",
+        script: [{ tool: "bash", args: { command: "cat notes.txt" } }, { text: "{{lastToolResult}}" }],
+      },
       prompt: "read",
     });
     assert.equal(child.status, 202);
@@ -159,7 +189,6 @@ describe(`hibernation (${runtimeKind()} runtime)`, () => {
     await d.call("POST", `/agents/${agentId}/stop`, { scope: "subtree" });
   });
 });
-
 
 describe(`hibernation across a daemon restart (${runtimeKind()} runtime)`, () => {
   const dataDir = mkdtempSync(join(tmpdir(), "swarmd-hibernate-"));
@@ -170,7 +199,13 @@ describe(`hibernation across a daemon restart (${runtimeKind()} runtime)`, () =>
     const first = await spawnDaemon(dataDir, env);
     let agentId = "";
     try {
-      const created = (await first.call("POST", "/runs", { spec: { name: "sleeper", script: [{ text: "first" }, { text: "second" }] }, keepAlive: true, prompt: "one" })).body;
+      const created = (
+        await first.call("POST", "/runs", {
+          spec: { name: "sleeper", script: [{ text: "first" }, { text: "second" }] },
+          keepAlive: true,
+          prompt: "one",
+        })
+      ).body;
       agentId = created.rootAgentId;
       await waitState(first, agentId, "running");
       assert.equal((await first.call("GET", `/agents/${agentId}/result?wait=60`)).body.result, "first");
@@ -185,7 +220,12 @@ describe(`hibernation across a daemon restart (${runtimeKind()} runtime)`, () =>
       assert.equal(view.hibernated, true);
       assert.equal(view.sessionStats?.userMessages, 1);
       await second.call("POST", `/agents/${agentId}/prompt`, { text: "two" });
-      await viewWhen(second.call, agentId, (v) => v.sessionStats?.userMessages === 2 && v.sessionStats?.assistantMessages === 2, "answered the second prompt with its history").catch((err: unknown) => {
+      await viewWhen(
+        second.call,
+        agentId,
+        (v) => v.sessionStats?.userMessages === 2 && v.sessionStats?.assistantMessages === 2,
+        "answered the second prompt with its history",
+      ).catch((err: unknown) => {
         throw new Error(`${String(err)}; daemon output: ${second.output().slice(-4000)}`);
       });
       await second.call("POST", `/agents/${agentId}/stop`, {});

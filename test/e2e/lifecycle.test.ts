@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { startDaemon, waitForState, type Daemon } from "../support/daemon.ts";
+import { type Daemon, startDaemon, waitForState } from "../support/daemon.ts";
 import { openEvents } from "../support/sse-client.ts";
 
 const echo = (name = "echo") => ({ name, script: [] });
@@ -14,7 +14,13 @@ describe("run lifecycle over HTTP (process sandboxes, scripted agents)", () => {
   after(() => d.stop());
 
   it("creates a run: 202 provisioning, then the root runs its prompt and ends done/success", async () => {
-    const created = await d.call("POST", "/runs", { spec: { name: "root", script: [{ tool: "bash", args: { command: "echo from-bash" } }, { text: "said {{lastToolResult}}" }] }, prompt: "go" });
+    const created = await d.call("POST", "/runs", {
+      spec: {
+        name: "root",
+        script: [{ tool: "bash", args: { command: "echo from-bash" } }, { text: "said {{lastToolResult}}" }],
+      },
+      prompt: "go",
+    });
     assert.equal(created.status, 202);
     assert.deepEqual(Object.keys(created.body).sort(), ["rootAgentId", "runId", "state"]);
     assert.equal(created.body.state, "provisioning");
@@ -35,12 +41,27 @@ describe("run lifecycle over HTTP (process sandboxes, scripted agents)", () => {
     await events.waitFor((m) => m.event === "agent_ended");
     events.close();
     const types = events.messages.map((m) => m.event);
-    for (const type of ["run_started", "agent_spawned", "agent_provisioned", "agent_state_changed", "agent_start", "tool_start", "tool_end", "agent_end", "handle_settled", "agent_ended"]) {
+    for (const type of [
+      "run_started",
+      "agent_spawned",
+      "agent_provisioned",
+      "agent_state_changed",
+      "agent_start",
+      "tool_start",
+      "tool_end",
+      "agent_end",
+      "handle_settled",
+      "agent_ended",
+    ]) {
       assert.ok(types.includes(type), `${type} in ${types.join(",")}`);
     }
     assert.ok(types.indexOf("handle_settled") < types.indexOf("agent_ended"));
     const ids = events.messages.map((m) => m.id);
-    assert.deepEqual(ids, ids.map((_, i) => i + 1), "every replayed event is persisted, with a gap-free seq");
+    assert.deepEqual(
+      ids,
+      ids.map((_, i) => i + 1),
+      "every replayed event is persisted, with a gap-free seq",
+    );
     const ended = events.messages.find((m) => m.event === "agent_ended")!;
     assert.equal(ended.data.outcome, "success");
     assert.equal(typeof ended.data.endedAt, "number");
@@ -68,7 +89,24 @@ describe("run lifecycle over HTTP (process sandboxes, scripted agents)", () => {
     const agent = await d.call("GET", `/agents/${root}`);
     assert.deepEqual(
       Object.keys(agent.body).sort(),
-      ["agentId", "budget", "createdAt", "depth", "endedAt", "outcome", "parentAgentId", "pendingPermissions", "runId", "sandboxId", "sessionStats", "spawnIndex", "specName", "state", "subtreeUsage", "usage"],
+      [
+        "agentId",
+        "budget",
+        "createdAt",
+        "depth",
+        "endedAt",
+        "outcome",
+        "parentAgentId",
+        "pendingPermissions",
+        "runId",
+        "sandboxId",
+        "sessionStats",
+        "spawnIndex",
+        "specName",
+        "state",
+        "subtreeUsage",
+        "usage",
+      ],
       "the spec's fields, usage, budget and sessionStats, nothing internal",
     );
     assert.equal(typeof agent.body.sessionStats, "object", "a running agent answers with its session stats");
@@ -133,13 +171,20 @@ describe("run lifecycle over HTTP (process sandboxes, scripted agents)", () => {
     const created = await d.call("POST", "/runs", { spec: echo(), keepAlive: true });
     const { runId, rootAgentId } = created.body;
     await waitForState(d, rootAgentId, "running");
-    const child = await d.call("POST", `/runs/${runId}/agents`, { parentAgentId: rootAgentId, spec: echo("child"), keepAlive: true });
+    const child = await d.call("POST", `/runs/${runId}/agents`, {
+      parentAgentId: rootAgentId,
+      spec: echo("child"),
+      keepAlive: true,
+    });
     await waitForState(d, child.body.agentId, "running");
     const deleted = await d.call("DELETE", `/runs/${runId}`);
     assert.equal(deleted.status, 204);
     assert.equal(deleted.body, undefined);
     const snapshot = (await d.call("GET", `/runs/${runId}`)).body;
-    assert.deepEqual(snapshot.agents.map((a: { outcome: string }) => a.outcome), ["aborted", "aborted"]);
+    assert.deepEqual(
+      snapshot.agents.map((a: { outcome: string }) => a.outcome),
+      ["aborted", "aborted"],
+    );
     const events = await openEvents(d.url, runId);
     await events.waitFor((m) => m.id === snapshot.asOf);
     events.close();

@@ -7,11 +7,22 @@ describe("limits over HTTP", () => {
   it("ends a turn that stays quiet past SWARM_TURN_MAX_MS: no text so far, so the result is failed", async (t) => {
     const d = await startDaemon({ turnMaxMs: 1_500 });
     t.after(() => d.stop());
-    const created = (await d.call("POST", "/runs", { spec: { name: "quiet", script: [{ tool: "bash", args: { command: "sleep 60" } }] }, prompt: "go" })).body;
+    const created = (
+      await d.call("POST", "/runs", {
+        spec: { name: "quiet", script: [{ tool: "bash", args: { command: "sleep 60" } }] },
+        prompt: "go",
+      })
+    ).body;
     const started = Date.now();
     const result = await d.call("GET", `/agents/${created.rootAgentId}/result?wait=60`);
     assert.ok(Date.now() - started < 20_000, "aborted long before the tool would end");
-    assert.deepEqual(result.body, { agentId: created.rootAgentId, state: "settled", outcome: "failed", resultRef: null, result: null });
+    assert.deepEqual(result.body, {
+      agentId: created.rootAgentId,
+      state: "settled",
+      outcome: "failed",
+      resultRef: null,
+      result: null,
+    });
     await waitForState(d, created.rootAgentId, "done");
     const events = await openEvents(d.url, created.runId);
     const ended = await events.waitFor((m) => m.event === "agent_ended");
@@ -27,10 +38,12 @@ describe("limits over HTTP", () => {
     // reading fills the loopback socket buffers quickly.
     const big = "head -c 16000 /dev/zero";
     const batch = { tools: Array.from({ length: 150 }, () => ({ tool: "bash", args: { command: big } })) };
-    const created = (await d.call("POST", "/runs", {
-      spec: { name: "noisy", script: [batch, batch, { text: "done" }] },
-      keepAlive: true,
-    })).body;
+    const created = (
+      await d.call("POST", "/runs", {
+        spec: { name: "noisy", script: [batch, batch, { text: "done" }] },
+        keepAlive: true,
+      })
+    ).body;
     await waitForState(d, created.rootAgentId, "running");
     const slow = await openEvents(d.url, created.runId);
     await slow.waitFor((m) => m.event === "agent_state_changed");
@@ -48,6 +61,10 @@ describe("limits over HTTP", () => {
     await resumed.waitFor((m) => m.id === total);
     resumed.close();
     const ids = resumed.messages.filter((m) => m.id !== undefined).map((m) => m.id);
-    assert.deepEqual(ids, Array.from({ length: total - lastSeen }, (_, i) => lastSeen + 1 + i), "nothing persisted was lost");
+    assert.deepEqual(
+      ids,
+      Array.from({ length: total - lastSeen }, (_, i) => lastSeen + 1 + i),
+      "nothing persisted was lost",
+    );
   });
 });

@@ -6,16 +6,16 @@
  * Scripted agents on the process runtime (or `SWARM_E2E_RUNTIME`).
  */
 import assert from "node:assert/strict";
-import { request } from "node:http";
 import { readdirSync } from "node:fs";
+import { request } from "node:http";
 import { after, before, describe, it } from "node:test";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
-import type { JsonObject, OpenApiDocument } from "../../src/http/openapi/openapi-document.ts";
 import { CONSOLE_DIR } from "../../src/http/console-page.ts";
+import type { JsonObject, OpenApiDocument } from "../../src/http/openapi/openapi-document.ts";
 import { OPERATIONS } from "../../src/http/openapi/operations.ts";
-import { startDaemon, waitForState, type Daemon, type Json } from "../support/daemon.ts";
-import { openEvents } from "../support/sse-client.ts";
+import { type Daemon, type Json, startDaemon, waitForState } from "../support/daemon.ts";
 import { pollUntil } from "../support/poll.ts";
+import { openEvents } from "../support/sse-client.ts";
 
 const TOKEN = "contract-token";
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -46,18 +46,27 @@ interface Step {
 
 function send(base: string, call: Call): Promise<Answer> {
   const payload = call.raw?.payload ?? (call.body === undefined ? undefined : JSON.stringify(call.body));
-  const headers = { ...(payload === undefined ? {} : { "content-type": call.raw?.type ?? "application/json" }), ...(call.anonymous ? {} : AUTH), ...call.headers };
+  const headers = {
+    ...(payload === undefined ? {} : { "content-type": call.raw?.type ?? "application/json" }),
+    ...(call.anonymous ? {} : AUTH),
+    ...call.headers,
+  };
   return new Promise((resolve, reject) => {
     const req = request(`${base}${call.path}`, { method: call.method, headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (chunk: Buffer) => chunks.push(chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, type: String(res.headers["content-type"] ?? ""), text: Buffer.concat(chunks).toString("utf8") }));
+      res.on("end", () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          type: String(res.headers["content-type"] ?? ""),
+          text: Buffer.concat(chunks).toString("utf8"),
+        }),
+      );
     });
     req.on("error", reject);
     req.end(payload);
   });
 }
-
 
 describe("every operation of /openapi.json answers as documented (live daemon)", () => {
   let d: Daemon;
@@ -72,11 +81,28 @@ describe("every operation of /openapi.json answers as documented (live daemon)",
     doc = JSON.parse((await send(d.url, { method: "GET", path: "/openapi.json" })).text);
     ajv.addSchema({ $id: "swarmd:openapi", components: doc.components });
     // The run most cases act on: a keepAlive root whose bash call waits for an approval.
-    const created = await d.call("POST", "/runs", { spec: { name: "gated", approve: [{ tool: "bash" }], script: [{ tool: "bash", args: { command: "echo hi" } }, { text: "done" }] }, prompt: "go", keepAlive: true }, AUTH);
+    const created = await d.call(
+      "POST",
+      "/runs",
+      {
+        spec: {
+          name: "gated",
+          approve: [{ tool: "bash" }],
+          script: [{ tool: "bash", args: { command: "echo hi" } }, { text: "done" }],
+        },
+        prompt: "go",
+        keepAlive: true,
+      },
+      AUTH,
+    );
     assert.equal(created.status, 202, JSON.stringify(created.body));
     ids.runId = created.body.runId;
     ids.rootId = created.body.rootAgentId;
-    const inbox = await pollUntil(async () => (await d.call("GET", `/runs/${ids.runId}/permissions`, undefined, AUTH)).body.permissions as Json[], (list) => list.length === 1, "approval request");
+    const inbox = await pollUntil(
+      async () => (await d.call("GET", `/runs/${ids.runId}/permissions`, undefined, AUTH)).body.permissions as Json[],
+      (list) => list.length === 1,
+      "approval request",
+    );
     ids.requestId = inbox[0].requestId;
   });
   after(() => d.stop());
@@ -91,7 +117,10 @@ describe("every operation of /openapi.json answers as documented (live daemon)",
   };
   const conforms = (ref: string, value: unknown, what: string) => {
     const validate = schemaFor(ref);
-    assert.ok(validate(value), `${what}: ${ajv.errorsText(validate.errors)} in ${JSON.stringify(value).slice(0, 2000)}`);
+    assert.ok(
+      validate(value),
+      `${what}: ${ajv.errorsText(validate.errors)} in ${JSON.stringify(value).slice(0, 2000)}`,
+    );
   };
 
   /** The answer is documented for the operation, and its body is what the document says. */
@@ -100,13 +129,19 @@ describe("every operation of /openapi.json answers as documented (live daemon)",
     const label = `${method.toUpperCase()} ${path} (${what})`;
     const responses = operation.responses as Record<string, { content?: Record<string, { schema: JsonObject }> }>;
     const documented = responses[String(answer.status)];
-    assert.ok(documented, `${label} answered ${answer.status}, documented: ${Object.keys(responses).join(", ")}; body ${answer.text.slice(0, 300)}`);
+    assert.ok(
+      documented,
+      `${label} answered ${answer.status}, documented: ${Object.keys(responses).join(", ")}; body ${answer.text.slice(0, 300)}`,
+    );
     if (documented.content === undefined) {
       assert.equal(answer.text, "", `${label}: no body documented`);
       return;
     }
     const media = Object.keys(documented.content).find((type) => type === "*/*" || answer.type.startsWith(type));
-    assert.ok(media, `${label}: content-type ${answer.type} is not one of ${Object.keys(documented.content).join(", ")}`);
+    assert.ok(
+      media,
+      `${label}: content-type ${answer.type} is not one of ${Object.keys(documented.content).join(", ")}`,
+    );
     const schema = documented.content[media]?.schema ?? {};
     if (media !== "application/json") return;
     const body: unknown = JSON.parse(answer.text);
@@ -120,7 +155,10 @@ describe("every operation of /openapi.json answers as documented (live daemon)",
   }
 
   const json = (method: Call["method"], path: string, body?: unknown): Call => ({ method, path, body });
-  const at = (path: () => string, method: Call["method"] = "GET", body?: unknown) => () => json(method, path(), body);
+  const at =
+    (path: () => string, method: Call["method"] = "GET", body?: unknown) =>
+    () =>
+      json(method, path(), body);
 
   /** Per operation, in the order they run: each case's steps, valid and invalid. */
   const CASES: Array<[operationId: string, steps: Step[], prepare?: () => Promise<void>]> = [
@@ -139,18 +177,38 @@ describe("every operation of /openapi.json answers as documented (live daemon)",
     [
       "getConsoleAsset",
       [
-        { what: "valid", call: at(() => `/console/${readdirSync(CONSOLE_DIR).find((name) => name.endsWith(".js")) ?? "missing.js"}`), status: 200 },
+        {
+          what: "valid",
+          call: at(() => `/console/${readdirSync(CONSOLE_DIR).find((name) => name.endsWith(".js")) ?? "missing.js"}`),
+          status: 200,
+        },
         { what: "unknown file", call: at(() => "/console/nope.js"), status: 404 },
       ],
     ],
     [
       "createRun",
       [
-        { what: "valid", call: at(() => "/runs", "POST", { spec: { name: "x", script: [{ text: "hi" }] }, prompt: "hi" }), status: 202 },
+        {
+          what: "valid",
+          call: at(() => "/runs", "POST", { spec: { name: "x", script: [{ text: "hi" }] }, prompt: "hi" }),
+          status: 202,
+        },
         { what: "neither model nor script", call: at(() => "/runs", "POST", { spec: { name: "x" } }), status: 400 },
-        { what: "malformed JSON", call: () => ({ method: "POST", path: "/runs", raw: { type: "application/json", payload: "{" } }), status: 400 },
-        { what: "text/plain", call: () => ({ method: "POST", path: "/runs", raw: { type: "text/plain", payload: "hi" } }), status: 415 },
-        { what: "too large", call: at(() => "/runs", "POST", { spec: { name: "x", script: [{ text: "x".repeat(80 * 1024) }] } }), status: 413 },
+        {
+          what: "malformed JSON",
+          call: () => ({ method: "POST", path: "/runs", raw: { type: "application/json", payload: "{" } }),
+          status: 400,
+        },
+        {
+          what: "text/plain",
+          call: () => ({ method: "POST", path: "/runs", raw: { type: "text/plain", payload: "hi" } }),
+          status: 415,
+        },
+        {
+          what: "too large",
+          call: at(() => "/runs", "POST", { spec: { name: "x", script: [{ text: "x".repeat(80 * 1024) }] } }),
+          status: 413,
+        },
       ],
     ],
     [
@@ -171,7 +229,11 @@ describe("every operation of /openapi.json answers as documented (live daemon)",
     [
       "streamRunEvents",
       [
-        { what: "malformed Last-Event-ID", call: () => ({ method: "GET", path: `/runs/${ids.runId}/events`, headers: { "last-event-id": "x" } }), status: 400 },
+        {
+          what: "malformed Last-Event-ID",
+          call: () => ({ method: "GET", path: `/runs/${ids.runId}/events`, headers: { "last-event-id": "x" } }),
+          status: 400,
+        },
         { what: "malformed lastEventId", call: at(() => `/runs/${ids.runId}/events?lastEventId=-1`), status: 400 },
         { what: "unknown run", call: at(() => `/runs/${NO_RUN}/events`), status: 404 },
       ],
@@ -187,9 +249,34 @@ describe("every operation of /openapi.json answers as documented (live daemon)",
     [
       "spawnAgent",
       [
-        { what: "valid", call: () => json("POST", `/runs/${ids.runId}/agents`, { parentAgentId: ids.rootId, spec: { name: "child", script: [{ text: "child done" }] }, prompt: "go" }), status: 202 },
-        { what: "unknown field", call: () => json("POST", `/runs/${ids.runId}/agents`, { parentAgentId: ids.rootId, spec: { name: "c", script: [] }, colour: "red" }), status: 400 },
-        { what: "unknown parent", call: at(() => `/runs/${ids.runId}/agents`, "POST", { parentAgentId: NO_AGENT, spec: { name: "c", script: [] } }), status: 404 },
+        {
+          what: "valid",
+          call: () =>
+            json("POST", `/runs/${ids.runId}/agents`, {
+              parentAgentId: ids.rootId,
+              spec: { name: "child", script: [{ text: "child done" }] },
+              prompt: "go",
+            }),
+          status: 202,
+        },
+        {
+          what: "unknown field",
+          call: () =>
+            json("POST", `/runs/${ids.runId}/agents`, {
+              parentAgentId: ids.rootId,
+              spec: { name: "c", script: [] },
+              colour: "red",
+            }),
+          status: 400,
+        },
+        {
+          what: "unknown parent",
+          call: at(() => `/runs/${ids.runId}/agents`, "POST", {
+            parentAgentId: NO_AGENT,
+            spec: { name: "c", script: [] },
+          }),
+          status: 404,
+        },
       ],
     ],
     [
@@ -218,7 +305,11 @@ describe("every operation of /openapi.json answers as documented (live daemon)",
     [
       "setBudget",
       [
-        { what: "valid", call: at(() => `/agents/${ids.rootId}/budget`, "POST", { maxTokens: 10_000_000 }), status: 200 },
+        {
+          what: "valid",
+          call: at(() => `/agents/${ids.rootId}/budget`, "POST", { maxTokens: 10_000_000 }),
+          status: 200,
+        },
         { what: "no cap named", call: at(() => `/agents/${ids.rootId}/budget`, "POST", {}), status: 400 },
         { what: "unknown agent", call: at(() => `/agents/${NO_AGENT}/budget`, "POST", { maxTokens: 1 }), status: 404 },
       ],
@@ -237,8 +328,16 @@ describe("every operation of /openapi.json answers as documented (live daemon)",
       "steerAgent",
       [
         { what: "valid", call: at(() => `/agents/${ids.rootId}/steer`, "POST", { message: "steer" }), status: 202 },
-        { what: "bad scope", call: at(() => `/agents/${ids.rootId}/steer`, "POST", { message: "steer", scope: "tree" }), status: 400 },
-        { what: "ended agent", call: at(() => `/agents/${ids.childId}/steer`, "POST", { message: "steer" }), status: 409 },
+        {
+          what: "bad scope",
+          call: at(() => `/agents/${ids.rootId}/steer`, "POST", { message: "steer", scope: "tree" }),
+          status: 400,
+        },
+        {
+          what: "ended agent",
+          call: at(() => `/agents/${ids.childId}/steer`, "POST", { message: "steer" }),
+          status: 409,
+        },
       ],
     ],
     [
@@ -259,17 +358,41 @@ describe("every operation of /openapi.json answers as documented (live daemon)",
     [
       "resolvePermission",
       [
-        { what: "bad decision", call: at(() => `/agents/${ids.rootId}/permissions/${ids.requestId}`, "POST", { decision: "maybe" }), status: 400 },
-        { what: "valid", call: at(() => `/agents/${ids.rootId}/permissions/${ids.requestId}`, "POST", { decision: "allow" }), status: 202 },
-        { what: "already resolved", call: at(() => `/agents/${ids.rootId}/permissions/${ids.requestId}`, "POST", { decision: "deny" }), status: 409 },
-        { what: "unknown request", call: at(() => `/agents/${ids.rootId}/permissions/p_00000000000000ff`, "POST", { decision: "allow" }), status: 404 },
+        {
+          what: "bad decision",
+          call: at(() => `/agents/${ids.rootId}/permissions/${ids.requestId}`, "POST", { decision: "maybe" }),
+          status: 400,
+        },
+        {
+          what: "valid",
+          call: at(() => `/agents/${ids.rootId}/permissions/${ids.requestId}`, "POST", { decision: "allow" }),
+          status: 202,
+        },
+        {
+          what: "already resolved",
+          call: at(() => `/agents/${ids.rootId}/permissions/${ids.requestId}`, "POST", { decision: "deny" }),
+          status: 409,
+        },
+        {
+          what: "unknown request",
+          call: at(() => `/agents/${ids.rootId}/permissions/p_00000000000000ff`, "POST", { decision: "allow" }),
+          status: 404,
+        },
       ],
     ],
     [
       "stopAgent",
       [
-        { what: "drainTimeoutMs with abort", call: at(() => `/agents/${ids.rootId}/stop`, "POST", { drainTimeoutMs: 5_000 }), status: 400 },
-        { what: "valid", call: at(() => `/agents/${ids.rootId}/stop`, "POST", { mode: "drain", scope: "subtree" }), status: 202 },
+        {
+          what: "drainTimeoutMs with abort",
+          call: at(() => `/agents/${ids.rootId}/stop`, "POST", { drainTimeoutMs: 5_000 }),
+          status: 400,
+        },
+        {
+          what: "valid",
+          call: at(() => `/agents/${ids.rootId}/stop`, "POST", { mode: "drain", scope: "subtree" }),
+          status: 202,
+        },
         { what: "unknown agent", call: at(() => `/agents/${NO_AGENT}/stop`, "POST"), status: 404 },
       ],
     ],
@@ -285,10 +408,17 @@ describe("every operation of /openapi.json answers as documented (live daemon)",
   ];
 
   it("has a case for every operation of the document, each with a valid request", () => {
-    const documented = Object.values(doc.paths).flatMap((methods) => Object.values(methods).map((operation) => String(operation.operationId)));
+    const documented = Object.values(doc.paths).flatMap((methods) =>
+      Object.values(methods).map((operation) => String(operation.operationId)),
+    );
     assert.deepEqual(CASES.map(([id]) => id).sort(), documented.sort());
     // The stream's valid request is `checkStream`; every case also sends a foreign Host (and, where the token is wanted, none).
-    for (const [id, steps] of CASES) if (id !== "streamRunEvents") assert.ok(steps.some((step) => step.status < 300), `${id}: no valid request`);
+    for (const [id, steps] of CASES)
+      if (id !== "streamRunEvents")
+        assert.ok(
+          steps.some((step) => step.status < 300),
+          `${id}: no valid request`,
+        );
   });
 
   for (const [operationId, steps, prepare] of CASES) {
@@ -298,7 +428,10 @@ describe("every operation of /openapi.json answers as documented (live daemon)",
       const first = steps[0];
       assert.ok(first);
       // Every route refuses a host it does not serve, and every route but the open ones a caller without the token.
-      const refusedHost = await send(d.url, { ...first.call(), headers: { ...first.call().headers, host: "evil.example" } });
+      const refusedHost = await send(d.url, {
+        ...first.call(),
+        headers: { ...first.call().headers, host: "evil.example" },
+      });
       assert.equal(refusedHost.status, 403);
       checkAnswer(operationId, "foreign Host", refusedHost);
       if (!open) {
@@ -313,7 +446,8 @@ describe("every operation of /openapi.json answers as documented (live daemon)",
         assert.equal(answer.status, step.status, `${operationId} (${step.what}): ${answer.text.slice(0, 300)}`);
         checkAnswer(operationId, step.what, answer);
         if (operationId === "spawnAgent" && step.what === "valid") ids.childId = JSON.parse(answer.text).agentId;
-        if (operationId === "pauseAgent" && step.what.startsWith("valid")) assert.equal(JSON.parse(answer.text).results[0].outcome, "applied");
+        if (operationId === "pauseAgent" && step.what.startsWith("valid"))
+          assert.equal(JSON.parse(answer.text).results[0].outcome, "applied");
       }
     });
   }
@@ -323,7 +457,11 @@ describe("every operation of /openapi.json answers as documented (live daemon)",
     const stream = await openEvents(d.url, ids.runId, { token: TOKEN });
     try {
       assert.equal(stream.status, 200);
-      checkAnswer(operationId, "valid", { status: 200, type: String(stream.response.headers["content-type"]), text: "" });
+      checkAnswer(operationId, "valid", {
+        status: 200,
+        type: String(stream.response.headers["content-type"]),
+        text: "",
+      });
       await stream.waitFor((m) => m.event === "permission_request");
       const [, , operation] = findOperation(doc, operationId);
       const item = (operation.responses as Json)["200"].content["text/event-stream"]["x-item-schema"].$ref as string;
@@ -331,16 +469,23 @@ describe("every operation of /openapi.json answers as documented (live daemon)",
         const { id, ...rest } = message;
         conforms(item, id === undefined ? rest : { id: String(id), ...rest }, `event ${message.event}`);
       }
-      assert.deepEqual(stream.messages.slice(0, 2).map((m) => m.event), ["run_started", "agent_spawned"]);
+      assert.deepEqual(
+        stream.messages.slice(0, 2).map((m) => m.event),
+        ["run_started", "agent_spawned"],
+      );
     } finally {
       stream.close();
     }
   }
 });
 
-function findOperation(doc: OpenApiDocument, operationId: string): [path: string, method: string, operation: JsonObject] {
+function findOperation(
+  doc: OpenApiDocument,
+  operationId: string,
+): [path: string, method: string, operation: JsonObject] {
   for (const [path, methods] of Object.entries(doc.paths)) {
-    for (const [method, operation] of Object.entries(methods)) if (operation.operationId === operationId) return [path, method, operation];
+    for (const [method, operation] of Object.entries(methods))
+      if (operation.operationId === operationId) return [path, method, operation];
   }
   throw new Error(`no operation ${operationId} in the document`);
 }

@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { call } from "../support/daemon.ts";
-import { freePort, spawnDaemon, type DaemonProcess } from "../support/daemon-process.ts";
+import { type DaemonProcess, freePort, spawnDaemon } from "../support/daemon-process.ts";
 
 const REPO = resolve(import.meta.dirname, "../..");
 const TOKEN = "prom-scrape-tok-8c21f4";
@@ -14,8 +14,12 @@ const AUTH = { authorization: `Bearer ${TOKEN}` };
 const installed = (command: string) => spawnSync("sh", ["-c", `command -v ${command}`]).status === 0;
 const isRoot = process.getuid?.() === 0;
 // `make test` installs it (scripts/setup-machine.sh, as root on Debian); a direct run as root does the same.
-if (!installed("prometheus") && isRoot) spawnSync(join(REPO, "scripts/setup-machine.sh"), ["--tests"], { stdio: "inherit" });
-const skip = installed("prometheus") && installed("promtool") ? false : "prometheus is not installed and this is not root: apt-get install prometheus (Debian), or run make test as root";
+if (!installed("prometheus") && isRoot)
+  spawnSync(join(REPO, "scripts/setup-machine.sh"), ["--tests"], { stdio: "inherit" });
+const skip =
+  installed("prometheus") && installed("promtool")
+    ? false
+    : "prometheus is not installed and this is not root: apt-get install prometheus (Debian), or run make test as root";
 
 /**
  * Debian's Prometheus server scraping a live daemon (its own process, simulated sandboxes) with the
@@ -46,10 +50,17 @@ describe("Prometheus scrapes the daemon", { skip, timeout: 120_000 }, () => {
     );
     const port = await freePort();
     prometheusUrl = `http://127.0.0.1:${port}`;
-    prometheus = spawn("prometheus", [`--config.file=${config}`, `--storage.tsdb.path=${join(dir, "tsdb")}`, `--web.listen-address=127.0.0.1:${port}`], { stdio: ["ignore", "pipe", "pipe"] });
+    prometheus = spawn(
+      "prometheus",
+      [`--config.file=${config}`, `--storage.tsdb.path=${join(dir, "tsdb")}`, `--web.listen-address=127.0.0.1:${port}`],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
     prometheus.stdout?.on("data", (chunk: Buffer) => (prometheusOutput += chunk.toString()));
     prometheus.stderr?.on("data", (chunk: Buffer) => (prometheusOutput += chunk.toString()));
-    await until("prometheus is ready", async () => (await fetch(`${prometheusUrl}/-/ready`).catch(() => undefined))?.status === 200);
+    await until(
+      "prometheus is ready",
+      async () => (await fetch(`${prometheusUrl}/-/ready`).catch(() => undefined))?.status === 200,
+    );
   });
   after(async () => {
     if (prometheus && prometheus.exitCode === null && prometheus.signalCode === null) {
@@ -65,8 +76,10 @@ describe("Prometheus scrapes the daemon", { skip, timeout: 120_000 }, () => {
   async function until(what: string, check: () => Promise<boolean>): Promise<void> {
     const deadline = Date.now() + 60_000;
     while (!(await check())) {
-      if (prometheus.exitCode !== null) throw new Error(`prometheus exited (${prometheus.exitCode}): ${prometheusOutput}`);
-      if (Date.now() > deadline) throw new Error(`${what} did not happen in 60 s; prometheus said: ${prometheusOutput.slice(-2000)}`);
+      if (prometheus.exitCode !== null)
+        throw new Error(`prometheus exited (${prometheus.exitCode}): ${prometheusOutput}`);
+      if (Date.now() > deadline)
+        throw new Error(`${what} did not happen in 60 s; prometheus said: ${prometheusOutput.slice(-2000)}`);
       await new Promise((r) => setTimeout(r, 250));
     }
   }
@@ -81,16 +94,23 @@ describe("Prometheus scrapes the daemon", { skip, timeout: 120_000 }, () => {
     return value === undefined ? undefined : Number(value);
   }
 
-  const eventually = (promql: string, expected: (value: number) => boolean) => until(`${promql} as expected`, async () => {
-    const value = await query(promql);
-    return value !== undefined && expected(value);
-  });
+  const eventually = (promql: string, expected: (value: number) => boolean) =>
+    until(`${promql} as expected`, async () => {
+      const value = await query(promql);
+      return value !== undefined && expected(value);
+    });
 
   it("stores a scripted run's agents, spawns, tokens and requests; up is 1 with the token and 0 without", async () => {
     await eventually('up{job="swarmd"}', (v) => v === 1);
     await eventually('swarmd_agents{job="swarmd",state="done"}', (v) => v === 0);
 
-    const created = await call(d.url, "POST", "/runs", { spec: { name: "x", script: [{ text: "hi" }] }, prompt: "go" }, AUTH);
+    const created = await call(
+      d.url,
+      "POST",
+      "/runs",
+      { spec: { name: "x", script: [{ text: "hi" }] }, prompt: "go" },
+      AUTH,
+    );
     assert.equal(created.status, 202);
     const result = await call(d.url, "GET", `/agents/${created.body.rootAgentId}/result?wait=30`, undefined, AUTH);
     assert.equal(result.body.result, "hi");
@@ -98,9 +118,18 @@ describe("Prometheus scrapes the daemon", { skip, timeout: 120_000 }, () => {
     await eventually('swarmd_agents{job="swarmd",state="done"}', (v) => v === 1);
     await eventually('swarmd_agents{job="swarmd",state="running"}', (v) => v === 0);
     await eventually('swarmd_agents_spawned_total{job="swarmd"}', (v) => v === 1);
-    await eventually('swarmd_model_tokens_total{job="swarmd",provider="swarmd-script",model="scripted",kind="input"}', (v) => v > 0);
-    await eventually('swarmd_control_request_duration_seconds_count{job="swarmd",operation="create_run",status="2xx"}', (v) => v === 1);
-    await eventually('swarmd_sandbox_operation_duration_seconds_count{job="swarmd",runtime="simulated",operation="provision"}', (v) => v === 1);
+    await eventually(
+      'swarmd_model_tokens_total{job="swarmd",provider="swarmd-script",model="scripted",kind="input"}',
+      (v) => v > 0,
+    );
+    await eventually(
+      'swarmd_control_request_duration_seconds_count{job="swarmd",operation="create_run",status="2xx"}',
+      (v) => v === 1,
+    );
+    await eventually(
+      'swarmd_sandbox_operation_duration_seconds_count{job="swarmd",runtime="simulated",operation="provision"}',
+      (v) => v === 1,
+    );
     await eventually('swarmd_ledger_append_duration_seconds_count{job="swarmd"}', (v) => v > 0);
     await eventually('swarmd_process_resident_memory_bytes{job="swarmd"}', (v) => v > 0);
     assert.equal(await query('up{job="swarmd"}'), 1);

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { startDaemon, waitForState, type Daemon, type Json } from "../support/daemon.ts";
+import { type Daemon, type Json, startDaemon, waitForState } from "../support/daemon.ts";
 
 describe("run list and machine view over HTTP", () => {
   let d: Daemon;
@@ -19,12 +19,22 @@ describe("run list and machine view over HTTP", () => {
     await waitForState(d, first.rootAgentId, "done");
     const second = (await d.call("POST", "/runs", { spec: { name: "newer", script: [] }, keepAlive: true })).body;
     await waitForState(d, second.rootAgentId, "running");
-    const child = (await d.call("POST", `/runs/${second.runId}/agents`, { parentAgentId: second.rootAgentId, spec: { name: "kid", script: [] }, keepAlive: true })).body;
+    const child = (
+      await d.call("POST", `/runs/${second.runId}/agents`, {
+        parentAgentId: second.rootAgentId,
+        spec: { name: "kid", script: [] },
+        keepAlive: true,
+      })
+    ).body;
     await waitForState(d, child.agentId, "running");
 
     const { runs } = (await d.call("GET", "/runs")).body;
     const ours = runs.filter((r: Json) => r.runId === first.runId || r.runId === second.runId);
-    assert.deepEqual(ours.map((r: Json) => r.runId), [second.runId, first.runId], "newest first");
+    assert.deepEqual(
+      ours.map((r: Json) => r.runId),
+      [second.runId, first.runId],
+      "newest first",
+    );
     assert.deepEqual(ours[0].states, { spawning: 0, provisioning: 0, running: 2, paused: 0, done: 0, aborted: 0 });
     assert.equal(ours[0].specName, "newer");
     assert.equal(ours[0].agents, 2);
@@ -40,7 +50,9 @@ describe("run list and machine view over HTTP", () => {
   });
 
   it("shows an agent's machine: its state value, tags and the transitions that led there", async () => {
-    const created = (await d.call("POST", "/runs", { spec: { name: "watched", script: [] }, keepAlive: true, prompt: "hi" })).body;
+    const created = (
+      await d.call("POST", "/runs", { spec: { name: "watched", script: [] }, keepAlive: true, prompt: "hi" })
+    ).body;
     const agentId = created.rootAgentId;
     assert.equal((await d.call("GET", `/agents/${agentId}/result?wait=60`)).body.result, "hi");
     const machine = (await d.call("GET", `/agents/${agentId}/machine`)).body;

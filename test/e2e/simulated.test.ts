@@ -4,20 +4,27 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Json } from "../support/daemon.ts";
-import { spawnDaemon, type DaemonProcess } from "../support/daemon-process.ts";
+import { type DaemonProcess, spawnDaemon } from "../support/daemon-process.ts";
 import { startAnthropicUpstream, type Upstream } from "../support/model-upstreams.ts";
 
 const MIDS = 15;
 const LEAVES_PER_MID = 19; // 1 + 15 + 285 = 301 agents
 const kept = (name: string) => ({ name, script: [] });
 /** A leaf's one turn: a bash step, then its output as the answer. */
-const leafSpec = { name: "leaf", script: [{ tool: "bash", args: { command: "echo $((6*7)) > answer; cat answer" } }, { text: "leaf {{lastToolResult}}" }] };
+const leafSpec = {
+  name: "leaf",
+  script: [
+    { tool: "bash", args: { command: "echo $((6*7)) > answer; cat answer" } },
+    { text: "leaf {{lastToolResult}}" },
+  ],
+};
 const ANTHROPIC_KEY = "sk-ant-api03-simulated-e2e-key";
 
 /** Run `work` over `items`, `width` at a time; answers in the items' order. */
 async function inBatches<T, R>(items: readonly T[], width: number, work: (item: T) => Promise<R>): Promise<R[]> {
   const answers: R[] = [];
-  for (let i = 0; i < items.length; i += width) answers.push(...(await Promise.all(items.slice(i, i + width).map(work))));
+  for (let i = 0; i < items.length; i += width)
+    answers.push(...(await Promise.all(items.slice(i, i + width).map(work))));
   return answers;
 }
 
@@ -57,14 +64,19 @@ describe("simulated runtime over HTTP (SWARM_RUNTIME=simulated, a daemon process
     for (;;) {
       const agents = await agentsOf(runId);
       if (done(agents)) return agents;
-      if (Date.now() > deadline) throw new Error(`run ${runId}: ${what} did not happen; states ${JSON.stringify(agents.map((a) => a.state))}`);
+      if (Date.now() > deadline)
+        throw new Error(`run ${runId}: ${what} did not happen; states ${JSON.stringify(agents.map((a) => a.state))}`);
       await new Promise((r) => setTimeout(r, 50));
     }
   };
   const statesOf = (agents: Json[], ids: string[]) => ids.map((id) => agents.find((a) => a.agentId === id)?.state);
 
   it("runs a tree of 301 scripted agents: spawns, subtree pause and resume, results, subtree stop, delete", async () => {
-    const created = await d.call("POST", "/runs", { spec: kept("root"), keepAlive: true, budget: { maxAgents: 400, spawnDepth: 2 } });
+    const created = await d.call("POST", "/runs", {
+      spec: kept("root"),
+      keepAlive: true,
+      budget: { maxAgents: 400, spawnDepth: 2 },
+    });
     assert.equal(created.status, 202, JSON.stringify(created.body));
     const { runId, rootAgentId: root } = created.body as { runId: string; rootAgentId: string };
     const spawn = async (parentAgentId: string, body: Record<string, unknown>) => {
@@ -73,35 +85,56 @@ describe("simulated runtime over HTTP (SWARM_RUNTIME=simulated, a daemon process
       return reply.body.agentId as string;
     };
     const mids = await inBatches([...Array(MIDS).keys()], 16, (i) => spawn(root, { spec: kept(`mid-${i}`) }));
-    const leaves = await inBatches(mids.flatMap((mid) => Array<string>(LEAVES_PER_MID).fill(mid)), 32, (mid) => spawn(mid, { spec: leafSpec, prompt: "go" }));
+    const leaves = await inBatches(
+      mids.flatMap((mid) => Array<string>(LEAVES_PER_MID).fill(mid)),
+      32,
+      (mid) => spawn(mid, { spec: leafSpec, prompt: "go" }),
+    );
     const leavesOf = new Map(mids.map((mid, i) => [mid, leaves.slice(i * LEAVES_PER_MID, (i + 1) * LEAVES_PER_MID)]));
     const everyone = [root, ...mids, ...leaves];
     assert.equal(new Set(everyone).size, 301);
 
-    let agents = await untilAgents(runId, "every agent running", (all) => all.length === 301 && all.every((a) => a.state === "running"));
+    let agents = await untilAgents(
+      runId,
+      "every agent running",
+      (all) => all.length === 301 && all.every((a) => a.state === "running"),
+    );
     assert.deepEqual(
       agents.filter((a) => a.parentAgentId === root).map((a) => a.agentId),
       mids,
       "the root's children in spawn order",
     );
     const results = await inBatches(leaves, 32, (leaf) => d.call("GET", `/agents/${leaf}/result?wait=30`));
-    for (const result of results) assert.deepEqual([result.body.state, result.body.outcome, result.body.result], ["settled", "success", "leaf 42\n"]);
+    for (const result of results)
+      assert.deepEqual(
+        [result.body.state, result.body.outcome, result.body.result],
+        ["settled", "success", "leaf 42\n"],
+      );
 
     // A subtree pause goes parents first and answers once every member is paused; resume goes leaves first.
     const [mid0, mid1] = [mids[0]!, mids[1]!];
     const paused = await d.call("POST", `/agents/${mid0}/pause`, { scope: "subtree" });
     assert.equal(paused.status, 202);
-    assert.deepEqual(paused.body.results, [mid0, ...leavesOf.get(mid0)!].map((agentId) => ({ agentId, outcome: "applied" })));
+    assert.deepEqual(
+      paused.body.results,
+      [mid0, ...leavesOf.get(mid0)!].map((agentId) => ({ agentId, outcome: "applied" })),
+    );
     agents = await agentsOf(runId);
     assert.deepEqual(
       [mid0, ...leavesOf.get(mid0)!].map((id) => agents.find((a) => a.agentId === id)?.pausedBy),
       ["operator", ...leavesOf.get(mid0)!.map(() => "cascade")],
     );
-    assert.ok(statesOf(agents, [root, mid1, ...leavesOf.get(mid1)!]).every((s) => s === "running"), "the rest of the tree runs on");
+    assert.ok(
+      statesOf(agents, [root, mid1, ...leavesOf.get(mid1)!]).every((s) => s === "running"),
+      "the rest of the tree runs on",
+    );
     const prompted = leavesOf.get(mid0)![0]!;
     assert.equal((await d.call("POST", `/agents/${prompted}/prompt`, { text: "while paused" })).status, 202);
     const resumed = await d.call("POST", `/agents/${mid0}/resume`, { scope: "subtree" });
-    assert.deepEqual(resumed.body.results.map((r: Json) => r.agentId), [...leavesOf.get(mid0)!, mid0]);
+    assert.deepEqual(
+      resumed.body.results.map((r: Json) => r.agentId),
+      [...leavesOf.get(mid0)!, mid0],
+    );
     assert.ok(resumed.body.results.every((r: Json) => r.outcome === "applied"));
     // The prompt given while paused runs on resume (the script is spent: it echoes the prompt).
     for (let tries = 0; ; tries++) {
@@ -122,20 +155,29 @@ describe("simulated runtime over HTTP (SWARM_RUNTIME=simulated, a daemon process
 
     // A stop goes leaves first; the rest of the tree is untouched.
     const stopped = await d.call("POST", `/agents/${mid1}/stop`, { scope: "subtree" });
-    assert.deepEqual(stopped.body.results, [...leavesOf.get(mid1)!, mid1].map((agentId) => ({ agentId, outcome: "applied" })));
+    assert.deepEqual(
+      stopped.body.results,
+      [...leavesOf.get(mid1)!, mid1].map((agentId) => ({ agentId, outcome: "applied" })),
+    );
     agents = await agentsOf(runId);
     assert.ok(statesOf(agents, [mid1, ...leavesOf.get(mid1)!]).every((s) => s === "aborted"));
     assert.ok(statesOf(agents, [root, mid0, ...leavesOf.get(mid0)!]).every((s) => s === "running"));
 
     assert.equal((await d.call("DELETE", `/runs/${runId}`)).status, 204);
     agents = await agentsOf(runId);
-    assert.ok(agents.every((a) => a.state === "aborted" && a.outcome === "aborted"), "every agent ended aborted");
+    assert.ok(
+      agents.every((a) => a.state === "aborted" && a.outcome === "aborted"),
+      "every agent ended aborted",
+    );
     const kept0 = await d.call("GET", `/agents/${leavesOf.get(mid0)![1]}/result`);
     assert.deepEqual([kept0.body.outcome, kept0.body.result], ["success", "leaf 42\n"], "results outlive the run");
   });
 
   it("sends a real model's calls through the gateway to its provider, with the daemon's key", async () => {
-    const created = await d.call("POST", "/runs", { spec: { name: "real", model: { provider: "anthropic", id: "claude-sonnet-4-5" } }, prompt: "hello" });
+    const created = await d.call("POST", "/runs", {
+      spec: { name: "real", model: { provider: "anthropic", id: "claude-sonnet-4-5" } },
+      prompt: "hello",
+    });
     assert.equal(created.status, 202, JSON.stringify(created.body));
     const result = await d.call("GET", `/agents/${created.body.rootAgentId}/result?wait=30`);
     assert.deepEqual([result.body.outcome, result.body.result], ["success", "from the local upstream"]);
@@ -149,7 +191,15 @@ describe("simulated runtime over HTTP (SWARM_RUNTIME=simulated, a daemon process
   it("hibernates an idle agent and wakes it at the next prompt with its files and its conversation", async () => {
     const sleepy = await spawnDaemon(join(dataDir, "sleepy"), { ...env, SWARM_HIBERNATE_AFTER_MS: "300" });
     try {
-      const spec = { name: "sleepy", script: [{ tool: "bash", args: { command: "echo kept > f; cat f" } }, { text: "first {{lastToolResult}}" }, { tool: "bash", args: { command: "cat f" } }, { text: "second {{lastToolResult}}" }] };
+      const spec = {
+        name: "sleepy",
+        script: [
+          { tool: "bash", args: { command: "echo kept > f; cat f" } },
+          { text: "first {{lastToolResult}}" },
+          { tool: "bash", args: { command: "cat f" } },
+          { text: "second {{lastToolResult}}" },
+        ],
+      };
       const created = await sleepy.call("POST", "/runs", { spec, prompt: "go", keepAlive: true });
       const agentId = created.body.rootAgentId as string;
       assert.equal((await sleepy.call("GET", `/agents/${agentId}/result?wait=30`)).body.result, "first kept\n");
@@ -162,7 +212,11 @@ describe("simulated runtime over HTTP (SWARM_RUNTIME=simulated, a daemon process
       assert.equal(view.sessionStats.userMessages, 1);
 
       assert.equal((await sleepy.call("POST", `/agents/${agentId}/prompt`, { text: "again" })).status, 202);
-      for (let tries = 0; (await sleepy.call("GET", `/agents/${agentId}/result`)).body.result !== "second kept\n"; tries++) {
+      for (
+        let tries = 0;
+        (await sleepy.call("GET", `/agents/${agentId}/result`)).body.result !== "second kept\n";
+        tries++
+      ) {
         assert.ok(tries < 200, "the woken agent never ran its second turn");
         await new Promise((r) => setTimeout(r, 50));
       }
@@ -180,7 +234,14 @@ describe("simulated runtime over HTTP (SWARM_RUNTIME=simulated, a daemon process
   it("ends the live agents of a simulated run lost after a daemon restart, and goes on", async () => {
     const created = await d.call("POST", "/runs", { spec: kept("root"), keepAlive: true });
     const { runId, rootAgentId: root } = created.body as { runId: string; rootAgentId: string };
-    const child = (await d.call("POST", `/runs/${runId}/agents`, { parentAgentId: root, spec: leafSpec, prompt: "go", keepAlive: true })).body.agentId as string;
+    const child = (
+      await d.call("POST", `/runs/${runId}/agents`, {
+        parentAgentId: root,
+        spec: leafSpec,
+        prompt: "go",
+        keepAlive: true,
+      })
+    ).body.agentId as string;
     assert.equal((await d.call("GET", `/agents/${child}/result?wait=30`)).body.result, "leaf 42\n");
 
     await d.kill("SIGTERM");
@@ -192,10 +253,18 @@ describe("simulated runtime over HTTP (SWARM_RUNTIME=simulated, a daemon process
     }
     const ended = (await d.call("GET", `/agents/${child}`)).body;
     assert.equal(ended.outcome, "lost");
-    assert.equal((await d.call("GET", `/agents/${child}/result`)).body.result, "leaf 42\n", "a settled result survives");
+    assert.equal(
+      (await d.call("GET", `/agents/${child}/result`)).body.result,
+      "leaf 42\n",
+      "a settled result survives",
+    );
     assert.equal((await d.call("POST", `/agents/${root}/prompt`, { text: "still there?" })).status, 409);
 
     const next = await d.call("POST", "/runs", { spec: leafSpec, prompt: "go" });
-    assert.equal((await d.call("GET", `/agents/${next.body.rootAgentId}/result?wait=30`)).body.result, "leaf 42\n", "new runs work");
+    assert.equal(
+      (await d.call("GET", `/agents/${next.body.rootAgentId}/result?wait=30`)).body.result,
+      "leaf 42\n",
+      "new runs work",
+    );
   });
 });

@@ -12,7 +12,9 @@ import { openEvents } from "../support/sse-client.ts";
 const quiet = { info: () => undefined, warn: () => undefined };
 
 describe("start-up recovery", () => {
-  it("keeps a paused agent paused, ends an agent whose sandbox vanished as lost, closes orphan sandboxes, answers pending host calls", { timeout: 300_000 }, async () => {
+  it("keeps a paused agent paused, ends an agent whose sandbox vanished as lost, closes orphan sandboxes, answers pending host calls", {
+    timeout: 300_000,
+  }, async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "swarmd-recovery-"));
     // The orphan below is started by the test, not a daemon: the test serves its model gateway.
     const models = scriptGateway();
@@ -21,14 +23,39 @@ describe("start-up recovery", () => {
     try {
       const run = (await d.call("POST", "/runs", { spec: { name: "root", script: [] }, keepAlive: true })).body;
       const spawn = async (spec: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
-        (await d.call("POST", `/runs/${run.runId}/agents`, { parentAgentId: run.rootAgentId, spec, keepAlive: true, ...extra })).body.agentId as string;
+        (
+          await d.call("POST", `/runs/${run.runId}/agents`, {
+            parentAgentId: run.rootAgentId,
+            spec,
+            keepAlive: true,
+            ...extra,
+          })
+        ).body.agentId as string;
       await waitState(d, run.rootAgentId, "running");
       const paused = await spawn({ name: "paused", script: [] });
       const vanishing = await spawn({ name: "vanishing", script: [] });
-      const slowDep = await spawn({ name: "slow", script: [{ text: "slow result", delayMs: 4_000 }] }, { prompt: "go" });
+      const slowDep = await spawn(
+        { name: "slow", script: [{ text: "slow result", delayMs: 4_000 }] },
+        { prompt: "go" },
+      );
       // An agent blocked in await_result, and one that spawns: their host calls straddle the restart.
-      const awaiting = await spawn({ name: "awaiting", script: [{ tool: "await_result", args: { agentId: slowDep, waitSeconds: 60 } }, { text: "{{lastToolResult}}" }] }, { prompt: "wait" });
-      const spawner = await spawn({ name: "spawner", script: [{ tool: "spawn_agent", args: { spec: { name: "grandchild", script: [] }, prompt: "hi" } }, { text: "{{lastToolResult}}" }] });
+      const awaiting = await spawn(
+        {
+          name: "awaiting",
+          script: [
+            { tool: "await_result", args: { agentId: slowDep, waitSeconds: 60 } },
+            { text: "{{lastToolResult}}" },
+          ],
+        },
+        { prompt: "wait" },
+      );
+      const spawner = await spawn({
+        name: "spawner",
+        script: [
+          { tool: "spawn_agent", args: { spec: { name: "grandchild", script: [] }, prompt: "hi" } },
+          { text: "{{lastToolResult}}" },
+        ],
+      });
       for (const id of [paused, vanishing, awaiting]) await waitState(d, id, "running");
       assert.equal((await d.call("POST", `/agents/${paused}/pause`)).status, 202);
       const events = await openEvents(d.url, run.runId);
@@ -40,7 +67,10 @@ describe("start-up recovery", () => {
       const vanishingSandbox = (await runtime.list(AbortSignal.timeout(10_000))).find((s) => s.agentId === vanishing)!;
       await runtime.close(vanishingSandbox.sandboxId, AbortSignal.timeout(30_000));
       const orphan = randomUUID();
-      await runtime.provision({ sandboxId: orphan, runId: "r_orphan", agentId: "a_orphan", spec: { name: "orphan", script: [] } }, AbortSignal.timeout(30_000));
+      await runtime.provision(
+        { sandboxId: orphan, runId: "r_orphan", agentId: "a_orphan", spec: { name: "orphan", script: [] } },
+        AbortSignal.timeout(30_000),
+      );
       await runtime.startHarness(orphan, AbortSignal.timeout(60_000));
 
       d = await spawnDaemon(dataDir);
@@ -57,13 +87,19 @@ describe("start-up recovery", () => {
       all.close();
       assert.match(String(ended.data.error), /lost/);
 
-      assert.equal(await runtime.inspect(orphan, AbortSignal.timeout(10_000)), undefined, "the orphan sandbox was closed");
+      assert.equal(
+        await runtime.inspect(orphan, AbortSignal.timeout(10_000)),
+        undefined,
+        "the orphan sandbox was closed",
+      );
       assert.match(d.output(), new RegExp(`closing sandbox ${orphan}`));
 
       const awaited = await d.call("GET", `/agents/${awaiting}/result?wait=60`);
       assert.match(awaited.body.result, /slow result/, "await_result was answered after the restart");
       const spawned = await d.call("GET", `/agents/${spawner}/result?wait=60`);
-      const children = (await d.call("GET", `/runs/${run.runId}`)).body.agents.filter((a: { parentAgentId: string }) => a.parentAgentId === spawner);
+      const children = (await d.call("GET", `/runs/${run.runId}`)).body.agents.filter(
+        (a: { parentAgentId: string }) => a.parentAgentId === spawner,
+      );
       assert.equal(children.length, 1, "the spawn retried across the restart made one child");
       assert.match(spawned.body.result, new RegExp(children[0].agentId));
       assert.equal((await d.call("DELETE", `/runs/${run.runId}`)).status, 204);
@@ -72,13 +108,16 @@ describe("start-up recovery", () => {
       throw err;
     } finally {
       await d.kill("SIGKILL");
-      for (const s of await runtime.list(AbortSignal.timeout(30_000))) await runtime.close(s.sandboxId, AbortSignal.timeout(30_000));
+      for (const s of await runtime.list(AbortSignal.timeout(30_000)))
+        await runtime.close(s.sandboxId, AbortSignal.timeout(30_000));
       await models.close();
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
 
-  it("SIGTERM closes the server and the ledger cleanly and leaves sandboxes running for the next start", { timeout: 180_000 }, async () => {
+  it("SIGTERM closes the server and the ledger cleanly and leaves sandboxes running for the next start", {
+    timeout: 180_000,
+  }, async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "swarmd-sigterm-"));
     const runtime = createProcessRuntime({ dataDir, logger: quiet });
     let d = await spawnDaemon(dataDir);
@@ -96,7 +135,8 @@ describe("start-up recovery", () => {
       assert.equal((await d.call("DELETE", `/runs/${run.runId}`)).status, 204);
     } finally {
       await d.kill("SIGKILL");
-      for (const s of await runtime.list(AbortSignal.timeout(30_000))) await runtime.close(s.sandboxId, AbortSignal.timeout(30_000));
+      for (const s of await runtime.list(AbortSignal.timeout(30_000)))
+        await runtime.close(s.sandboxId, AbortSignal.timeout(30_000));
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
@@ -107,15 +147,30 @@ describe("start-up recovery", () => {
     let d = await spawnDaemon(dataDir);
     try {
       // Not kept alive: after its turn the root stays only for its live child.
-      const run = (await d.call("POST", "/runs", { spec: { name: "planner", script: [{ tool: "bash", args: { command: "sleep 2" } }, { text: "planned" }] }, prompt: "plan" })).body;
+      const run = (
+        await d.call("POST", "/runs", {
+          spec: { name: "planner", script: [{ tool: "bash", args: { command: "sleep 2" } }, { text: "planned" }] },
+          prompt: "plan",
+        })
+      ).body;
       await waitState(d, run.rootAgentId, "running");
-      const child = (await d.call("POST", `/runs/${run.runId}/agents`, { parentAgentId: run.rootAgentId, spec: { name: "helper", script: [] }, keepAlive: true })).body.agentId as string;
+      const child = (
+        await d.call("POST", `/runs/${run.runId}/agents`, {
+          parentAgentId: run.rootAgentId,
+          spec: { name: "helper", script: [] },
+          keepAlive: true,
+        })
+      ).body.agentId as string;
       await waitState(d, child, "running");
       assert.equal((await d.call("GET", `/agents/${run.rootAgentId}/result?wait=60`)).status, 200);
 
       await d.kill("SIGTERM");
       d = await spawnDaemon(dataDir);
-      assert.equal((await d.call("GET", `/agents/${run.rootAgentId}`)).body.state, "running", "still waiting for its child");
+      assert.equal(
+        (await d.call("GET", `/agents/${run.rootAgentId}`)).body.state,
+        "running",
+        "still waiting for its child",
+      );
       assert.equal((await d.call("POST", `/agents/${child}/stop`)).status, 202);
       await waitState(d, run.rootAgentId, "done", 30_000);
       assert.equal((await d.call("GET", `/agents/${run.rootAgentId}`)).body.outcome, "success");
@@ -124,7 +179,8 @@ describe("start-up recovery", () => {
       throw err;
     } finally {
       await d.kill("SIGKILL");
-      for (const s of await runtime.list(AbortSignal.timeout(30_000))) await runtime.close(s.sandboxId, AbortSignal.timeout(30_000));
+      for (const s of await runtime.list(AbortSignal.timeout(30_000)))
+        await runtime.close(s.sandboxId, AbortSignal.timeout(30_000));
       rmSync(dataDir, { recursive: true, force: true });
     }
   });

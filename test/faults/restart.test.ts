@@ -4,14 +4,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { createProcessRuntime } from "../../src/sandbox/process/process-runtime.ts";
-import { sandboxProcesses, spawnDaemon, waitState, type DaemonProcess } from "../support/daemon-process.ts";
+import { type DaemonProcess, sandboxProcesses, spawnDaemon, waitState } from "../support/daemon-process.ts";
 import { openEvents, type SseConnection, type SseMessage } from "../support/sse-client.ts";
 
 const echo = (name: string) => ({ name, script: [] });
 const quiet = { info: () => undefined, warn: () => undefined };
 
 describe("restart after SIGKILL: nothing lost, nothing twice", () => {
-  it("survives kills mid-turn, mid-spawn with waitFor, mid-subtree-pause, mid-subtree-stop and between a turn's end and its result", { timeout: 600_000 }, async () => {
+  it("survives kills mid-turn, mid-spawn with waitFor, mid-subtree-pause, mid-subtree-stop and between a turn's end and its result", {
+    timeout: 600_000,
+  }, async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "swarmd-faults-"));
     const runtime = createProcessRuntime({ dataDir, logger: quiet }); // a second view of the same sandboxes
     let d = await spawnDaemon(dataDir);
@@ -19,10 +21,13 @@ describe("restart after SIGKILL: nothing lost, nothing twice", () => {
     let watcher: SseConnection | undefined;
     try {
       // A run of 21 agents in three levels: root → 4 children → 4 grandchildren each.
-      const created = (await d.call("POST", "/runs", { spec: echo("root"), keepAlive: true, budget: { maxAgents: 100 } })).body;
+      const created = (
+        await d.call("POST", "/runs", { spec: echo("root"), keepAlive: true, budget: { maxAgents: 100 } })
+      ).body;
       const { runId, rootAgentId: root } = created;
       const spawn = async (parent: string, spec: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
-        (await d.call("POST", `/runs/${runId}/agents`, { parentAgentId: parent, spec, keepAlive: true, ...extra })).body.agentId as string;
+        (await d.call("POST", `/runs/${runId}/agents`, { parentAgentId: parent, spec, keepAlive: true, ...extra })).body
+          .agentId as string;
       await waitState(d, root, "running");
       const children: string[] = [];
       for (let i = 0; i < 4; i++) children.push(await spawn(root, echo(`c${i}`)));
@@ -31,7 +36,13 @@ describe("restart after SIGKILL: nothing lost, nothing twice", () => {
         await waitState(d, child, "running");
         const row: string[] = [];
         for (let j = 0; j < 4; j++) {
-          const spec = i === 0 && j === 0 ? { name: "sleeper", script: [{ tool: "bash", args: { command: "sleep 1.5; echo slept" } }, { text: "after sleep" }] } : echo(`g${i}${j}`);
+          const spec =
+            i === 0 && j === 0
+              ? {
+                  name: "sleeper",
+                  script: [{ tool: "bash", args: { command: "sleep 1.5; echo slept" } }, { text: "after sleep" }],
+                }
+              : echo(`g${i}${j}`);
           row.push(await spawn(child, spec));
         }
         grand.push(row);
@@ -65,7 +76,14 @@ describe("restart after SIGKILL: nothing lost, nothing twice", () => {
 
       // 2. Mid-spawn with waitFor: the child keeps waiting across the restart, then reads its input.
       const dep = grand[1]![0]!;
-      const waiter = await spawn(children[1]!, { name: "waiter", script: [{ tool: "bash", args: { command: `cat /inputs/${dep}.md` } }, { text: "input: {{lastToolResult}}" }] }, { waitFor: [dep], prompt: "read", keepAlive: false });
+      const waiter = await spawn(
+        children[1]!,
+        {
+          name: "waiter",
+          script: [{ tool: "bash", args: { command: `cat /inputs/${dep}.md` } }, { text: "input: {{lastToolResult}}" }],
+        },
+        { waitFor: [dep], prompt: "read", keepAlive: false },
+      );
       await restart();
       assert.equal((await d.call("GET", `/agents/${waiter}`)).body.state, "spawning");
       await d.call("POST", `/agents/${dep}/prompt`, { text: "dependency done" });
@@ -104,9 +122,14 @@ describe("restart after SIGKILL: nothing lost, nothing twice", () => {
       await full.waitFor((m) => m.id === snapshot.asOf, 30_000);
       full.close();
       const persisted = full.messages.filter((m) => m.id !== undefined);
-      assert.deepEqual(persisted.map((m) => m.id), persisted.map((_, i) => i + 1), "seq gap-free from 1");
+      assert.deepEqual(
+        persisted.map((m) => m.id),
+        persisted.map((_, i) => i + 1),
+        "seq gap-free from 1",
+      );
       for (const old of seen) assert.deepEqual(persisted[old.id! - 1], old, `seq ${old.id} kept its event`);
-      const count = (type: string, agentId: string) => persisted.filter((m) => m.event === type && m.data.agentId === agentId).length;
+      const count = (type: string, agentId: string) =>
+        persisted.filter((m) => m.event === type && m.data.agentId === agentId).length;
       for (const agent of snapshot.agents as Array<{ agentId: string }>) {
         assert.ok(count("agent_provisioned", agent.agentId) <= 1, `one sandbox for ${agent.agentId}`);
         assert.ok(count("agent_ended", agent.agentId) <= 1, `one end for ${agent.agentId}`);
@@ -132,18 +155,22 @@ describe("restart after SIGKILL: nothing lost, nothing twice", () => {
     } finally {
       watcher?.close();
       await d.kill("SIGKILL");
-      for (const s of await runtime.list(AbortSignal.timeout(30_000))) await runtime.close(s.sandboxId, AbortSignal.timeout(30_000));
+      for (const s of await runtime.list(AbortSignal.timeout(30_000)))
+        await runtime.close(s.sandboxId, AbortSignal.timeout(30_000));
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });
 
-
 /**
  * What the ledger says and what the sandbox is agree: paused ⇔ frozen, unless the agent hibernated
  * (idle for SWARM_HIBERNATE_AFTER_MS during this long test): then its sandbox has nothing to freeze.
  */
-async function assertSandboxMatches(d: DaemonProcess, runtime: ReturnType<typeof createProcessRuntime>, agentId: string): Promise<void> {
+async function assertSandboxMatches(
+  d: DaemonProcess,
+  runtime: ReturnType<typeof createProcessRuntime>,
+  agentId: string,
+): Promise<void> {
   const view = (await d.call("GET", `/agents/${agentId}`)).body;
   const info = await runtime.inspect(view.sandboxId, AbortSignal.timeout(10_000));
   const expected = view.hibernated ? "hibernated" : view.state === "paused" ? "frozen" : "running";

@@ -1,8 +1,20 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { streamSimple, Type, type AssistantMessage, type AssistantMessageEvent, type Context, type Model } from "@mariozechner/pi-ai";
+import {
+  type AssistantMessage,
+  type AssistantMessageEvent,
+  type Context,
+  type Model,
+  streamSimple,
+  Type,
+} from "@mariozechner/pi-ai";
 import { messagesRequestFacts, tokensOf, writeMessagesStream } from "../../src/gateway/anthropic-wire.ts";
-import { startAnthropicUpstream, startOpenAIChatUpstream, type Upstream, type UpstreamOptions } from "../support/model-upstreams.ts";
+import {
+  startAnthropicUpstream,
+  startOpenAIChatUpstream,
+  type Upstream,
+  type UpstreamOptions,
+} from "../support/model-upstreams.ts";
 
 type WireApi = "anthropic-messages" | "openai-completions";
 
@@ -28,14 +40,23 @@ function modelFor(api: WireApi, upstream: Upstream): Model<WireApi> {
   };
 }
 
-async function startFor(api: WireApi, options: UpstreamOptions, t: { after(fn: () => Promise<void>): void }): Promise<Upstream> {
-  const upstream = await (api === "anthropic-messages" ? startAnthropicUpstream(options) : startOpenAIChatUpstream(options));
+async function startFor(
+  api: WireApi,
+  options: UpstreamOptions,
+  t: { after(fn: () => Promise<void>): void },
+): Promise<Upstream> {
+  const upstream = await (api === "anthropic-messages"
+    ? startAnthropicUpstream(options)
+    : startOpenAIChatUpstream(options));
   t.after(() => upstream.close());
   return upstream;
 }
 
 /** Stream through pi-ai's real provider client; the final message, every event, and how long it took. */
-async function ask(model: Model<WireApi>, context: Context): Promise<{ message: AssistantMessage; events: AssistantMessageEvent[]; ms: number }> {
+async function ask(
+  model: Model<WireApi>,
+  context: Context,
+): Promise<{ message: AssistantMessage; events: AssistantMessageEvent[]; ms: number }> {
   const started = performance.now();
   const events: AssistantMessageEvent[] = [];
   for await (const event of streamSimple(model, context, { apiKey: "k" })) events.push(event);
@@ -83,12 +104,19 @@ for (const api of ["anthropic-messages", "openai-completions"] as const) {
   });
 
   test(`${api}: after one 429 the SDK's own retry gets the answer`, async (t) => {
-    const upstream = await startFor(api, { rateLimit: { count: 1, retryAfterSeconds: 0 }, answer: (_body, n) => ({ reply: { text: `answer ${n}` } }) }, t);
+    const upstream = await startFor(
+      api,
+      { rateLimit: { count: 1, retryAfterSeconds: 0 }, answer: (_body, n) => ({ reply: { text: `answer ${n}` } }) },
+      t,
+    );
     const { message } = await ask(modelFor(api, upstream), HELLO);
     assert.deepEqual(message.content, [{ type: "text", text: "answer 0" }]);
     assert.equal(upstream.rateLimited, 1);
     assert.equal(upstream.calls.length, 2);
-    assert.deepEqual(upstream.calls.map((call) => call.headers["x-stainless-retry-count"]), ["0", "1"]);
+    assert.deepEqual(
+      upstream.calls.map((call) => call.headers["x-stainless-retry-count"]),
+      ["0", "1"],
+    );
   });
 }
 
@@ -102,7 +130,11 @@ test("anthropic-messages: delayMs spreads the answer over many deltas and at lea
 });
 
 test("anthropic-messages: delayed tool input split across input_json_delta pieces still parses", async (t) => {
-  const upstream = await startFor("anthropic-messages", { answer: () => ({ reply: { toolCalls: TOOL_CALLS }, delayMs: 40 }) }, t);
+  const upstream = await startFor(
+    "anthropic-messages",
+    { answer: () => ({ reply: { toolCalls: TOOL_CALLS }, delayMs: 40 }) },
+    t,
+  );
   const { message, events } = await ask(modelFor("anthropic-messages", upstream), HELLO);
   assert.ok(events.filter((e) => e.type === "toolcall_delta").length > TOOL_CALLS.length, "several deltas per call");
   assert.deepEqual(
@@ -125,16 +157,55 @@ test("the upstreams answer other paths with 404 in their provider's error shape"
 test("messagesRequestFacts reads the body pi-ai really sends for a multi-turn context", async (t) => {
   const upstream = await startFor("anthropic-messages", {}, t);
   const model = modelFor("anthropic-messages", upstream);
-  const usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
+  const usage = {
+    input: 0,
+    output: 0,
+    cacheRead: 0,
+    cacheWrite: 0,
+    totalTokens: 0,
+    cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+  };
   const turn = { api: model.api, provider: model.provider, model: model.id, usage, timestamp: 0 };
   const context: Context = {
     systemPrompt: "You are terse.",
     tools: [{ name: "read", description: "Read a file", parameters: Type.Object({ path: Type.String() }) }],
     messages: [
-      { role: "user", content: [{ type: "text", text: "read both" }, { type: "text", text: "files" }], timestamp: 0 },
-      { ...turn, role: "assistant", stopReason: "toolUse", content: [{ type: "toolCall", id: "t1", name: "read", arguments: { path: "a" } }, { type: "toolCall", id: "t2", name: "read", arguments: { path: "b" } }] },
-      { role: "toolResult", toolCallId: "t1", toolName: "read", isError: false, content: [{ type: "text", text: "alpha" }], timestamp: 0 },
-      { role: "toolResult", toolCallId: "t2", toolName: "read", isError: false, content: [{ type: "text", text: "beta" }, { type: "text", text: "gamma" }], timestamp: 0 },
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "read both" },
+          { type: "text", text: "files" },
+        ],
+        timestamp: 0,
+      },
+      {
+        ...turn,
+        role: "assistant",
+        stopReason: "toolUse",
+        content: [
+          { type: "toolCall", id: "t1", name: "read", arguments: { path: "a" } },
+          { type: "toolCall", id: "t2", name: "read", arguments: { path: "b" } },
+        ],
+      },
+      {
+        role: "toolResult",
+        toolCallId: "t1",
+        toolName: "read",
+        isError: false,
+        content: [{ type: "text", text: "alpha" }],
+        timestamp: 0,
+      },
+      {
+        role: "toolResult",
+        toolCallId: "t2",
+        toolName: "read",
+        isError: false,
+        content: [
+          { type: "text", text: "beta" },
+          { type: "text", text: "gamma" },
+        ],
+        timestamp: 0,
+      },
     ],
   };
   await ask(model, context);
@@ -144,14 +215,21 @@ test("messagesRequestFacts reads the body pi-ai really sends for a multi-turn co
   assert.deepEqual(messagesRequestFacts(afterTools), {
     lastUserText: "read both\nfiles",
     lastToolResultText: "beta\ngamma",
-    promptChars: JSON.stringify({ system: afterTools.system, messages: afterTools.messages, tools: afterTools.tools }).length,
+    promptChars: JSON.stringify({ system: afterTools.system, messages: afterTools.messages, tools: afterTools.tools })
+      .length,
   });
 
-  context.messages.push({ ...turn, role: "assistant", stopReason: "stop", content: [{ type: "text", text: "done" }] }, { role: "user", content: "thanks", timestamp: 0 });
+  context.messages.push(
+    { ...turn, role: "assistant", stopReason: "stop", content: [{ type: "text", text: "done" }] },
+    { role: "user", content: "thanks", timestamp: 0 },
+  );
   await ask(model, context);
   // pi turns the newest user string into a text block carrying cache_control.
   const later = messagesRequestFacts(upstream.calls.at(-1)?.body);
-  assert.deepEqual({ ...later, promptChars: 0 }, { lastUserText: "thanks", lastToolResultText: "beta\ngamma", promptChars: 0 });
+  assert.deepEqual(
+    { ...later, promptChars: 0 },
+    { lastUserText: "thanks", lastToolResultText: "beta\ngamma", promptChars: 0 },
+  );
   assert.ok(later.promptChars > JSON.stringify(afterTools.messages).length);
 });
 
@@ -161,7 +239,16 @@ test("messagesRequestFacts joins the text blocks of a tool result that carries a
     messages: [
       { role: "user", content: "look" },
       { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "shot", input: {} }] },
-      { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: [{ type: "text", text: "a" }, image, { type: "text", text: "b" }] }] },
+      {
+        role: "user",
+        content: [
+          {
+            type: "tool_result",
+            tool_use_id: "t1",
+            content: [{ type: "text", text: "a" }, image, { type: "text", text: "b" }],
+          },
+        ],
+      },
     ],
   };
   const facts = messagesRequestFacts(body);
@@ -179,7 +266,19 @@ test("messagesRequestFacts never throws on malformed bodies", () => {
     "text",
     [],
     { messages: "not an array" },
-    { messages: [null, 1, "x", { role: "user" }, { role: "user", content: 5 }, { role: "user", content: [null, 7, { type: "text", text: 3 }, { type: "tool_result", content: { text: "no" } }] }] },
+    {
+      messages: [
+        null,
+        1,
+        "x",
+        { role: "user" },
+        { role: "user", content: 5 },
+        {
+          role: "user",
+          content: [null, 7, { type: "text", text: 3 }, { type: "tool_result", content: { text: "no" } }],
+        },
+      ],
+    },
     { messages: [{ role: "user", content: [{ type: "text", text: deep }] }], tools: deep },
   ];
   for (const body of bodies) {
@@ -208,7 +307,10 @@ test("writeMessagesStream awaits beforePiece before every event and stops with t
   const write = async (chunk: string) => {
     written.push(chunk);
   };
-  await assert.rejects(writeMessagesStream(write, { text: "abcdef" }, { ...options, delayMs: 10 }), (error) => error === reason);
+  await assert.rejects(
+    writeMessagesStream(write, { text: "abcdef" }, { ...options, delayMs: 10 }),
+    (error) => error === reason,
+  );
   assert.equal(written.length, 3);
   assert.deepEqual(
     written.map((chunk) => chunk.split("\n")[0]),

@@ -7,7 +7,7 @@ import { join, resolve } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { loadConfig } from "../../src/config.ts";
 import { findBubblewrap } from "../../src/sandbox/process/bubblewrap.ts";
-import { call, startDaemon, waitForState, type Daemon } from "../support/daemon.ts";
+import { call, type Daemon, startDaemon, waitForState } from "../support/daemon.ts";
 import { freePort } from "../support/daemon-process.ts";
 import { openEvents } from "../support/sse-client.ts";
 
@@ -38,7 +38,15 @@ function listeningAddresses(port: number): string[] {
       const [, local, , state] = line.trim().split(/\s+/);
       const [hexAddress, hexPort] = (local ?? "").split(":");
       if (state !== "0A" || hexAddress === undefined || Number.parseInt(hexPort ?? "", 16) !== port) continue;
-      found.push(hexAddress.length === 8 ? hexAddress.match(/../g)!.reverse().map((b) => Number.parseInt(b, 16)).join(".") : `[${hexAddress}]`);
+      found.push(
+        hexAddress.length === 8
+          ? hexAddress
+              .match(/../g)!
+              .reverse()
+              .map((b) => Number.parseInt(b, 16))
+              .join(".")
+          : `[${hexAddress}]`,
+      );
     }
   }
   return found;
@@ -54,7 +62,9 @@ async function resultText(d: Daemon, agentId: string): Promise<string> {
 }
 
 describe("access control", () => {
-  it("listens on 127.0.0.1 by default: the config default, and the daemon `make run` starts", { timeout: 90_000 }, async (t) => {
+  it("listens on 127.0.0.1 by default: the config default, and the daemon `make run` starts", {
+    timeout: 90_000,
+  }, async (t) => {
     assert.equal(loadConfig({}).host, "127.0.0.1");
 
     // What `make run` runs, without letting make install anything in the middle of a test run.
@@ -62,10 +72,20 @@ describe("access control", () => {
     assert.equal(recipe.length, 1, `make run would first run: ${recipe.slice(0, -1).join("; ")} (run make install)`);
     const port = await freePort();
     const dataDir = mkdtempSync(join(tmpdir(), "swarmd-run-"));
-    const env: NodeJS.ProcessEnv = { ...process.env, SWARM_PORT: String(port), SWARM_DATA_DIR: dataDir, SWARM_LOG_LEVEL: "info" };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      SWARM_PORT: String(port),
+      SWARM_DATA_DIR: dataDir,
+      SWARM_LOG_LEVEL: "info",
+    };
     delete env.SWARM_HOST;
     delete env.SWARM_TOKEN;
-    const daemon = spawn("sh", ["-c", recipe[0] as string], { cwd: REPO, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    const daemon = spawn("sh", ["-c", recipe[0] as string], {
+      cwd: REPO,
+      env,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     const exited = new Promise<void>((done) => daemon.on("exit", () => done()));
     t.after(async () => {
       // Its own process group: make's shell, npx and node stop together.
@@ -78,20 +98,28 @@ describe("access control", () => {
       const timer = setTimeout(() => fail(new Error(`the daemon did not start: ${output}`)), 60_000);
       const onData = (chunk: Buffer) => {
         output += chunk.toString();
-        if (output.includes("swarmd listening on")) (clearTimeout(timer), done());
+        if (output.includes("swarmd listening on")) clearTimeout(timer), done();
       };
       daemon.stdout.on("data", onData);
       daemon.stderr.on("data", onData);
       daemon.on("exit", (code) => (clearTimeout(timer), fail(new Error(`the daemon exited (${code}): ${output}`))));
     });
 
-    assert.deepEqual(await call(`http://127.0.0.1:${port}`, "GET", "/health").then((r) => [r.status, r.body]), [200, { ok: true }]);
+    assert.deepEqual(await call(`http://127.0.0.1:${port}`, "GET", "/health").then((r) => [r.status, r.body]), [
+      200,
+      { ok: true },
+    ]);
     // The kernel's view: every listening socket on the port is bound to loopback.
     if (listeningAddresses(port).length > 0) assert.deepEqual([...new Set(listeningAddresses(port))], ["127.0.0.1"]);
     // And from another address of this machine it is not there.
-    const external = Object.values(networkInterfaces()).flat().filter((i) => i !== undefined && !i.internal && i.family === "IPv4");
-    for (const address of external) assert.equal(await reachable(address!.address, port), false, `reachable on ${address!.address}:${port}`);
-    t.diagnostic(`listening on ${listeningAddresses(port).join(", ")}; unreachable on ${external.map((i) => i!.address).join(", ") || "(no other address)"}`);
+    const external = Object.values(networkInterfaces())
+      .flat()
+      .filter((i) => i !== undefined && !i.internal && i.family === "IPv4");
+    for (const address of external)
+      assert.equal(await reachable(address!.address, port), false, `reachable on ${address!.address}:${port}`);
+    t.diagnostic(
+      `listening on ${listeningAddresses(port).join(", ")}; unreachable on ${external.map((i) => i!.address).join(", ") || "(no other address)"}`,
+    );
   });
 
   describe("with SWARM_TOKEN set", () => {
@@ -99,7 +127,12 @@ describe("access control", () => {
     let run: { runId: string; rootAgentId: string };
     before(async () => {
       d = await startDaemon({ token: TOKEN });
-      const created = await d.call("POST", "/runs", { spec: { name: "guarded", script: [] }, keepAlive: true }, { authorization: `Bearer ${TOKEN}` });
+      const created = await d.call(
+        "POST",
+        "/runs",
+        { spec: { name: "guarded", script: [] }, keepAlive: true },
+        { authorization: `Bearer ${TOKEN}` },
+      );
       run = created.body;
       await waitForState(d, run.rootAgentId, "running", 30_000, { authorization: `Bearer ${TOKEN}` });
     });
@@ -165,17 +198,28 @@ describe("access control", () => {
     it("serves every route to the right token (the scheme is case-insensitive)", async () => {
       const ok = { authorization: `Bearer ${TOKEN}` };
       assert.equal((await d.call("GET", `/runs/${run.runId}`, undefined, ok)).status, 200);
-      assert.equal((await d.call("GET", `/agents/${run.rootAgentId}`, undefined, { authorization: `bearer ${TOKEN}` })).status, 200);
+      assert.equal(
+        (await d.call("GET", `/agents/${run.rootAgentId}`, undefined, { authorization: `bearer ${TOKEN}` })).status,
+        200,
+      );
       assert.equal((await fetch(`${d.url}/metrics`, { headers: ok })).status, 200);
       const events = await openEvents(d.url, run.runId, { token: TOKEN });
       await events.waitFor((m) => m.event === "run_started");
       events.close();
       assert.equal(events.status, 200);
-      const child = await d.call("POST", `/runs/${run.runId}/agents`, { parentAgentId: run.rootAgentId, spec: { name: "child", script: [] }, keepAlive: true }, ok);
+      const child = await d.call(
+        "POST",
+        `/runs/${run.runId}/agents`,
+        { parentAgentId: run.rootAgentId, spec: { name: "child", script: [] }, keepAlive: true },
+        ok,
+      );
       assert.equal(child.status, 202);
       await waitForState(d, child.body.agentId, "running", 30_000, ok);
       assert.equal((await d.call("POST", `/agents/${child.body.agentId}/prompt`, { text: "echo me" }, ok)).status, 202);
-      assert.equal((await d.call("GET", `/agents/${child.body.agentId}/result?wait=60`, undefined, ok)).body.result, "echo me");
+      assert.equal(
+        (await d.call("GET", `/agents/${child.body.agentId}/result?wait=60`, undefined, ok)).body.result,
+        "echo me",
+      );
       assert.equal((await d.call("POST", `/agents/${child.body.agentId}/steer`, { message: "m" }, ok)).status, 202);
       assert.equal((await d.call("POST", `/agents/${child.body.agentId}/pause`, {}, ok)).status, 202);
       assert.equal((await d.call("POST", `/agents/${child.body.agentId}/resume`, {}, ok)).status, 202);
@@ -193,22 +237,40 @@ describe("access control", () => {
     before(async () => {
       d = await startDaemon();
       // Each root settles a result that only its own run may read, and stays live.
-      a = (await d.call("POST", "/runs", { spec: { name: "a", script: [] }, prompt: "secret-of-run-A", keepAlive: true })).body;
-      b = (await d.call("POST", "/runs", { spec: { name: "b", script: [] }, prompt: "secret-of-run-B", keepAlive: true })).body;
+      a = (
+        await d.call("POST", "/runs", { spec: { name: "a", script: [] }, prompt: "secret-of-run-A", keepAlive: true })
+      ).body;
+      b = (
+        await d.call("POST", "/runs", { spec: { name: "b", script: [] }, prompt: "secret-of-run-B", keepAlive: true })
+      ).body;
       assert.equal(await resultText(d, a.rootAgentId), "secret-of-run-A");
       assert.equal(await resultText(d, b.rootAgentId), "secret-of-run-B");
     });
     after(() => d.stop());
 
-    const agentsOf = async (runId: string) => (await d.call("GET", `/runs/${runId}`)).body.agents.map((x: { agentId: string; state: string }) => [x.agentId, x.state]);
+    const agentsOf = async (runId: string) =>
+      (await d.call("GET", `/runs/${runId}`)).body.agents.map((x: { agentId: string; state: string }) => [
+        x.agentId,
+        x.state,
+      ]);
 
     it("over HTTP: no spawn under another run's agent (404), no waitFor on it (400), idempotency keys do not cross runs", async () => {
-      const underB = await d.call("POST", `/runs/${a.runId}/agents`, { parentAgentId: b.rootAgentId, spec: { name: "x", script: [] } });
+      const underB = await d.call("POST", `/runs/${a.runId}/agents`, {
+        parentAgentId: b.rootAgentId,
+        spec: { name: "x", script: [] },
+      });
       assert.equal(underB.status, 404);
       assert.deepEqual(Object.keys(underB.body), ["error"]);
-      const underA = await d.call("POST", `/runs/${b.runId}/agents`, { parentAgentId: a.rootAgentId, spec: { name: "x", script: [] } });
+      const underA = await d.call("POST", `/runs/${b.runId}/agents`, {
+        parentAgentId: a.rootAgentId,
+        spec: { name: "x", script: [] },
+      });
       assert.equal(underA.status, 404);
-      const waitsOnB = await d.call("POST", `/runs/${a.runId}/agents`, { parentAgentId: a.rootAgentId, spec: { name: "x", script: [] }, waitFor: [b.rootAgentId] });
+      const waitsOnB = await d.call("POST", `/runs/${a.runId}/agents`, {
+        parentAgentId: a.rootAgentId,
+        spec: { name: "x", script: [] },
+        waitFor: [b.rootAgentId],
+      });
       assert.equal(waitsOnB.status, 400);
       assert.deepEqual(Object.keys(waitsOnB.body), ["error"]);
       assert.deepEqual(await agentsOf(a.runId), [[a.rootAgentId, "running"]], "nothing was spawned in A");
@@ -226,15 +288,27 @@ describe("access control", () => {
 
       // A subtree stop of A's root reaches none of B's agents.
       const stopped = await d.call("POST", `/agents/${a.rootAgentId}/stop`, { scope: "subtree" });
-      assert.deepEqual(stopped.body.results.map((r: { agentId: string }) => r.agentId).sort(), [a.rootAgentId, inA.body.agentId].sort());
-      assert.deepEqual(await agentsOf(b.runId), [[b.rootAgentId, "running"], [inB.body.agentId, "running"]]);
+      assert.deepEqual(
+        stopped.body.results.map((r: { agentId: string }) => r.agentId).sort(),
+        [a.rootAgentId, inA.body.agentId].sort(),
+      );
+      assert.deepEqual(await agentsOf(b.runId), [
+        [b.rootAgentId, "running"],
+        [inB.body.agentId, "running"],
+      ]);
     });
 
     it("from inside a sandbox: await_result and spawn_agent on another run's agent answer an error and reveal nothing", async () => {
-      const c = (await d.call("POST", "/runs", { spec: { name: "c", script: [] }, prompt: "secret-of-run-C", keepAlive: true })).body;
+      const c = (
+        await d.call("POST", "/runs", { spec: { name: "c", script: [] }, prompt: "secret-of-run-C", keepAlive: true })
+      ).body;
       assert.equal(await resultText(d, c.rootAgentId), "secret-of-run-C");
       const probe = async (name: string, step: Record<string, unknown>) => {
-        const spawned = await d.call("POST", `/runs/${c.runId}/agents`, { parentAgentId: c.rootAgentId, spec: { name, script: [step, { text: "{{lastToolResult}}" }] }, prompt: "probe" });
+        const spawned = await d.call("POST", `/runs/${c.runId}/agents`, {
+          parentAgentId: c.rootAgentId,
+          spec: { name, script: [step, { text: "{{lastToolResult}}" }] },
+          prompt: "probe",
+        });
         assert.equal(spawned.status, 202);
         return resultText(d, spawned.body.agentId);
       };
@@ -242,12 +316,22 @@ describe("access control", () => {
       const own = await probe("await-own", { tool: "await_result", args: { agentId: c.rootAgentId, waitSeconds: 1 } });
       assert.match(own, /secret-of-run-C/);
 
-      const foreignAwait = await probe("await-foreign", { tool: "await_result", args: { agentId: b.rootAgentId, waitSeconds: 1 } });
+      const foreignAwait = await probe("await-foreign", {
+        tool: "await_result",
+        args: { agentId: b.rootAgentId, waitSeconds: 1 },
+      });
       assert.doesNotMatch(foreignAwait, /secret-of-run-B/);
       assert.match(foreignAwait, /not an agent of this run/);
-      const foreignSpawn = await probe("spawn-waiting-on-foreign", { tool: "spawn_agent", args: { spec: { name: "w", script: [] }, prompt: "x", waitFor: [b.rootAgentId] } });
+      const foreignSpawn = await probe("spawn-waiting-on-foreign", {
+        tool: "spawn_agent",
+        args: { spec: { name: "w", script: [] }, prompt: "x", waitFor: [b.rootAgentId] },
+      });
       assert.doesNotMatch(foreignSpawn, /"agentId"/, foreignSpawn);
-      assert.match(foreignSpawn, new RegExp(`${b.rootAgentId}.*(outside|not).*run|run.*${b.rootAgentId}`), foreignSpawn);
+      assert.match(
+        foreignSpawn,
+        new RegExp(`${b.rootAgentId}.*(outside|not).*run|run.*${b.rootAgentId}`),
+        foreignSpawn,
+      );
       assert.equal((await agentsOf(c.runId)).length, 4, "root and the three probes; no child spawned");
       assert.deepEqual(await agentsOf(b.runId).then((x: string[][]) => x[0]), [b.rootAgentId, "running"]);
     });
@@ -256,7 +340,10 @@ describe("access control", () => {
   describe("sandboxes", () => {
     const isolated = findBubblewrap() !== undefined || process.env.SWARM_E2E_RUNTIME === "docker";
     let d: Daemon;
-    const saved = { SWARM_TOKEN: process.env.SWARM_TOKEN, SWARMD_HARDENING_CANARY: process.env.SWARMD_HARDENING_CANARY };
+    const saved = {
+      SWARM_TOKEN: process.env.SWARM_TOKEN,
+      SWARMD_HARDENING_CANARY: process.env.SWARMD_HARDENING_CANARY,
+    };
     before(async () => {
       // Secrets in the daemon's own environment, as a deployment would have them.
       process.env.SWARM_TOKEN = TOKEN;
@@ -272,14 +359,24 @@ describe("access control", () => {
     });
     const auth = { authorization: `Bearer ${TOKEN}` };
     const runScript = async (spec: Record<string, unknown>, command: string) => {
-      const created = await d.call("POST", "/runs", { spec: { ...spec, script: [{ tool: "bash", args: { command } }, { text: "{{lastToolResult}}" }] }, prompt: "go" }, auth);
+      const created = await d.call(
+        "POST",
+        "/runs",
+        {
+          spec: { ...spec, script: [{ tool: "bash", args: { command } }, { text: "{{lastToolResult}}" }] },
+          prompt: "go",
+        },
+        auth,
+      );
       assert.equal(created.status, 202);
       const result = await d.call("GET", `/agents/${created.body.rootAgentId}/result?wait=90`, undefined, auth);
       assert.equal(result.body.outcome, "success", JSON.stringify(result.body));
       return result.body.result as string;
     };
 
-    it("have only lo without network, their own namespace with it, and never reach the daemon's port", { skip: isolated ? false : "no bubblewrap here: process sandboxes are not isolated" }, async () => {
+    it("have only lo without network, their own namespace with it, and never reach the daemon's port", {
+      skip: isolated ? false : "no bubblewrap here: process sandboxes are not isolated",
+    }, async () => {
       const port = new URL(d.url).port;
       const command = `cat /proc/net/dev; (exec 3<>/dev/tcp/127.0.0.1/${port}) 2>/dev/null && echo DAEMON-REACHABLE || echo DAEMON-UNREACHABLE`;
       const closed = await runScript({ name: "offline" }, command);
@@ -293,7 +390,10 @@ describe("access control", () => {
     });
 
     it("never see the daemon's environment or token; the spec's env is there", async () => {
-      const seen = await runScript({ name: "env", env: { VISIBLE_VAR: "shown-value" } }, "env; echo ---; cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'; true");
+      const seen = await runScript(
+        { name: "env", env: { VISIBLE_VAR: "shown-value" } },
+        "env; echo ---; cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'; true",
+      );
       assert.match(seen, /^VISIBLE_VAR=shown-value$/m);
       assert.doesNotMatch(seen, new RegExp(TOKEN), "the token");
       assert.doesNotMatch(seen, /canary-91be5d|SWARMD_HARDENING_CANARY|SWARM_TOKEN/, "the daemon's variables");

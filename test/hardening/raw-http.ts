@@ -42,7 +42,11 @@ export function rawRequest(port: number, req: RawRequest, timeoutMs: number): Pr
       socket.destroy();
       const reply = parseReply(Buffer.concat(chunks));
       if (reply) resolve(reply);
-      else reject(err ?? new Error(`incomplete answer: ${JSON.stringify(Buffer.concat(chunks).toString("latin1").slice(0, 200))}`));
+      else
+        reject(
+          err ??
+            new Error(`incomplete answer: ${JSON.stringify(Buffer.concat(chunks).toString("latin1").slice(0, 200))}`),
+        );
     };
     const timer = setTimeout(() => finish(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
     socket.on("data", (chunk: Buffer) => {
@@ -55,11 +59,13 @@ export function rawRequest(port: number, req: RawRequest, timeoutMs: number): Pr
     socket.on("close", () => finish());
     socket.on("error", (err) => finish(err));
     socket.on("connect", () => {
-      const body = req.body === undefined ? undefined : Buffer.isBuffer(req.body) ? req.body : Buffer.from(req.body, "utf8");
+      const body =
+        req.body === undefined ? undefined : Buffer.isBuffer(req.body) ? req.body : Buffer.from(req.body, "utf8");
       const lines = [`${req.method} ${req.path} HTTP/1.1`, "host: 127.0.0.1", "connection: close"];
       for (const [name, value] of req.headers ?? []) lines.push(`${name}: ${value}`);
       const framing = req.framing ?? "length";
-      if (body !== undefined && framing !== "as-is") lines.push(framing === "chunked" ? "transfer-encoding: chunked" : `content-length: ${body.length}`);
+      if (body !== undefined && framing !== "as-is")
+        lines.push(framing === "chunked" ? "transfer-encoding: chunked" : `content-length: ${body.length}`);
       socket.write(`${lines.join("\r\n")}\r\n\r\n`, "latin1");
       if (body === undefined) return;
       if (framing !== "chunked") socket.write(body);

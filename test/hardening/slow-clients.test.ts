@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
-import { startDaemon, waitForState, type Daemon } from "../support/daemon.ts";
+import { type Daemon, startDaemon, waitForState } from "../support/daemon.ts";
 import { seededRandom } from "./seeded-random.ts";
 import { IdReader } from "./sse-id-reader.ts";
 
@@ -45,7 +45,9 @@ const range = (from: number, to: number) => Array.from({ length: Math.max(0, to 
 
 function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms)));
+  const timeout = new Promise<never>(
+    (_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms)),
+  );
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
@@ -63,7 +65,9 @@ function untilSeq(d: Daemon, runId: string, seq: number): Promise<void> {
 }
 
 describe("slow and churning event stream clients", () => {
-  it("100 clients reading partially, pausing, dropping and reconnecting: memory stays bounded, paused ones are cut 500 behind, readers miss nothing", { timeout: 300_000 }, async (t) => {
+  it("100 clients reading partially, pausing, dropping and reconnecting: memory stays bounded, paused ones are cut 500 behind, readers miss nothing", {
+    timeout: 300_000,
+  }, async (t) => {
     const gc = exposeGc();
     const seed = Number(process.env.HARDENING_SEED ?? 7);
     // The daemon's own cut-off, not one set here: this checks it is the spec's.
@@ -73,8 +77,15 @@ describe("slow and churning event stream clients", () => {
       for (const client of clients) client.destroy();
       await d.stop();
     });
-    const tools = { tools: Array.from({ length: 40 }, (_, i) => ({ tool: "bash", args: { command: `echo step ${i}` } })) };
-    const created = (await d.call("POST", "/runs", { spec: { name: "noisy", script: [tools, tools, { text: "done" }] }, keepAlive: true })).body;
+    const tools = {
+      tools: Array.from({ length: 40 }, (_, i) => ({ tool: "bash", args: { command: `echo step ${i}` } })),
+    };
+    const created = (
+      await d.call("POST", "/runs", {
+        spec: { name: "noisy", script: [tools, tools, { text: "done" }] },
+        keepAlive: true,
+      })
+    ).body;
     const { runId, rootAgentId } = created as { runId: string; rootAgentId: string };
     await waitForState(d, rootAgentId, "running");
     const connect = (lastEventId?: number) => {
@@ -140,8 +151,16 @@ describe("slow and churning event stream clients", () => {
     assert.equal((await d.call("POST", `/agents/${rootAgentId}/prompt`, { text: "go" })).status, 202);
     const samples: Sample[] = [];
     for (let batch = 0; batch < BATCHES; batch++) {
-      await d.ledger.append(runId, Array.from({ length: BATCH }, (_, i) => ({ type: "tool_end", agentId: rootAgentId, data: { batch, i, output: PAYLOAD } })));
-      for (let i = 0; i < 5; i++) d.ledger.publish(runId, { type: "text", agentId: rootAgentId, data: { delta: PAYLOAD.slice(0, 512) } });
+      await d.ledger.append(
+        runId,
+        Array.from({ length: BATCH }, (_, i) => ({
+          type: "tool_end",
+          agentId: rootAgentId,
+          data: { batch, i, output: PAYLOAD },
+        })),
+      );
+      for (let i = 0; i < 5; i++)
+        d.ledger.publish(runId, { type: "text", agentId: rootAgentId, data: { delta: PAYLOAD.slice(0, 512) } });
       const last = d.ledger.lastSeq(runId);
       await Promise.all(readers.map((r) => r.waitForId(last)));
       if (batch % 5 === 4) samples.push(measure(gc));
@@ -178,10 +197,15 @@ describe("slow and churning event stream clients", () => {
     await within(Promise.all(paused.map((p) => p.untilEnded())), 30_000, "the server to have cut every paused client");
     for (const [i, p] of paused.entries()) {
       const last = p.lastId ?? 0;
-      assert.ok(last <= total - SLOW_CONSUMER_LIMIT, `paused client ${i} was cut at least ${SLOW_CONSUMER_LIMIT} behind (got to ${last} of ${total})`);
+      assert.ok(
+        last <= total - SLOW_CONSUMER_LIMIT,
+        `paused client ${i} was cut at least ${SLOW_CONSUMER_LIMIT} behind (got to ${last} of ${total})`,
+      );
       assert.deepEqual(p.ids, range(1, last), `paused client ${i}: what arrived before the cut is gap-free`);
     }
-    t.diagnostic(`paused clients got to ids ${Math.min(...paused.map((p) => p.lastId ?? 0))}..${Math.max(...paused.map((p) => p.lastId ?? 0))} of ${total} before the cut`);
+    t.diagnostic(
+      `paused clients got to ids ${Math.min(...paused.map((p) => p.lastId ?? 0))}..${Math.max(...paused.map((p) => p.lastId ?? 0))} of ${total} before the cut`,
+    );
     // And reconnecting from where the cut left one continues with nothing missed.
     const last = paused[0]?.lastId ?? 0;
     const again = connect(last);

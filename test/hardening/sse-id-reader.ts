@@ -1,4 +1,4 @@
-import { request, type ClientRequest, type IncomingMessage } from "node:http";
+import { type ClientRequest, type IncomingMessage, request } from "node:http";
 
 /**
  * A lean SSE client for volume tests: it keeps only the `id`s it received, so a hundred of them
@@ -58,7 +58,10 @@ export class IdReader {
     if ((this.lastId ?? 0) >= seq) return Promise.resolve();
     if (this.ended) return Promise.reject(new Error(`stream ended at id ${this.lastId} before ${seq}`));
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no id ${seq} within ${timeoutMs} ms (at ${this.lastId})`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`no id ${seq} within ${timeoutMs} ms (at ${this.lastId})`)),
+        timeoutMs,
+      );
       this.#waiters.push({
         seq,
         resolve: () => (clearTimeout(timer), resolve()),

@@ -15,7 +15,12 @@ import { CONTROL_FILES } from "../../src/harness/protocol.ts";
 import { until } from "../support/harness-fixture.ts";
 
 const record = (dir: string) => JSON.parse(readFileSync(join(dir, HARNESS_FILES.inputs), "utf8")) as HarnessBuildRecord;
-const cacheStatus = (dir: string) => JSON.parse(execFileSync(process.execPath, [...HARNESS_NODE_FLAGS, join(dir, HARNESS_FILES.boot), "--code-cache-status"], { encoding: "utf8" })) as unknown;
+const cacheStatus = (dir: string) =>
+  JSON.parse(
+    execFileSync(process.execPath, [...HARNESS_NODE_FLAGS, join(dir, HARNESS_FILES.boot), "--code-cache-status"], {
+      encoding: "utf8",
+    }),
+  ) as unknown;
 
 /** A copy of the built harness beside the real one (its packages found in the same node_modules), removed after the test. */
 function copyOfBuild(t: { after(fn: () => void): void }): string {
@@ -34,7 +39,11 @@ async function startFrom(dir: string, t: { after(fn: () => void): void }) {
   mkdirSync(work);
   writeFileSync(join(control, CONTROL_FILES.spec), JSON.stringify({ name: "t", script: [] }));
   writeFileSync(join(control, CONTROL_FILES.model), JSON.stringify(harnessModelFile(SCRIPTED_MODEL, false)));
-  const child = spawn(process.execPath, [...HARNESS_NODE_FLAGS, join(dir, HARNESS_FILES.boot), "--control", control, "--work", work], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(
+    process.execPath,
+    [...HARNESS_NODE_FLAGS, join(dir, HARNESS_FILES.boot), "--control", control, "--work", work],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
   let output = "";
   child.stdout.on("data", (d: Buffer) => (output += d.toString()));
   child.stderr.on("data", (d: Buffer) => (output += d.toString()));
@@ -43,7 +52,11 @@ async function startFrom(dir: string, t: { after(fn: () => void): void }) {
     child.kill("SIGKILL");
     rmSync(root, { recursive: true, force: true });
   });
-  await until(() => output.includes("harness ready") || child.exitCode !== null, 20_000, () => `harness did not start: ${output}`);
+  await until(
+    () => output.includes("harness ready") || child.exitCode !== null,
+    20_000,
+    () => `harness did not start: ${output}`,
+  );
   assert.equal(child.exitCode, null, output);
   const socket = connect(join(control, CONTROL_FILES.socket));
   await new Promise<void>((resolve, reject) => socket.once("connect", resolve).once("error", reject));
@@ -62,7 +75,10 @@ describe("the built harness", () => {
     assert.ok(inputs.includes("src/harness/main.ts"));
     assert.ok(inputs.includes("src/harness/agent.ts"), "the agent, made later, is in the build too");
     assert.ok(inputs.includes("src/spec/agent-spec.ts"), "the spec schema the harness imports is one of its inputs");
-    assert.ok(inputs.includes("node_modules/@mariozechner/pi-coding-agent/package.json"), "a bundled package is watched through its package.json");
+    assert.ok(
+      inputs.includes("node_modules/@mariozechner/pi-coding-agent/package.json"),
+      "a bundled package is watched through its package.json",
+    );
     // Mark an input as changed after the build started (its content stays as it is).
     const input = join(SWARMD_ROOT, "src/spec/agent-spec.ts");
     const later = new Date(built + 1);
@@ -77,7 +93,10 @@ describe("the built harness", () => {
     // main.cache now belongs to pi.cjs (not main.cjs's hash); pi.cache names pi.cjs's hash but holds garbage.
     const piCache = readFileSync(join(copy, HARNESS_FILES.piCache));
     writeFileSync(join(copy, HARNESS_FILES.mainCache), piCache);
-    writeFileSync(join(copy, HARNESS_FILES.piCache), Buffer.concat([piCache.subarray(0, HASH_LENGTH), Buffer.alloc(4096, 7)]));
+    writeFileSync(
+      join(copy, HARNESS_FILES.piCache),
+      Buffer.concat([piCache.subarray(0, HASH_LENGTH), Buffer.alloc(4096, 7)]),
+    );
     assert.deepEqual(cacheStatus(copy), { main: "none", pi: "rejected" });
   });
 
@@ -94,8 +113,16 @@ describe("the built harness", () => {
     const copy = copyOfBuild(t);
     writeFileSync(join(copy, HARNESS_FILES.pi), 'throw new Error("pi.cjs was loaded");\n');
     const { client, exited, output } = await startFrom(copy, t);
-    assert.deepEqual(await client.request({ type: "get_state" }), { busy: false, queued: 0, loaded: false, lastHseq: 0 });
-    await assert.rejects(client.request({ type: "steer", message: "too early" }), (err: unknown) => err instanceof HarnessRejected && err.harnessCode === "NO_TURN_RUNNING");
+    assert.deepEqual(await client.request({ type: "get_state" }), {
+      busy: false,
+      queued: 0,
+      loaded: false,
+      lastHseq: 0,
+    });
+    await assert.rejects(
+      client.request({ type: "steer", message: "too early" }),
+      (err: unknown) => err instanceof HarnessRejected && err.harnessCode === "NO_TURN_RUNNING",
+    );
     await client.request({ type: "abort" });
     void client.request({ type: "prompt", message: "go" }).catch(() => undefined);
     assert.equal(await exited, 1);

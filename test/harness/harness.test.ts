@@ -26,7 +26,18 @@ describe("harness", () => {
     assert.equal((settled.data as { outcome: string }).outcome, "success");
 
     const names = c.events.map((e) => e.event);
-    const order: HarnessEventMessage["event"][] = ["agent_start", "turn_start", "tool_start", "tool_end", "turn_end", "turn_start", "text", "turn_end", "agent_end", "turn_settled"];
+    const order: HarnessEventMessage["event"][] = [
+      "agent_start",
+      "turn_start",
+      "tool_start",
+      "tool_end",
+      "turn_end",
+      "turn_start",
+      "text",
+      "turn_end",
+      "agent_end",
+      "turn_settled",
+    ];
     let at = -1;
     for (const name of order) {
       const next = names.indexOf(name, at + 1);
@@ -36,7 +47,11 @@ describe("harness", () => {
     const deltas = c.events.filter((e) => e.event === "text").map((e) => (e.data as { delta: string }).delta);
     assert.ok(deltas.length > 1, `a paced answer streams as several deltas, got ${deltas.length}`);
     assert.equal(deltas.join(""), "tool said from-tool\nto hello");
-    assert.deepEqual(c.events.map((e) => e.hseq), c.events.map((_, i) => i + 1), "hseq is gap-free from 1");
+    assert.deepEqual(
+      c.events.map((e) => e.hseq),
+      c.events.map((_, i) => i + 1),
+      "hseq is gap-free from 1",
+    );
 
     // Script exhausted: every further model call echoes the newest user message.
     await c.client.request({ type: "prompt", message: "echo me" });
@@ -47,7 +62,10 @@ describe("harness", () => {
   it("delivers a steer sent during a running bash tool after the tool finishes, before the next model call", async (t) => {
     const h = await startHarness({
       name: "t",
-      script: [{ tool: "bash", args: { command: "sleep 1.5; echo slept" } }, { text: "next call saw: {{lastUserMessage}}" }],
+      script: [
+        { tool: "bash", args: { command: "sleep 1.5; echo slept" } },
+        { text: "next call saw: {{lastUserMessage}}" },
+      ],
     });
     t.after(() => h.stop());
     const c = await h.connect();
@@ -58,7 +76,10 @@ describe("harness", () => {
     assert.equal(settledText(settled), "next call saw: change course");
     const toolEnd = c.events.find((e) => e.event === "tool_end");
     assert.equal((toolEnd?.data as { output: string }).output, "slept\n", "the tool ran to its end");
-    const steerMessage = c.events.find((e) => e.event === "message_start" && (e.data as { role: string }).role === "user" && e.hseq > (toolEnd?.hseq ?? 0));
+    const steerMessage = c.events.find(
+      (e) =>
+        e.event === "message_start" && (e.data as { role: string }).role === "user" && e.hseq > (toolEnd?.hseq ?? 0),
+    );
     const secondCall = c.events.find((e) => e.event === "text");
     assert.ok(steerMessage && toolEnd && secondCall);
     assert.ok(toolEnd.hseq < steerMessage.hseq && steerMessage.hseq < secondCall.hseq);
@@ -76,12 +97,19 @@ describe("harness", () => {
   });
 
   it("abort ends a running turn promptly and kills the tool's process", async (t) => {
-    const h = await startHarness({ name: "t", script: [{ tool: "bash", args: { command: "echo $$ > sleep.pid && exec sleep 987" } }] });
+    const h = await startHarness({
+      name: "t",
+      script: [{ tool: "bash", args: { command: "echo $$ > sleep.pid && exec sleep 987" } }],
+    });
     t.after(() => h.stop());
     const c = await h.connect();
     await c.client.request({ type: "prompt", message: "go" });
     const pidFile = join(h.workDir, "sleep.pid");
-    await until(() => readIfExists(pidFile).trim().length > 0, 10_000, () => "the tool never started");
+    await until(
+      () => readIfExists(pidFile).trim().length > 0,
+      10_000,
+      () => "the tool never started",
+    );
     const pid = Number(readFileSync(pidFile, "utf8").trim());
     assert.ok(isAlive(pid), "sleep runs before the abort");
     const started = Date.now();
@@ -89,7 +117,11 @@ describe("harness", () => {
     const settled = await c.waitFor(isSettled, 5_000);
     assert.ok(Date.now() - started < 3_000, "abort is prompt");
     assert.equal((settled.data as { outcome: string }).outcome, "aborted");
-    await until(() => !isAlive(pid), 3_000, () => `sleep ${pid} still alive after abort`);
+    await until(
+      () => !isAlive(pid),
+      3_000,
+      () => `sleep ${pid} still alive after abort`,
+    );
   });
 
   it("abort in the middle of an answer settles the turn with the text streamed so far", async (t) => {
@@ -113,7 +145,10 @@ describe("harness", () => {
     await c.client.request({ type: "prompt", message: "hi" });
     await c.waitFor(isSettled);
     const started = Date.now();
-    const stats = (await c.client.request({ type: "get_session_stats" }, 2_000)) as { userMessages: number; assistantMessages: number };
+    const stats = (await c.client.request({ type: "get_session_stats" }, 2_000)) as {
+      userMessages: number;
+      assistantMessages: number;
+    };
     assert.ok(Date.now() - started < 2_000);
     assert.equal(stats.userMessages, 1);
     assert.equal(stats.assistantMessages, 1);
@@ -132,7 +167,11 @@ describe("harness", () => {
     const lastSeen = Math.max(...first.events.map((e) => e.hseq));
 
     const log = join(h.controlDir, CONTROL_FILES.eventLog);
-    await until(() => readIfExists(log).includes('"turn_settled"'), 10_000, () => "the turn did not finish without a client");
+    await until(
+      () => readIfExists(log).includes('"turn_settled"'),
+      10_000,
+      () => "the turn did not finish without a client",
+    );
     const finishedAt = Date.now();
 
     const second = await h.connect(lastSeen);
@@ -189,7 +228,11 @@ describe("harness", () => {
     });
     const bad = malformedLines(200);
     for (const line of bad) raw.write(`${line}\n`);
-    await until(() => responses.length >= 200, 20_000, () => `only ${responses.length} responses`);
+    await until(
+      () => responses.length >= 200,
+      20_000,
+      () => `only ${responses.length} responses`,
+    );
     assert.equal(responses.length, 200);
     assert.ok(responses.every((r) => r.success === false && typeof r.error === "string" && r.error.length > 0));
     assert.equal(h.child.exitCode, null, "the harness still runs");

@@ -16,7 +16,12 @@ test("with a token, every route but /health needs the bearer token", async (t) =
     { authorization: "Bearer " },
   ];
   for (const headers of refused) {
-    for (const [method, url] of [["GET", "/runs/r_1"], ["POST", "/agents/a_1/pause"], ["GET", "/runs/r_1/events"], ["GET", "/nope"]] as const) {
+    for (const [method, url] of [
+      ["GET", "/runs/r_1"],
+      ["POST", "/agents/a_1/pause"],
+      ["GET", "/runs/r_1/events"],
+      ["GET", "/nope"],
+    ] as const) {
       const res = await app.inject({ method, url, headers });
       assert.equal(res.statusCode, 401, `${method} ${url} ${JSON.stringify(headers)}`);
       assert.equal(res.headers["www-authenticate"], "Bearer");
@@ -41,7 +46,12 @@ test("auth runs before body checks, so a stranger learns nothing about the API",
   t.after(() => app.close());
   const res = await app.inject({ method: "POST", url: "/runs", payload: { bogus: true } });
   assert.equal(res.statusCode, 401);
-  const authed = await app.inject({ method: "POST", url: "/runs", payload: { bogus: true }, headers: { authorization: `Bearer ${TOKEN}` } });
+  const authed = await app.inject({
+    method: "POST",
+    url: "/runs",
+    payload: { bogus: true },
+    headers: { authorization: `Bearer ${TOKEN}` },
+  });
   assert.equal(authed.statusCode, 400);
 });
 
@@ -50,6 +60,10 @@ test("without a token every route is open", async (t) => {
   t.after(() => app.close());
   const res = await app.inject({ method: "GET", url: "/runs/r_1" });
   assert.equal(res.statusCode, 200);
-  const withHeader = await app.inject({ method: "GET", url: "/runs/r_1", headers: { authorization: "Bearer anything" } });
+  const withHeader = await app.inject({
+    method: "GET",
+    url: "/runs/r_1",
+    headers: { authorization: "Bearer anything" },
+  });
   assert.equal(withHeader.statusCode, 200);
 });

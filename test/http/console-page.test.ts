@@ -22,11 +22,21 @@ test("GET / answers the console's page, open, under a policy that allows only th
   assert.doesNotMatch(page.body, /\bhttps?:\/\//i, "no other host named");
   assert.doesNotMatch(page.body, /<script(?![^>]*\bsrc=)/i, "no inline script");
   const policy = String(page.headers["content-security-policy"]);
-  for (const directive of ["default-src 'self'", "script-src 'self';", "connect-src 'self'", "frame-ancestors 'none'", "object-src 'none'"]) assert.ok(policy.includes(directive), `${directive} in ${policy}`);
+  for (const directive of [
+    "default-src 'self'",
+    "script-src 'self';",
+    "connect-src 'self'",
+    "frame-ancestors 'none'",
+    "object-src 'none'",
+  ])
+    assert.ok(policy.includes(directive), `${directive} in ${policy}`);
   assert.doesNotMatch(policy, /unsafe-inline|unsafe-eval/);
 
   const references = [...page.body.matchAll(/\b(?:src|href)="(\/console\/[^"]+)"/g)].map((m) => m[1] ?? "");
-  assert.ok(references.some((r) => r.endsWith(".js")) && references.some((r) => r.endsWith(".css")), references.join(" "));
+  assert.ok(
+    references.some((r) => r.endsWith(".js")) && references.some((r) => r.endsWith(".css")),
+    references.join(" "),
+  );
   for (const url of references) {
     const res = await app.inject({ method: "GET", url });
     assert.equal(res.statusCode, 200, url);
@@ -43,7 +53,15 @@ test("GET / answers the console's page, open, under a policy that allows only th
 test("/console/ serves only the build's files: no folder, no dot file, no other type", async (t) => {
   const { app } = setup({ token: TOKEN });
   t.after(() => app.close());
-  for (const url of ["/console/index.html", "/console/..%2F..%2Fpackage.json", "/console/%2E%2E%2Fharness%2Fboot.cjs", "/console/.hidden.js", "/console/nope-123.js", "/console/", "/console/a%00.js"]) {
+  for (const url of [
+    "/console/index.html",
+    "/console/..%2F..%2Fpackage.json",
+    "/console/%2E%2E%2Fharness%2Fboot.cjs",
+    "/console/.hidden.js",
+    "/console/nope-123.js",
+    "/console/",
+    "/console/a%00.js",
+  ]) {
     const res = await app.inject({ method: "GET", url });
     assert.equal(res.statusCode, 404, `${url}: ${res.statusCode} ${res.body.slice(0, 100)}`);
     assert.match(JSON.parse(res.body).error, /No route GET/);

@@ -22,13 +22,23 @@ test("GET /docs answers an HTML page that loads only files of the daemon, each s
   assert.match(policy, /script-src 'self';/, "no inline or remote script");
 
   const references = [...page.body.matchAll(/\b(?:src|href)="([^"]+)"/g)].map((m) => m[1] ?? "");
-  const expected = { "docs/swagger-ui-bundle.js": "text/javascript", "docs/swagger-ui.css": "text/css", "docs/docs.js": "text/javascript", "docs/docs.css": "text/css", "docs/favicon-32x32.png": "image/png", "docs/favicon-16x16.png": "image/png" };
+  const expected = {
+    "docs/swagger-ui-bundle.js": "text/javascript",
+    "docs/swagger-ui.css": "text/css",
+    "docs/docs.js": "text/javascript",
+    "docs/docs.css": "text/css",
+    "docs/favicon-32x32.png": "image/png",
+    "docs/favicon-16x16.png": "image/png",
+  };
   assert.deepEqual(references.sort(), Object.keys(expected).sort());
   for (const reference of references) {
     const url = new URL(reference, "http://127.0.0.1/docs").pathname;
     const res = await app.inject({ method: "GET", url });
     assert.equal(res.statusCode, 200, url);
-    assert.ok(String(res.headers["content-type"]).startsWith(expected[reference as keyof typeof expected]), `${url}: ${res.headers["content-type"]}`);
+    assert.ok(
+      String(res.headers["content-type"]).startsWith(expected[reference as keyof typeof expected]),
+      `${url}: ${res.headers["content-type"]}`,
+    );
     assert.ok(res.rawPayload.length > 0, url);
     assert.equal(res.headers["x-content-type-options"], "nosniff");
   }
@@ -49,14 +59,26 @@ test("the page's own script and style sheet name no other host, load /openapi.js
 test("with a token, the page and its files load without it, and the document still wants it", async (t) => {
   const { app } = setup({ token: TOKEN });
   t.after(() => app.close());
-  for (const url of ["/docs", "/docs/swagger-ui-bundle.js", "/docs/swagger-ui.css", "/docs/docs.js", "/docs/docs.css", "/docs/favicon-32x32.png", "/docs/favicon-16x16.png"]) {
+  for (const url of [
+    "/docs",
+    "/docs/swagger-ui-bundle.js",
+    "/docs/swagger-ui.css",
+    "/docs/docs.js",
+    "/docs/docs.css",
+    "/docs/favicon-32x32.png",
+    "/docs/favicon-16x16.png",
+  ]) {
     assert.equal((await app.inject({ method: "GET", url })).statusCode, 200, url);
   }
   const refused = await app.inject({ method: "GET", url: "/openapi.json" });
   assert.equal(refused.statusCode, 401);
   assert.equal(refused.headers["www-authenticate"], "Bearer");
   assert.deepEqual(refused.json(), { error: "Missing or wrong bearer token." });
-  const allowed = await app.inject({ method: "GET", url: "/openapi.json", headers: { authorization: `Bearer ${TOKEN}` } });
+  const allowed = await app.inject({
+    method: "GET",
+    url: "/openapi.json",
+    headers: { authorization: `Bearer ${TOKEN}` },
+  });
   assert.equal(allowed.statusCode, 200);
   assert.equal(allowed.json().openapi, "3.1.0");
 });
@@ -64,7 +86,15 @@ test("with a token, the page and its files load without it, and the document sti
 test("only the page's files are served: other names, folders and escapes are 404s, with or without a token", async (t) => {
   const { app } = setup({ token: TOKEN });
   t.after(() => app.close());
-  for (const url of ["/docs/index.html", "/docs/swagger-initializer.js", "/docs/package.json", "/docs/..%2Fpackage.json", "/docs/..%2F..%2F..%2Fpackage.json", "/docs/toString", "/docs/__proto__"]) {
+  for (const url of [
+    "/docs/index.html",
+    "/docs/swagger-initializer.js",
+    "/docs/package.json",
+    "/docs/..%2Fpackage.json",
+    "/docs/..%2F..%2F..%2Fpackage.json",
+    "/docs/toString",
+    "/docs/__proto__",
+  ]) {
     const res = await app.inject({ method: "GET", url });
     assert.equal(res.statusCode, 404, url);
     assert.deepEqual(res.json(), { error: `No route GET ${url}.` }, url);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { SwarmError, type ErrorCode } from "../../src/errors.ts";
+import { type ErrorCode, SwarmError } from "../../src/errors.ts";
 import type { SwarmApi } from "../../src/swarm-api.ts";
 import { setup } from "./fakes.ts";
 
@@ -8,7 +8,16 @@ const SPEC = { name: "echo", script: [] };
 const SPAWN = { parentAgentId: "a_1", spec: SPEC };
 
 /** Spec section 7, row by row: the facade throws the code, the route answers the status. */
-const ROWS: Array<[method: "GET" | "POST" | "DELETE", url: string, payload: object | undefined, fails: keyof SwarmApi, code: ErrorCode, status: number]> = [
+const ROWS: Array<
+  [
+    method: "GET" | "POST" | "DELETE",
+    url: string,
+    payload: object | undefined,
+    fails: keyof SwarmApi,
+    code: ErrorCode,
+    status: number,
+  ]
+> = [
   ["POST", "/runs/r_1/agents", { ...SPAWN, waitFor: ["a_9"] }, "spawn", "INVALID_BODY", 400],
   ["POST", "/runs/r_1/agents", SPAWN, "spawn", "AGENT_NOT_FOUND", 404],
   ["POST", "/runs/r_1/agents", SPAWN, "spawn", "RUN_NOT_FOUND", 404],
@@ -105,9 +114,26 @@ test("fastify's own request errors are mapped: bad JSON 400, wrong type 415, too
   const json = { "content-type": "application/json" };
   const cases = [
     [{ method: "POST", url: "/runs", headers: json, body: "{nope" }, 400, "body: is not valid JSON"],
-    [{ method: "POST", url: "/runs", headers: { "content-type": "text/plain" }, body: "hi" }, 415, "Unsupported Media Type: request bodies must be application/json."],
-    [{ method: "POST", url: "/agents/a_1/pause", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "scope=subtree" }, 415, "Unsupported Media Type: request bodies must be application/json."],
-    [{ method: "POST", url: "/runs", headers: json, body: JSON.stringify({ spec: SPEC, prompt: "x".repeat(2000) }) }, 413, "The request body is too large."],
+    [
+      { method: "POST", url: "/runs", headers: { "content-type": "text/plain" }, body: "hi" },
+      415,
+      "Unsupported Media Type: request bodies must be application/json.",
+    ],
+    [
+      {
+        method: "POST",
+        url: "/agents/a_1/pause",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: "scope=subtree",
+      },
+      415,
+      "Unsupported Media Type: request bodies must be application/json.",
+    ],
+    [
+      { method: "POST", url: "/runs", headers: json, body: JSON.stringify({ spec: SPEC, prompt: "x".repeat(2000) }) },
+      413,
+      "The request body is too large.",
+    ],
     [{ method: "GET", url: "/runs/%zz" }, 400, "'/runs/%zz' is not a valid url component"],
   ] as const;
   for (const [request, status, error] of cases) {

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { setImmediate as tick, setTimeout as sleep } from "node:timers/promises";
+import { setTimeout as sleep, setImmediate as tick } from "node:timers/promises";
 import { DaemonMetrics } from "../../src/metrics/daemon-metrics.ts";
-import { RUN_ID, ROOT_ID, setup } from "./fakes.ts";
+import { ROOT_ID, RUN_ID, setup } from "./fakes.ts";
 import { SseClient } from "./sse-client.ts";
 
 // Big events fill loopback socket buffers (a few MB) quickly, so backpressure shows up for real.
@@ -39,7 +39,11 @@ test("a client that stops reading is cut off after slowConsumerLimit persisted e
   await slow.ended;
   const received = slow.ids;
   const last = received.at(-1) ?? 0;
-  assert.deepEqual(received, Array.from({ length: last }, (_, i) => i + 1), "what arrived before the cut is gap-free");
+  assert.deepEqual(
+    received,
+    Array.from({ length: last }, (_, i) => i + 1),
+    "what arrived before the cut is gap-free",
+  );
   assert.ok(last <= cutAt - LIMIT, `the last ${LIMIT} events were held back, got up to ${last} of ${cutAt}`);
 
   // Events keep coming while the client is away; reconnecting from its last id loses nothing.
@@ -48,7 +52,10 @@ test("a client that stops reading is cut off after slowConsumerLimit persisted e
   const again = new SseClient(`${address}/runs/${RUN_ID}/events`, { "last-event-id": String(last) });
   t.after(() => again.close());
   await again.until((f) => f.id === total, 10_000);
-  assert.deepEqual(again.ids, Array.from({ length: total - last }, (_, i) => last + 1 + i));
+  assert.deepEqual(
+    again.ids,
+    Array.from({ length: total - last }, (_, i) => last + 1 + i),
+  );
 });
 
 test("ephemeral events are dropped for a blocked client while persisted ones wait, each counted in the metrics", async (t) => {
@@ -70,10 +77,15 @@ test("ephemeral events are dropped for a blocked client while persisted ones wai
   const total = events.source.lastSeq(RUN_ID);
   client.resume();
   await client.until((f) => f.id === total, 10_000);
-  assert.deepEqual(client.ids, Array.from({ length: total }, (_, i) => i + 1), "every persisted event arrives, in order");
+  assert.deepEqual(
+    client.ids,
+    Array.from({ length: total }, (_, i) => i + 1),
+    "every persisted event arrives, in order",
+  );
   const texts = client.frames.filter((f) => f.event === "text").length;
   assert.ok(texts < 300, `some ephemeral events were dropped (${texts} of 300 arrived)`);
-  const dropped = (await metrics.registry.getSingleMetric("swarmd_sse_ephemeral_events_dropped_total")?.get())?.values[0]?.value;
+  const dropped = (await metrics.registry.getSingleMetric("swarmd_sse_ephemeral_events_dropped_total")?.get())
+    ?.values[0]?.value;
   assert.equal(dropped, 300 - texts, "swarmd_sse_ephemeral_events_dropped_total counts each one not sent");
   // The connection stays usable once the client reads again.
   await sleep(10);

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { test, type TestContext } from "node:test";
+import { type TestContext, test } from "node:test";
 import { setImmediate as tick } from "node:timers/promises";
 import type { ServerConfig } from "../../src/http/build-server.ts";
-import { RUN_ID, ROOT_ID, setup } from "./fakes.ts";
+import { ROOT_ID, RUN_ID, setup } from "./fakes.ts";
 import { SseClient } from "./sse-client.ts";
 
 /** A listening server on loopback port 0: SSE needs a real socket to show backpressure. */
@@ -75,7 +75,11 @@ test("replays from ?lastEventId= and from the start without either; the header w
   await Promise.all([fromQuery, fromStart, both].map((c) => c.until((f) => f.id === 5)));
   assert.deepEqual(fromQuery.ids, [4, 5]);
   assert.deepEqual(fromStart.ids, [1, 2, 3, 4, 5]);
-  assert.deepEqual(fromStart.frames[0], { id: 1, event: "run_started", data: { runId: RUN_ID, agentId: null, seq: 1, at: 1_700_000_000_000 } });
+  assert.deepEqual(fromStart.frames[0], {
+    id: 1,
+    event: "run_started",
+    data: { runId: RUN_ID, agentId: null, seq: 1, at: 1_700_000_000_000 },
+  });
   assert.deepEqual(both.ids, [5]);
 });
 
@@ -94,7 +98,12 @@ test("every client gets the stream whatever its Accept: curl's */*, none at all,
 });
 
 // A small slowConsumerLimit makes the queue overflow during the replay, which must re-read the ledger.
-for (const [limit, snapshot] of [[500, false], [500, true], [5, false], [5, true]] as const) {
+for (const [limit, snapshot] of [
+  [500, false],
+  [500, true],
+  [5, false],
+  [5, true],
+] as const) {
   test(`live events after the replay arrive with no gap and no duplicate while appends run concurrently (limit ${limit}, ${snapshot ? "snapshot" : "live"} iterator)`, async (t) => {
     const { events, open } = await listen(t, { slowConsumerLimit: limit }, { snapshot });
     for (let i = 0; i < 200; i++) events.append(RUN_ID, "tool_start", ROOT_ID, { i });
@@ -116,7 +125,10 @@ for (const [limit, snapshot] of [[500, false], [500, true], [5, false], [5, true
     const last = events.source.lastSeq(RUN_ID);
     await client.until((f) => f.id === last);
     assert.deepEqual(client.ids, range(51, last));
-    assert.ok(client.frames.some((f) => f.event === "text" && f.id === undefined), "ephemeral events came through once live");
+    assert.ok(
+      client.frames.some((f) => f.event === "text" && f.id === undefined),
+      "ephemeral events came through once live",
+    );
   });
 }
 
@@ -126,7 +138,10 @@ test("a heartbeat comment is sent every heartbeatMs", async (t) => {
   await client.until((f) => f.comment === "heartbeat");
   const first = client.frames.length;
   await client.until((f) => client.frames.indexOf(f) >= first && f.comment === "heartbeat");
-  assert.ok(client.frames.every((f) => f.comment === "heartbeat"), "an empty run sends nothing but heartbeats");
+  assert.ok(
+    client.frames.every((f) => f.comment === "heartbeat"),
+    "an empty run sends nothing but heartbeats",
+  );
 });
 
 // Node holds a response head back until the first body byte; here that would be the heartbeat.
@@ -158,7 +173,9 @@ test("closing the server ends open streams", { timeout: 10_000 }, async () => {
   assert.equal(events.listenerCount(RUN_ID), 0);
 });
 
-test("a purge ends the run's open streams cleanly, a plain delete does not; the stream is then a 404", { timeout: 10_000 }, async (t) => {
+test("a purge ends the run's open streams cleanly, a plain delete does not; the stream is then a 404", {
+  timeout: 10_000,
+}, async (t) => {
   const { app, events, open, address } = await listen(t);
   events.append(RUN_ID, "run_started", null, { runId: RUN_ID });
   const client = open("/runs/r_1/events");

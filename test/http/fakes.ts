@@ -21,7 +21,14 @@ export const AGENT: AgentView = {
   outcome: null,
   pendingPermissions: [],
   usage: { inputTokens: 10, outputTokens: 2, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.00002, calls: 1 },
-  subtreeUsage: { inputTokens: 10, outputTokens: 2, cacheReadTokens: 0, cacheWriteTokens: 0, costUsd: 0.00002, calls: 1 },
+  subtreeUsage: {
+    inputTokens: 10,
+    outputTokens: 2,
+    cacheReadTokens: 0,
+    cacheWriteTokens: 0,
+    costUsd: 0.00002,
+    calls: 1,
+  },
 };
 
 export const PERMISSION: PermissionView = {
@@ -52,7 +59,13 @@ export const RUN_SUMMARY: RunSummary = {
 
 export const NO_CAPS = { maxTokens: null, maxCostUsd: null, remainingTokens: null, remainingCostUsd: null };
 
-export const SETTLED: ResultView = { agentId: ROOT_ID, state: "settled", outcome: "success", resultRef: `fs://${ROOT_ID}/result.md`, result: "hello" };
+export const SETTLED: ResultView = {
+  agentId: ROOT_ID,
+  state: "settled",
+  outcome: "success",
+  resultRef: `fs://${ROOT_ID}/result.md`,
+  result: "hello",
+};
 export const PENDING: ResultView = { agentId: ROOT_ID, state: "pending", outcome: null, resultRef: null, result: null };
 
 type Method = keyof SwarmApi;
@@ -99,7 +112,10 @@ export function createFakeSwarm() {
     },
     async setBudget(agentId, caps) {
       record("setBudget", agentId, caps);
-      return { agentId, budget: { ...NO_CAPS, maxTokens: caps.maxTokens ?? null, maxCostUsd: caps.maxCostUsd ?? null } };
+      return {
+        agentId,
+        budget: { ...NO_CAPS, maxTokens: caps.maxTokens ?? null, maxCostUsd: caps.maxCostUsd ?? null },
+      };
     },
     async prompt(agentId, text) {
       record("prompt", agentId, text);
@@ -140,7 +156,19 @@ export function createFakeSwarm() {
     },
     getMachine(agentId) {
       record("getMachine", agentId);
-      return { agentId, running: true, value: { live: { running: "idle" } }, tags: ["live", "running"], transitions: [{ at: 1_700_000_000_100, event: "xstate.done.actor.0.agent.unforked.provisioning", value: { live: { running: "idle" } } }] };
+      return {
+        agentId,
+        running: true,
+        value: { live: { running: "idle" } },
+        tags: ["live", "running"],
+        transitions: [
+          {
+            at: 1_700_000_000_100,
+            event: "xstate.done.actor.0.agent.unforked.provisioning",
+            value: { live: { running: "idle" } },
+          },
+        ],
+      };
     },
     listPermissions(runId, state) {
       record("listPermissions", runId, state);
@@ -148,7 +176,16 @@ export function createFakeSwarm() {
     },
     async resolvePermission(agentId, requestId, answer) {
       record("resolvePermission", agentId, requestId, answer);
-      return { ...PERMISSION, agentId, requestId, state: "resolved", decision: answer.decision, message: answer.message ?? null, by: "operator", resolvedAt: PERMISSION.at + 1 };
+      return {
+        ...PERMISSION,
+        agentId,
+        requestId,
+        state: "resolved",
+        decision: answer.decision,
+        message: answer.message ?? null,
+        by: "operator",
+        resolvedAt: PERMISSION.at + 1,
+      };
     },
     hasRun(runId) {
       record("hasRun", runId);
@@ -212,7 +249,14 @@ export function createFakeEvents(options: { snapshot?: boolean } = {}) {
     /** Commit one persisted event and notify subscribers, as the ledger does after a batch. */
     append(runId: string, type: string, agentId: string | null, data: Record<string, unknown> = {}): LedgerEvent {
       const events = ledger(runId);
-      const e: LedgerEvent = { runId, seq: events.length + 1, type, agentId, at: 1_700_000_000_000 + events.length, data };
+      const e: LedgerEvent = {
+        runId,
+        seq: events.length + 1,
+        type,
+        agentId,
+        at: 1_700_000_000_000 + events.length,
+        data,
+      };
       events.push(e);
       notify(runId, { persisted: true, ...e });
       return e;
@@ -227,7 +271,10 @@ export function createFakeEvents(options: { snapshot?: boolean } = {}) {
 export const CONFIG: ServerConfig = { bodyLimitBytes: 64 * 1024, logger: false };
 
 /** A server over fresh fakes; close it with `t.after(() => app.close())`. */
-export function setup(config: Partial<ServerConfig> = {}, options: { snapshot?: boolean } = {}): {
+export function setup(
+  config: Partial<ServerConfig> = {},
+  options: { snapshot?: boolean } = {},
+): {
   app: FastifyInstance;
   swarm: ReturnType<typeof createFakeSwarm>;
   events: ReturnType<typeof createFakeEvents>;

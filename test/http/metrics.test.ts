@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { createMemoryRuntime } from "../../src/sandbox/memory/memory-runtime.ts";
-import { startDaemon, waitForState, type Daemon } from "../support/daemon.ts";
+import { type Daemon, startDaemon, waitForState } from "../support/daemon.ts";
 import { parseSamples, sampleValue } from "../support/prometheus-text.ts";
 
 const TOKEN = "metrics-tok-5d1e0c";
@@ -21,7 +21,9 @@ describe("GET /metrics", () => {
   };
 
   it("needs the bearer token, like every route but /health", async () => {
-    for (const headers of [{}, { authorization: "Bearer wrong" }, { authorization: TOKEN }] as Array<Record<string, string>>) {
+    for (const headers of [{}, { authorization: "Bearer wrong" }, { authorization: TOKEN }] as Array<
+      Record<string, string>
+    >) {
       const refused = await scrape(headers);
       assert.equal(refused.status, 401, JSON.stringify(headers));
       assert.deepEqual(JSON.parse(refused.text), { error: "Missing or wrong bearer token." });
@@ -57,19 +59,30 @@ describe("GET /metrics", () => {
     for (const family of typed.keys()) assert.match(family, /^swarmd_/);
     for (const sample of samples) assert.match(sample.name, /^swarmd_/);
     // Every state has its series from the first scrape, so a dashboard shows 0 rather than nothing.
-    for (const state of ["spawning", "provisioning", "running", "paused", "done", "aborted"]) assert.equal(sampleValue(text, "swarmd_agents", { state }), 0, state);
+    for (const state of ["spawning", "provisioning", "running", "paused", "done", "aborted"])
+      assert.equal(sampleValue(text, "swarmd_agents", { state }), 0, state);
   });
 
   it("moves with a run: spawns, a budget refusal, agent states, tokens and cost as the ledger has them, requests by operation", async () => {
     const before = (await scrape()).text;
     assert.equal(sampleValue(before, "swarmd_agents_spawned_total"), 0);
 
-    const created = await d.call("POST", "/runs", { spec: { name: "x", script: [{ text: "hi" }] }, prompt: "go", keepAlive: true, budget: { spawnDepth: 0 } }, AUTH);
+    const created = await d.call(
+      "POST",
+      "/runs",
+      { spec: { name: "x", script: [{ text: "hi" }] }, prompt: "go", keepAlive: true, budget: { spawnDepth: 0 } },
+      AUTH,
+    );
     assert.equal(created.status, 202);
     const { runId, rootAgentId } = created.body;
     const result = await d.call("GET", `/agents/${rootAgentId}/result?wait=30`, undefined, AUTH);
     assert.equal(result.body.result, "hi");
-    const refused = await d.call("POST", `/runs/${runId}/agents`, { parentAgentId: rootAgentId, spec: { name: "child", script: [] } }, AUTH);
+    const refused = await d.call(
+      "POST",
+      `/runs/${runId}/agents`,
+      { parentAgentId: rootAgentId, spec: { name: "child", script: [] } },
+      AUTH,
+    );
     assert.equal(refused.status, 202);
     assert.equal((await d.call("POST", `/agents/${rootAgentId}/stop`, { mode: "drain" }, AUTH)).status, 202);
     await waitForState(d, rootAgentId, "done", 30_000, AUTH);
@@ -86,23 +99,34 @@ describe("GET /metrics", () => {
     const model = { provider: "swarmd-script", model: "scripted" };
     assert.equal(sampleValue(text, "swarmd_model_tokens_total", { ...model, kind: "input" }), usage.inputTokens);
     assert.equal(sampleValue(text, "swarmd_model_tokens_total", { ...model, kind: "output" }), usage.outputTokens);
-    assert.equal(sampleValue(text, "swarmd_model_tokens_total", { ...model, kind: "cache_read" }), usage.cacheReadTokens);
+    assert.equal(
+      sampleValue(text, "swarmd_model_tokens_total", { ...model, kind: "cache_read" }),
+      usage.cacheReadTokens,
+    );
     assert.ok(Math.abs(sampleValue(text, "swarmd_model_cost_usd_total", model)! - usage.costUsd) < 1e-12);
 
-    const requests = (operation: string, status: string) => sampleValue(text, "swarmd_control_request_duration_seconds_count", { operation, status });
+    const requests = (operation: string, status: string) =>
+      sampleValue(text, "swarmd_control_request_duration_seconds_count", { operation, status });
     assert.equal(requests("create_run", "2xx"), 1);
     assert.equal(requests("spawn", "2xx"), 1);
     assert.equal(requests("drain", "2xx"), 1);
     assert.equal(requests("stop", "2xx"), undefined, "a drain is not counted as a stop");
     assert.equal(requests("result", "2xx"), 1);
     assert.equal(requests("unmatched", "4xx"), 1);
-    assert.equal(sampleValue(text, "swarmd_control_request_duration_seconds_count", { operation: "metrics" }), undefined, "scrapes are not timed");
+    assert.equal(
+      sampleValue(text, "swarmd_control_request_duration_seconds_count", { operation: "metrics" }),
+      undefined,
+      "scrapes are not timed",
+    );
 
-    const sandbox = (operation: string) => sampleValue(text, "swarmd_sandbox_operation_duration_seconds_count", { runtime: "simulated", operation });
+    const sandbox = (operation: string) =>
+      sampleValue(text, "swarmd_sandbox_operation_duration_seconds_count", { runtime: "simulated", operation });
     assert.equal(sandbox("provision"), 1, "the refused child got no sandbox");
     assert.equal(sandbox("close"), 1);
     assert.ok(sampleValue(text, "swarmd_ledger_append_duration_seconds_count")! >= 6);
     assert.ok(sampleValue(text, "swarmd_ledger_batch_appends_count")! >= 1);
-    assert.ok(sampleValue(text, "swarmd_ledger_batch_appends_sum")! >= sampleValue(text, "swarmd_ledger_batch_appends_count")!);
+    assert.ok(
+      sampleValue(text, "swarmd_ledger_batch_appends_sum")! >= sampleValue(text, "swarmd_ledger_batch_appends_count")!,
+    );
   });
 });

@@ -19,7 +19,11 @@ const SPEC_MD = readFileSync(new URL("../../docs/spec.md", import.meta.url), "ut
 /** A server over fakes with every route the daemon has (`/metrics` included) and a token. */
 const setup = () => setupServer({ token: TOKEN, metrics: new DaemonMetrics() });
 
-type Operation = { security?: unknown[]; responses: Record<string, { headers?: Record<string, unknown> }>; requestBody?: unknown };
+type Operation = {
+  security?: unknown[];
+  responses: Record<string, { headers?: Record<string, unknown> }>;
+  requestBody?: unknown;
+};
 
 async function documentOf(app: FastifyInstance): Promise<OpenApiDocument> {
   const res = await app.inject({ method: "GET", url: "/openapi.json", headers: AUTH });
@@ -32,7 +36,8 @@ async function documentOf(app: FastifyInstance): Promise<OpenApiDocument> {
 function operationsOf(doc: OpenApiDocument): Map<string, Operation> {
   const found = new Map<string, Operation>();
   for (const [path, methods] of Object.entries(doc.paths)) {
-    for (const [method, operation] of Object.entries(methods)) found.set(`${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ":$1")}`, operation as Operation);
+    for (const [method, operation] of Object.entries(methods))
+      found.set(`${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ":$1")}`, operation as Operation);
   }
   return found;
 }
@@ -61,7 +66,10 @@ test("GET /openapi.json answers an OpenAPI 3.1 document that a real validator ac
   assert.equal(result.valid, true, JSON.stringify(result.errors, null, 2));
   assert.equal(validator.version, "3.1");
   assert.equal(doc.openapi, "3.1.0");
-  assert.equal((doc.info as { version: string }).version, JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")).version);
+  assert.equal(
+    (doc.info as { version: string }).version,
+    JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")).version,
+  );
 });
 
 test("the document names every route the server registers, and no other", async (t) => {
@@ -97,14 +105,22 @@ test("every refusal of spec section 7 is documented on its route, with the error
   const rows = [...SPEC_MD.matchAll(/^\| (GET|POST|DELETE) (\/\S+) \| (\d{3}) \|/gm)];
   assert.ok(rows.length >= 30, `found ${rows.length} route refusals in docs/spec.md section 7`);
   for (const [, method, path, status] of rows) {
-    const response = operations.get(`${method} ${path}`)?.responses[status ?? ""] as { content?: Record<string, { schema: unknown }> } | undefined;
+    const response = operations.get(`${method} ${path}`)?.responses[status ?? ""] as
+      | { content?: Record<string, { schema: unknown }> }
+      | undefined;
     assert.ok(response, `${method} ${path} does not document ${status}`);
-    assert.deepEqual(response.content, { "application/json": { schema: { $ref: "#/components/schemas/Error" } } }, `${method} ${path} ${status}`);
+    assert.deepEqual(
+      response.content,
+      { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
+      `${method} ${path} ${status}`,
+    );
   }
   assert.deepEqual((doc.components.schemas.Error as { required: string[] }).required, ["error"]);
   for (const [key, operation] of operations) {
     for (const status of ["403", "500"]) assert.ok(operation.responses[status], `${key} does not document ${status}`);
-    if (operation.requestBody) for (const status of ["400", "413", "415"]) assert.ok(operation.responses[status], `${key} takes a body but does not document ${status}`);
+    if (operation.requestBody)
+      for (const status of ["400", "413", "415"])
+        assert.ok(operation.responses[status], `${key} takes a body but does not document ${status}`);
   }
 });
 
@@ -113,11 +129,21 @@ test("bearer security is on exactly the routes that refuse a request without the
   t.after(() => app.close());
   const doc = await documentOf(app);
   assert.deepEqual(doc.security, [{ bearerAuth: [] }]);
-  assert.deepEqual(doc.components.securitySchemes, { bearerAuth: { type: "http", scheme: "bearer", description: (doc.components.securitySchemes.bearerAuth as { description: string }).description } });
+  assert.deepEqual(doc.components.securitySchemes, {
+    bearerAuth: {
+      type: "http",
+      scheme: "bearer",
+      description: (doc.components.securitySchemes.bearerAuth as { description: string }).description,
+    },
+  });
   const open: string[] = [];
   for (const [key, operation] of operationsOf(doc)) {
     const [method = "", path = ""] = key.split(" ");
-    const url = path.replace(":runId", "r_1").replace(":agentId", "a_1").replace(":requestId", "p_1").replace(":asset", "docs.js");
+    const url = path
+      .replace(":runId", "r_1")
+      .replace(":agentId", "a_1")
+      .replace(":requestId", "p_1")
+      .replace(":asset", "docs.js");
     const res = await app.inject({ method: method as "GET", url, payload: method === "POST" ? {} : undefined });
     const isOpen = Array.isArray(operation.security) && operation.security.length === 0;
     if (isOpen) {
@@ -127,7 +153,10 @@ test("bearer security is on exactly the routes that refuse a request without the
     } else {
       assert.equal(operation.security, undefined, `${key}: the document-wide bearer requirement applies`);
       assert.equal(res.statusCode, 401, `${key} is documented as needing the token but answered ${res.statusCode}`);
-      assert.ok(operation.responses["401"]?.headers?.["WWW-Authenticate"], `${key} documents 401 with WWW-Authenticate`);
+      assert.ok(
+        operation.responses["401"]?.headers?.["WWW-Authenticate"],
+        `${key} documents 401 with WWW-Authenticate`,
+      );
     }
   }
   assert.deepEqual(open.sort(), ["GET /", "GET /console/:asset", "GET /docs", "GET /docs/:asset", "GET /health"]);

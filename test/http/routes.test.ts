@@ -85,7 +85,11 @@ test("DELETE /runs/:runId?purge=true answers as a delete does and asks for the p
 test("POST /runs/:runId/agents answers 202 with the child and its state", async (t) => {
   const { app, swarm } = setup();
   t.after(() => app.close());
-  const minimal = await app.inject({ method: "POST", url: "/runs/r_1/agents", payload: { parentAgentId: ROOT_ID, spec: SPEC } });
+  const minimal = await app.inject({
+    method: "POST",
+    url: "/runs/r_1/agents",
+    payload: { parentAgentId: ROOT_ID, spec: SPEC },
+  });
   assert.equal(minimal.statusCode, 202);
   assert.deepEqual(minimal.json(), { agentId: "a_2", state: "provisioning" });
   assert.deepEqual(swarm.last("spawn"), [RUN_ID, { parentAgentId: ROOT_ID, spec: SPEC }]);
@@ -116,12 +120,26 @@ test("GET /agents/:agentId answers 200 with the view and sessionStats", async (t
 test("POST /agents/:agentId/budget answers 200 with the new caps; a body naming neither cap, or anything else, is a 400", async (t) => {
   const { app, swarm } = setup();
   t.after(() => app.close());
-  const res = await app.inject({ method: "POST", url: "/agents/a_1/budget", payload: { maxTokens: 5000, maxCostUsd: 1.5 } });
+  const res = await app.inject({
+    method: "POST",
+    url: "/agents/a_1/budget",
+    payload: { maxTokens: 5000, maxCostUsd: 1.5 },
+  });
   assert.equal(res.statusCode, 200);
   assert.deepEqual(res.json(), { agentId: "a_1", budget: { ...NO_CAPS, maxTokens: 5000, maxCostUsd: 1.5 } });
   assert.deepEqual(swarm.last("setBudget"), ["a_1", { maxTokens: 5000, maxCostUsd: 1.5 }]);
-  assert.equal((await app.inject({ method: "POST", url: "/agents/a_1/budget", payload: { maxTokens: null } })).statusCode, 200, "null lifts a cap");
-  for (const [payload, field] of [[{}, /maxTokens, maxCostUsd or both/], [{ maxTokens: -1 }, /body\.maxTokens/], [{ maxTokens: 1.5 }, /body\.maxTokens/], [{ maxCostUsd: "1" }, /body\.maxCostUsd/], [{ maxTokens: 1, spawnDepth: 2 }, /spawnDepth/]] as const) {
+  assert.equal(
+    (await app.inject({ method: "POST", url: "/agents/a_1/budget", payload: { maxTokens: null } })).statusCode,
+    200,
+    "null lifts a cap",
+  );
+  for (const [payload, field] of [
+    [{}, /maxTokens, maxCostUsd or both/],
+    [{ maxTokens: -1 }, /body\.maxTokens/],
+    [{ maxTokens: 1.5 }, /body\.maxTokens/],
+    [{ maxCostUsd: "1" }, /body\.maxCostUsd/],
+    [{ maxTokens: 1, spawnDepth: 2 }, /spawnDepth/],
+  ] as const) {
     const bad = await app.inject({ method: "POST", url: "/agents/a_1/budget", payload });
     assert.equal(bad.statusCode, 400, JSON.stringify(payload));
     assert.match(bad.json().error, field);
@@ -180,7 +198,11 @@ test("stop answers 202; mode defaults to abort and scope to agent", async (t) =>
 test("stop with mode drain passes drainTimeoutMs on", async (t) => {
   const { app, swarm } = setup();
   t.after(() => app.close());
-  const res = await app.inject({ method: "POST", url: "/agents/a_1/stop", payload: { mode: "drain", drainTimeoutMs: 5_000 } });
+  const res = await app.inject({
+    method: "POST",
+    url: "/agents/a_1/stop",
+    payload: { mode: "drain", drainTimeoutMs: 5_000 },
+  });
   assert.equal(res.statusCode, 202);
   assert.deepEqual(swarm.last("stop"), [ROOT_ID, { mode: "drain", scope: "agent", drainTimeoutMs: 5_000 }]);
 });
@@ -202,13 +224,25 @@ test("GET /runs/:runId/permissions answers 200 {permissions}; state defaults to 
 test("POST /agents/:agentId/permissions/:requestId answers 202 with the resolved request; a malformed id is a 404 without a call", async (t) => {
   const { app, swarm } = setup();
   t.after(() => app.close());
-  const res = await app.inject({ method: "POST", url: `/agents/a_1/permissions/${PERMISSION.requestId}`, payload: { decision: "deny", message: "not on main" } });
+  const res = await app.inject({
+    method: "POST",
+    url: `/agents/a_1/permissions/${PERMISSION.requestId}`,
+    payload: { decision: "deny", message: "not on main" },
+  });
   assert.equal(res.statusCode, 202);
   assert.equal(res.json().state, "resolved");
   assert.equal(res.json().decision, "deny");
-  assert.deepEqual(swarm.last("resolvePermission"), [ROOT_ID, PERMISSION.requestId, { decision: "deny", message: "not on main" }]);
+  assert.deepEqual(swarm.last("resolvePermission"), [
+    ROOT_ID,
+    PERMISSION.requestId,
+    { decision: "deny", message: "not on main" },
+  ]);
   const before = swarm.calls.length;
-  const bad = await app.inject({ method: "POST", url: "/agents/a_1/permissions/req-1", payload: { decision: "allow" } });
+  const bad = await app.inject({
+    method: "POST",
+    url: "/agents/a_1/permissions/req-1",
+    payload: { decision: "allow" },
+  });
   assert.equal(bad.statusCode, 404);
   assert.equal(swarm.calls.length, before);
 });
@@ -238,7 +272,9 @@ test("the result wait ends early when the client disconnects", { timeout: 10_000
   swarm.setResult(PENDING);
   const address = await app.listen({ host: "127.0.0.1", port: 0 });
   const controller = new AbortController();
-  const request = fetch(`${address}/agents/a_1/result?wait=240`, { signal: controller.signal }).catch((err: unknown) => err);
+  const request = fetch(`${address}/agents/a_1/result?wait=240`, { signal: controller.signal }).catch(
+    (err: unknown) => err,
+  );
   while (swarm.waits.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
   controller.abort();
   assert.equal(await swarm.waits[0], "aborted");

@@ -1,4 +1,4 @@
-import { request, type IncomingMessage } from "node:http";
+import { type IncomingMessage, request } from "node:http";
 import { readFrames, type SseFrame } from "../support/sse-client.ts";
 import { createWaitList } from "../support/wait-list.ts";
 
@@ -19,7 +19,9 @@ export class SseClient {
   constructor(url: string, headers: Record<string, string | null> = {}) {
     let markEnded: () => void = () => {};
     this.ended = new Promise((resolve) => (markEnded = resolve));
-    const sent = Object.entries({ accept: "text/event-stream", ...headers }).filter((h): h is [string, string] => h[1] !== null);
+    const sent = Object.entries({ accept: "text/event-stream", ...headers }).filter(
+      (h): h is [string, string] => h[1] !== null,
+    );
     this.#req = request(url, { headers: Object.fromEntries(sent) });
     this.response = new Promise((resolve, reject) => {
       this.#req.on("response", (res) => {
@@ -45,7 +47,11 @@ export class SseClient {
 
   /** Resolves once a frame satisfies `predicate` (already received ones count). */
   until(predicate: (f: SseFrame) => boolean, timeoutMs = 5_000): Promise<SseFrame> {
-    return this.#waits.until(() => this.frames.find(predicate), timeoutMs, () => `no matching frame in ${timeoutMs} ms; got ${JSON.stringify(this.frames.slice(-5))}`);
+    return this.#waits.until(
+      () => this.frames.find(predicate),
+      timeoutMs,
+      () => `no matching frame in ${timeoutMs} ms; got ${JSON.stringify(this.frames.slice(-5))}`,
+    );
   }
 
   /** Stop reading: the socket's receive buffer fills and the server sees backpressure. */

@@ -16,11 +16,31 @@ const CASES: Array<[method: "GET" | "POST" | "DELETE", url: string, payload: unk
     "body.spec.name: must be 1..64 characters of [A-Za-z0-9._-]; body.waitFor: expected array",
   ],
   ["POST", "/runs", { spec: { name: "x" } }, "body.spec.model: exactly one of model or script is required"],
-  ["POST", "/runs", { spec: { name: "x", script: [{ txt: "hi" }] } }, "body.spec.script[0].text: is required; body.spec.script[0].txt: unknown field"],
-  ["POST", "/runs", { spec: SPEC, budget: { spawnDepth: 1.5, maxAgents: -1 } }, "body.budget.spawnDepth: expected integer; body.budget.maxAgents: Too small: expected number to be >=0"],
-  ["POST", "/runs", { spec: SPEC, prompt: 7, keepAlive: "yes" }, "body.prompt: expected string; body.keepAlive: expected boolean"],
+  [
+    "POST",
+    "/runs",
+    { spec: { name: "x", script: [{ txt: "hi" }] } },
+    "body.spec.script[0].text: is required; body.spec.script[0].txt: unknown field",
+  ],
+  [
+    "POST",
+    "/runs",
+    { spec: SPEC, budget: { spawnDepth: 1.5, maxAgents: -1 } },
+    "body.budget.spawnDepth: expected integer; body.budget.maxAgents: Too small: expected number to be >=0",
+  ],
+  [
+    "POST",
+    "/runs",
+    { spec: SPEC, prompt: 7, keepAlive: "yes" },
+    "body.prompt: expected string; body.keepAlive: expected boolean",
+  ],
   ["POST", "/runs/r_1/agents", { spec: SPEC }, "body.parentAgentId: is required"],
-  ["POST", "/runs/r_1/agents", { parentAgentId: "a_1", spec: SPEC, waitFor: ["a_2", 3] }, "body.waitFor[1]: expected string"],
+  [
+    "POST",
+    "/runs/r_1/agents",
+    { parentAgentId: "a_1", spec: SPEC, waitFor: ["a_2", 3] },
+    "body.waitFor[1]: expected string",
+  ],
   ["POST", "/agents/a_1/prompt", {}, "body.text: is required"],
   ["POST", "/agents/a_1/prompt", { text: "" }, "body.text: must not be empty"],
   ["POST", "/agents/a_1/steer", { text: "hi" }, "body.message: is required; body.text: unknown field"],
@@ -36,7 +56,12 @@ const CASES: Array<[method: "GET" | "POST" | "DELETE", url: string, payload: unk
   ["POST", "/agents/a_1/steer", { message: "m", scope: "run" }, 'body.scope: must be "agent" or "subtree"'],
   ["POST", "/agents/a_1/stop", { mode: "kill" }, 'body.mode: must be "abort" or "drain"'],
   ["POST", "/agents/a_1/stop", { drainTimeoutMs: 5000 }, 'body.drainTimeoutMs: is only for mode "drain"'],
-  ["POST", "/agents/a_1/stop", { mode: "drain", drainTimeoutMs: 10 }, "body.drainTimeoutMs: must be an integer number of milliseconds 1000..86400000"],
+  [
+    "POST",
+    "/agents/a_1/stop",
+    { mode: "drain", drainTimeoutMs: 10 },
+    "body.drainTimeoutMs: must be an integer number of milliseconds 1000..86400000",
+  ],
   ["POST", "/agents/a_1/permissions/p_1", {}, 'body.decision: must be "allow" or "deny"'],
   ["POST", "/agents/a_1/permissions/p_1", { decision: "maybe" }, 'body.decision: must be "allow" or "deny"'],
   ["POST", "/agents/a_1/permissions/p_1", { decision: "deny", message: "" }, "body.message: must not be empty"],
@@ -61,7 +86,8 @@ for (const [method, url, payload, error] of CASES) {
   test(`${method} ${url} ${JSON.stringify(payload) ?? ""} is a 400 naming the field`, async (t) => {
     const { app, swarm } = setup();
     t.after(() => app.close());
-    const body = payload === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(payload) };
+    const body =
+      payload === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(payload) };
     const res = await app.inject({ method, url, ...body });
     assert.equal(res.statusCode, 400);
     assert.deepEqual(res.json(), { error });

@@ -2,9 +2,16 @@ import assert from "node:assert/strict";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, test, type TestContext } from "node:test";
+import { after, type TestContext, test } from "node:test";
 import { isSwarmError } from "../../src/errors.ts";
-import { openLedger, type Ledger, type LedgerEvent, type LedgerOptions, type LiveEvent, type NewEvent } from "../../src/ledger/ledger.ts";
+import {
+  type Ledger,
+  type LedgerEvent,
+  type LedgerOptions,
+  type LiveEvent,
+  type NewEvent,
+  openLedger,
+} from "../../src/ledger/ledger.ts";
 import { rawLedgerKeys } from "../support/raw-ledger.ts";
 
 // Folders go once every test is over, so no folder is removed under a ledger still closing.
@@ -24,7 +31,11 @@ async function open(t: TestContext, dir?: string, options?: LedgerOptions): Prom
   return { ledger, dir: path };
 }
 
-const ev = (type: string, data: Record<string, unknown> = {}, agentId: string | null = null): NewEvent => ({ type, agentId, data });
+const ev = (type: string, data: Record<string, unknown> = {}, agentId: string | null = null): NewEvent => ({
+  type,
+  agentId,
+  data,
+});
 const seqs = (events: Array<{ seq: number }>) => events.map((e) => e.seq);
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
@@ -47,11 +58,14 @@ test("seq is gap-free from 1 per run and independent across runs", async (t) => 
   assert.equal(ledger.lastSeq("nope"), 0);
   assert.deepEqual(ledger.runIds().sort(), ["run-a", "run-b"]);
   const stored = await ledger.read("run-a", 0);
-  assert.deepEqual(stored.map((e) => [e.seq, e.type, e.agentId, e.runId]), [
-    [1, "run_started", null, "run-a"],
-    [2, "agent_spawned", "ag-1", "run-a"],
-    [3, "turn_start", "ag-1", "run-a"],
-  ]);
+  assert.deepEqual(
+    stored.map((e) => [e.seq, e.type, e.agentId, e.runId]),
+    [
+      [1, "run_started", null, "run-a"],
+      [2, "agent_spawned", "ag-1", "run-a"],
+      [3, "turn_start", "ag-1", "run-a"],
+    ],
+  );
   assert.deepEqual(stored[0]?.data, { runId: "run-a" });
   assert.deepEqual(stored, [...a1, ...a2]);
 });
@@ -60,7 +74,10 @@ test("1,000 concurrent appends are group-committed in call order", async (t) => 
   const { ledger } = await open(t);
   const calls = range(0, 999).map((i) => ledger.append("r", [ev("tick", { i })]));
   const results = await Promise.all(calls);
-  assert.deepEqual(results.map((r) => [r[0]?.seq, r[0]?.data.i]), range(0, 999).map((i) => [i + 1, i]));
+  assert.deepEqual(
+    results.map((r) => [r[0]?.seq, r[0]?.data.i]),
+    range(0, 999).map((i) => [i + 1, i]),
+  );
   const { appends, batches, events } = ledger.stats();
   assert.equal(appends, 1000);
   assert.equal(events, 1000);
@@ -79,9 +96,17 @@ test("many async callers interleave without gaps and each caller's order is kept
   await Promise.all(range(0, 49).map(caller));
   const all = await ledger.read("r", 0, 5000);
   assert.deepEqual(seqs(all), range(1, 1000));
-  for (const [c, list] of seen) assert.deepEqual(list, [...list].sort((x, y) => x - y), `caller ${c} out of order`);
+  for (const [c, list] of seen)
+    assert.deepEqual(
+      list,
+      [...list].sort((x, y) => x - y),
+      `caller ${c} out of order`,
+    );
   for (let c = 0; c < 50; c++) {
-    assert.deepEqual(all.filter((e) => e.data.c === c).map((e) => e.data.k), range(0, 19));
+    assert.deepEqual(
+      all.filter((e) => e.data.c === c).map((e) => e.data.k),
+      range(0, 19),
+    );
   }
   assert.ok(ledger.stats().batches < 1000, `batches ${ledger.stats().batches} should be fewer than 1000 appends`);
 });
@@ -102,7 +127,15 @@ test("reopening keeps each run's seq and never reuses one", async (t) => {
   const [next] = await ledger.append("a", [ev("x", { n: 4 })]);
   assert.equal(next?.seq, 4);
   const all = await ledger.read("a", 0);
-  assert.deepEqual(all.map((e) => [e.seq, e.data.n]), [[1, 1], [2, 2], [3, 3], [4, 4]]);
+  assert.deepEqual(
+    all.map((e) => [e.seq, e.data.n]),
+    [
+      [1, 1],
+      [2, 2],
+      [3, 3],
+      [4, 4],
+    ],
+  );
 });
 
 test("read and iterate page through 100,000 events in order", async (t) => {
@@ -110,7 +143,10 @@ test("read and iterate page through 100,000 events in order", async (t) => {
   const total = 100_000;
   const chunk = 10_000;
   for (let base = 0; base < total; base += chunk) {
-    await ledger.append("big", range(base, base + chunk - 1).map((i) => ev("tool_end", { i })));
+    await ledger.append(
+      "big",
+      range(base, base + chunk - 1).map((i) => ev("tool_end", { i })),
+    );
   }
   await ledger.append("other", [ev("noise")]);
   assert.equal(ledger.lastSeq("big"), total);
@@ -153,14 +189,25 @@ test("index puts and deletes commit in the same batch as their events", async (t
     // The listener runs right after the commit: the index must already be readable.
     if (e.persisted) seenAtNotify.push(ledger.getIndex(`agent!${e.agentId}`));
   });
-  await ledger.append("r", [ev("agent_spawned", {}, "ag-1")], { put: [{ key: "agent!ag-1", value: "r" }, { key: "idem!r!k1", value: "ag-1" }] });
-  await ledger.append("r", [ev("agent_spawned", {}, "ag-2")], { put: [{ key: "agent!ag-2", value: "r" }], del: ["idem!r!k1"] });
+  await ledger.append("r", [ev("agent_spawned", {}, "ag-1")], {
+    put: [
+      { key: "agent!ag-1", value: "r" },
+      { key: "idem!r!k1", value: "ag-1" },
+    ],
+  });
+  await ledger.append("r", [ev("agent_spawned", {}, "ag-2")], {
+    put: [{ key: "agent!ag-2", value: "r" }],
+    del: ["idem!r!k1"],
+  });
   assert.deepEqual(await Promise.all(seenAtNotify), ["r", "r"]);
   assert.equal(await ledger.getIndex("idem!r!k1"), undefined);
   await ledger.close();
 
   const { ledger: reopened } = await open(t, dir);
-  assert.deepEqual(await reopened.listIndex("agent!"), [{ key: "agent!ag-1", value: "r" }, { key: "agent!ag-2", value: "r" }]);
+  assert.deepEqual(await reopened.listIndex("agent!"), [
+    { key: "agent!ag-1", value: "r" },
+    { key: "agent!ag-2", value: "r" },
+  ]);
   assert.deepEqual(await reopened.listIndex("nothing!"), []);
   assert.equal(reopened.lastSeq("r"), 2);
 });
@@ -195,11 +242,19 @@ test("subscribers get persisted events after commit in order, and ephemeral even
   await ledger.append("r", [ev("agent_end", {}, "ag")]);
   assert.deepEqual(
     got.map((e) => (e.persisted ? [e.type, e.seq] : [e.type, "ephemeral"])),
-    [["turn_start", 1], ["turn_end", 2], ["text", "ephemeral"], ["agent_end", 3]],
+    [
+      ["turn_start", 1],
+      ["turn_end", 2],
+      ["text", "ephemeral"],
+      ["agent_end", 3],
+    ],
   );
   assert.deepEqual(got[2], { persisted: false, runId: "r", type: "text", agentId: "ag", data: { delta: "hi" } });
   assert.deepEqual(other, []);
-  assert.deepEqual((await ledger.read("r", 0)).map((e) => e.type), ["turn_start", "turn_end", "agent_end"]);
+  assert.deepEqual(
+    (await ledger.read("r", 0)).map((e) => e.type),
+    ["turn_start", "turn_end", "agent_end"],
+  );
 
   unsubscribe();
   unsubscribe();
@@ -210,7 +265,10 @@ test("subscribers get persisted events after commit in order, and ephemeral even
 
   const { ledger: reopened } = await open(t, dir);
   assert.equal(reopened.lastSeq("r"), 4);
-  assert.deepEqual((await reopened.read("r", 0)).map((e) => e.type), ["turn_start", "turn_end", "agent_end", "late"]);
+  assert.deepEqual(
+    (await reopened.read("r", 0)).map((e) => e.type),
+    ["turn_start", "turn_end", "agent_end", "late"],
+  );
 });
 
 test("replay-then-live loses nothing and duplicates nothing while appends run", async (t) => {
@@ -242,7 +300,10 @@ test("replay-then-live loses nothing and duplicates nothing while appends run", 
     while (written < total) {
       const n = Math.min(1 + ((written * 7 + w) % 13), total - written);
       written += n;
-      await ledger.append("r", range(1, n).map((k) => ev("tool_end", { w, k })));
+      await ledger.append(
+        "r",
+        range(1, n).map((k) => ev("tool_end", { w, k })),
+      );
     }
   });
   await Promise.all(writers);
@@ -282,12 +343,17 @@ test("close waits for queued appends; append after close rejects with LEDGER_CLO
   ledger.publish("r", { type: "text", agentId: null, data: {} });
 
   const { ledger: reopened } = await open(t, dir);
-  assert.deepEqual((await reopened.read("r", 0)).map((e) => e.type), ["a", "b"]);
+  assert.deepEqual(
+    (await reopened.read("r", 0)).map((e) => e.type),
+    ["a", "b"],
+  );
 });
 
 test("dropRun takes a run off the list at once and for good; its appends are refused, other runs go on", async (t) => {
   const { ledger, dir } = await open(t);
-  await ledger.append("r_a", [ev("run_started"), ev("turn_start", {}, "a_1")], { put: [{ key: "agent!a_1", value: "{}" }] });
+  await ledger.append("r_a", [ev("run_started"), ev("turn_start", {}, "a_1")], {
+    put: [{ key: "agent!a_1", value: "{}" }],
+  });
   await ledger.append("r_b", [ev("run_started")]);
   const late = ledger.append("r_a", [ev("turn_end", {}, "a_1")]); // queued before the drop: committed, then erased with the rest
   await ledger.dropRun("r_a", { key: "purge!r_a", value: "marker" });
@@ -295,8 +361,12 @@ test("dropRun takes a run off the list at once and for good; its appends are ref
   assert.deepEqual(ledger.runIds(), ["r_b"]);
   assert.equal(ledger.lastSeq("r_a"), 0);
   assert.deepEqual(await ledger.read("r_a", 0), []);
-  await assert.rejects(ledger.append("r_a", [ev("turn_start", {}, "a_1")]), (err: unknown) => isSwarmError(err, "RUN_NOT_FOUND"));
-  await assert.rejects(ledger.append("r_a", [], { put: [{ key: "hseq!a_1", value: "9" }] }), (err: unknown) => isSwarmError(err, "RUN_NOT_FOUND"));
+  await assert.rejects(ledger.append("r_a", [ev("turn_start", {}, "a_1")]), (err: unknown) =>
+    isSwarmError(err, "RUN_NOT_FOUND"),
+  );
+  await assert.rejects(ledger.append("r_a", [], { put: [{ key: "hseq!a_1", value: "9" }] }), (err: unknown) =>
+    isSwarmError(err, "RUN_NOT_FOUND"),
+  );
   assert.deepEqual(seqs(await ledger.append("r_b", [ev("turn_start")])), [2]);
   assert.equal(await ledger.getIndex("purge!r_a"), "marker");
 
@@ -304,21 +374,48 @@ test("dropRun takes a run off the list at once and for good; its appends are ref
   const reopened = await openLedger(dir);
   t.after(() => reopened.close());
   assert.deepEqual(reopened.runIds(), ["r_b"], "a restart does not bring the run back");
-  assert.equal(await reopened.getIndex("purge!r_a"), "marker", "the marker outlives the restart, for the sweep to finish");
+  assert.equal(
+    await reopened.getIndex("purge!r_a"),
+    "marker",
+    "the marker outlives the restart, for the sweep to finish",
+  );
 });
 
 test("eraseRun deletes a dropped run's events and index keys, the named ones last, and nothing of another run", async (t) => {
   const { ledger, dir } = await open(t);
   // More events than one erase page; `r_a1` starts with `r_a` and must be left alone.
-  for (let i = 0; i < 3; i++) await ledger.append("r_a", range(1, 1000).map((n) => ev("tick", { n })));
-  await ledger.append("r_a", [], { put: [{ key: "agent!a_1", value: "{}" }, { key: "idem!r_a!k1", value: "x" }, { key: "idem!r_a!k2", value: "y" }] });
-  await ledger.append("r_a1", [ev("run_started")], { put: [{ key: "agent!a_9", value: "{}" }, { key: "idem!r_a1!k1", value: "z" }] });
+  for (let i = 0; i < 3; i++)
+    await ledger.append(
+      "r_a",
+      range(1, 1000).map((n) => ev("tick", { n })),
+    );
+  await ledger.append("r_a", [], {
+    put: [
+      { key: "agent!a_1", value: "{}" },
+      { key: "idem!r_a!k1", value: "x" },
+      { key: "idem!r_a!k2", value: "y" },
+    ],
+  });
+  await ledger.append("r_a1", [ev("run_started")], {
+    put: [
+      { key: "agent!a_9", value: "{}" },
+      { key: "idem!r_a1!k1", value: "z" },
+    ],
+  });
   await ledger.dropRun("r_a", { key: "purge!r_a", value: "marker" });
   const index = { prefixes: ["idem!r_a!"], keys: ["agent!a_1", "hseq!a_1", "purge!r_a"] };
   await ledger.eraseRun("r_a", index);
   await ledger.eraseRun("r_a", index); // idempotent: a sweep redone after a crash
-  assert.deepEqual((await ledger.listIndex("")).map((e) => e.key), ["agent!a_9", "idem!r_a1!k1"]);
+  assert.deepEqual(
+    (await ledger.listIndex("")).map((e) => e.key),
+    ["agent!a_9", "idem!r_a1!k1"],
+  );
   assert.deepEqual(seqs(await ledger.read("r_a1", 0)), [1]);
   await ledger.close();
-  assert.deepEqual((await rawLedgerKeys(dir)).sort(), ["!ev!r_a1!000000000001", "!ix!agent!a_9", "!ix!idem!r_a1!k1", "!meta!run!r_a1"]);
+  assert.deepEqual((await rawLedgerKeys(dir)).sort(), [
+    "!ev!r_a1!000000000001",
+    "!ix!agent!a_9",
+    "!ix!idem!r_a1!k1",
+    "!meta!run!r_a1",
+  ]);
 });

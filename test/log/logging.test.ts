@@ -9,8 +9,8 @@ import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { describe, it } from "node:test";
 import { createLogger } from "../../src/log/logger.ts";
-import { spawnDaemon } from "../support/daemon-process.ts";
 import { call } from "../support/daemon.ts";
+import { spawnDaemon } from "../support/daemon-process.ts";
 
 const TOKEN = "tok-3f9a1c77e2b54d1e";
 
@@ -29,7 +29,11 @@ describe("logging", () => {
     log.info({ token: TOKEN, nested: { token: TOKEN } }, "fields");
     log.warn(`the header was Bearer ${TOKEN} and the token ${TOKEN}`);
     log.debug("quiet");
-    const lines = out.text().trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = out
+      .text()
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     assert.equal(lines.length, 4);
     assert.ok(!out.text().includes(TOKEN), out.text());
     assert.match(out.text(), /\[redacted\]/);
@@ -54,8 +58,20 @@ describe("logging", () => {
       try {
         const auth = { authorization: `Bearer ${TOKEN}` };
         // A run whose spawn a budget refuses: an agent that ends with an error.
-        const created = await call(d.url, "POST", "/runs", { spec: { name: "x", script: [] }, keepAlive: true, budget: { maxAgents: 0 } }, auth);
-        const refused = await call(d.url, "POST", `/runs/${created.body.runId}/agents`, { parentAgentId: created.body.rootAgentId, spec: { name: "kid", script: [] } }, auth);
+        const created = await call(
+          d.url,
+          "POST",
+          "/runs",
+          { spec: { name: "x", script: [] }, keepAlive: true, budget: { maxAgents: 0 } },
+          auth,
+        );
+        const refused = await call(
+          d.url,
+          "POST",
+          `/runs/${created.body.runId}/agents`,
+          { parentAgentId: created.body.rootAgentId, spec: { name: "kid", script: [] } },
+          auth,
+        );
         assert.equal(refused.status, 202);
         assert.equal((await call(d.url, "GET", "/runs", undefined, { authorization: "Bearer wrong" })).status, 401);
         await call(d.url, "DELETE", `/runs/${created.body.runId}`, undefined, auth);
@@ -66,12 +82,24 @@ describe("logging", () => {
       }
       const output = d.output();
       assert.ok(!output.includes(TOKEN), `${level}: the token leaked:\n${output}`);
-      const lines = output.trim().split("\n").map((l) => JSON.parse(l) as { level: number; msg: string; url?: string; status?: number });
-      assert.ok(lines.some((l) => l.level === 30 && /swarmd listening on http/.test(l.msg)), `${level}: start at info`);
-      assert.ok(lines.some((l) => l.level === 30 && /ended budget-exceeded: spawn refused/.test(l.msg)), `${level}: an end with an error at info`);
+      const lines = output
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { level: number; msg: string; url?: string; status?: number });
+      assert.ok(
+        lines.some((l) => l.level === 30 && /swarmd listening on http/.test(l.msg)),
+        `${level}: start at info`,
+      );
+      assert.ok(
+        lines.some((l) => l.level === 30 && /ended budget-exceeded: spawn refused/.test(l.msg)),
+        `${level}: an end with an error at info`,
+      );
       const requests = lines.filter((l) => l.msg === "request");
       if (level === "debug") {
-        assert.ok(requests.some((l) => l.level === 20 && l.url === "/runs" && l.status === 401), JSON.stringify(requests));
+        assert.ok(
+          requests.some((l) => l.level === 20 && l.url === "/runs" && l.status === 401),
+          JSON.stringify(requests),
+        );
       } else {
         assert.deepEqual(requests, [], "no request lines at info");
       }

@@ -37,9 +37,16 @@ describe("agent machine", () => {
     const r = startRun(fx);
     r.add({ agentId: "a", prompt: "go" });
     await flush();
-    fx.harnesses.get("a")!.send({ type: "harness.settled", outcome: "failed", text: null, error: "model exploded", hseq: 1 });
+    fx.harnesses
+      .get("a")!
+      .send({ type: "harness.settled", outcome: "failed", text: null, error: "model exploded", hseq: 1 });
     await flush();
-    assert.deepEqual(r.facts.find((f) => f.fact.kind === "settled")?.fact, { kind: "settled", outcome: "failed", text: null, hseq: 1 });
+    assert.deepEqual(r.facts.find((f) => f.fact.kind === "settled")?.fact, {
+      kind: "settled",
+      outcome: "failed",
+      text: null,
+      hseq: 1,
+    });
     assert.deepEqual(r.facts.at(-1)?.fact, { kind: "ended", outcome: "failed", error: "model exploded" });
   });
 
@@ -53,17 +60,31 @@ describe("agent machine", () => {
     h.send({ type: "harness.activity" }); // activity restarts the quiet clock
     r.clock.increment(900);
     assert.ok(!h.commands.some((c) => c.type === "harness.abort"));
-    r.run.send({ type: "control", request: { requestId: "p", op: "pause", members: [{ agentId: "a", by: "operator" }] } });
+    r.run.send({
+      type: "control",
+      request: { requestId: "p", op: "pause", members: [{ agentId: "a", by: "operator" }] },
+    });
     await flush();
     r.clock.increment(5_000); // paused time does not count
     assert.ok(!h.commands.some((c) => c.type === "harness.abort"));
-    r.run.send({ type: "control", request: { requestId: "q", op: "resume", members: [{ agentId: "a", by: "operator" }] } });
+    r.run.send({
+      type: "control",
+      request: { requestId: "q", op: "resume", members: [{ agentId: "a", by: "operator" }] },
+    });
     await flush();
     r.clock.increment(1_000);
-    assert.ok(h.commands.some((c) => c.type === "harness.abort"), "quiet turn aborted");
+    assert.ok(
+      h.commands.some((c) => c.type === "harness.abort"),
+      "quiet turn aborted",
+    );
     h.send({ type: "harness.settled", outcome: "aborted", text: "partial", hseq: 1 });
     await flush();
-    assert.deepEqual(r.facts.find((f) => f.fact.kind === "settled")?.fact, { kind: "settled", outcome: "success", text: "partial", hseq: 1 });
+    assert.deepEqual(r.facts.find((f) => f.fact.kind === "settled")?.fact, {
+      kind: "settled",
+      outcome: "success",
+      text: "partial",
+      hseq: 1,
+    });
   });
 
   it("does not count time the model gateway holds a call toward the quiet-turn limit", async () => {
@@ -72,7 +93,7 @@ describe("agent machine", () => {
     r.add({ agentId: "a", prompt: "go", turnMaxMs: 1_000 });
     await flush();
     const h = fx.harnesses.get("a")!;
-    const agent = r.run.getSnapshot().children["a"]!;
+    const agent = r.run.getSnapshot().children.a!;
     agent.send({ type: "gateway.hold" });
     await flush();
     assert.equal(r.stateOf("a"), '{"live":{"running":{"turn":"held"}}}');
@@ -83,7 +104,10 @@ describe("agent machine", () => {
     r.clock.increment(900);
     assert.ok(!h.commands.some((c) => c.type === "harness.abort"), "the clock starts again from zero");
     r.clock.increment(200);
-    assert.ok(h.commands.some((c) => c.type === "harness.abort"), "a quiet turn after the hold is still aborted");
+    assert.ok(
+      h.commands.some((c) => c.type === "harness.abort"),
+      "a quiet turn after the hold is still aborted",
+    );
   });
 
   it("answers pause on a paused agent with noop and reports a freeze failure", async () => {
@@ -92,17 +116,29 @@ describe("agent machine", () => {
     r.add({ agentId: "a" });
     r.add({ agentId: "b" });
     await flush();
-    r.run.send({ type: "control", request: { requestId: "1", op: "pause", members: [{ agentId: "a", by: "operator" }] } });
+    r.run.send({
+      type: "control",
+      request: { requestId: "1", op: "pause", members: [{ agentId: "a", by: "operator" }] },
+    });
     await flush();
-    r.run.send({ type: "control", request: { requestId: "2", op: "pause", members: [{ agentId: "a", by: "operator" }] } });
+    r.run.send({
+      type: "control",
+      request: { requestId: "2", op: "pause", members: [{ agentId: "a", by: "operator" }] },
+    });
     fx.failFreezeOf("b");
-    r.run.send({ type: "control", request: { requestId: "3", op: "pause", members: [{ agentId: "b", by: "operator" }] } });
+    r.run.send({
+      type: "control",
+      request: { requestId: "3", op: "pause", members: [{ agentId: "b", by: "operator" }] },
+    });
     await flush();
-    assert.deepEqual(r.done.map((d) => d.results), [
-      [{ agentId: "a", outcome: "applied" }],
-      [{ agentId: "a", outcome: "noop" }],
-      [{ agentId: "b", outcome: "failed", error: "freezer broke" }],
-    ]);
+    assert.deepEqual(
+      r.done.map((d) => d.results),
+      [
+        [{ agentId: "a", outcome: "applied" }],
+        [{ agentId: "a", outcome: "noop" }],
+        [{ agentId: "b", outcome: "failed", error: "freezer broke" }],
+      ],
+    );
     assert.equal(r.stateOf("b"), '{"live":{"running":"idle"}}');
   });
 
@@ -111,17 +147,34 @@ describe("agent machine", () => {
     const r = startRun(fx);
     r.add({ agentId: "a", prompt: "go" });
     await flush();
-    r.run.send({ type: "control", request: { requestId: "st", op: "steer", members: [{ agentId: "a", by: "operator" }], message: "also this" } });
+    r.run.send({
+      type: "control",
+      request: { requestId: "st", op: "steer", members: [{ agentId: "a", by: "operator" }], message: "also this" },
+    });
     await flush();
     const harness = fx.harnesses.get("a")!;
     harness.send({ type: "harness.settled", outcome: "success", text: "first", hseq: 1 });
     await flush();
     assert.equal(r.stateOf("a"), '{"live":{"running":"idle"}}', "still live: the steer is unanswered");
-    harness.send({ type: "harness.steered", requestId: "st", message: "also this", ok: false, idle: true, error: "no turn is running" });
+    harness.send({
+      type: "harness.steered",
+      requestId: "st",
+      message: "also this",
+      ok: false,
+      idle: true,
+      error: "no turn is running",
+    });
     await flush();
     assert.deepEqual(r.done[0]?.results, [{ agentId: "a", outcome: "applied", delivery: "turn" }]);
-    assert.equal(r.stateOf("a"), '{"live":{"running":{"turn":"clock"}}}', "the message runs as a turn, on the quiet-turn clock");
-    assert.deepEqual(harness.commands.filter((c) => c.type === "harness.prompt").map((c) => (c as { text: string }).text), ["go", "also this"]);
+    assert.equal(
+      r.stateOf("a"),
+      '{"live":{"running":{"turn":"clock"}}}',
+      "the message runs as a turn, on the quiet-turn clock",
+    );
+    assert.deepEqual(
+      harness.commands.filter((c) => c.type === "harness.prompt").map((c) => (c as { text: string }).text),
+      ["go", "also this"],
+    );
   });
 
   it("answers a steer still on its way when the harness is lost", async () => {
@@ -129,37 +182,61 @@ describe("agent machine", () => {
     const r = startRun(fx);
     r.add({ agentId: "a", prompt: "go" });
     await flush();
-    r.run.send({ type: "control", request: { requestId: "st", op: "steer", members: [{ agentId: "a", by: "operator" }], message: "m" } });
+    r.run.send({
+      type: "control",
+      request: { requestId: "st", op: "steer", members: [{ agentId: "a", by: "operator" }], message: "m" },
+    });
     await flush();
     fx.harnesses.get("a")!.send({ type: "harness.lost", error: "socket closed" });
     await flush();
     await flush();
-    assert.deepEqual(r.done[0]?.results, [{ agentId: "a", outcome: "failed", error: "the agent ended before the message reached it" }]);
+    assert.deepEqual(r.done[0]?.results, [
+      { agentId: "a", outcome: "failed", error: "the agent ended before the message reached it" },
+    ]);
     assert.equal(r.stateOf("a"), '"done"');
   });
 
   it("while it freezes to join a subtree pause: queues a steer, answers a pause noop, thaws for a resume", async () => {
     const fx = fakeEffects();
-    let releaseFreeze = () => undefined as void;
+    let releaseFreeze: () => void = () => undefined;
     fx.holdFreeze(new Promise<void>((resolve) => (releaseFreeze = resolve)));
     const r = startRun(fx);
     r.add({ agentId: "w", start: "provisioning", pendingPause: "cascade" });
     await flush();
     assert.equal(r.stateOf("w"), '{"live":"pausing"}');
-    r.run.send({ type: "control", request: { requestId: "st", op: "steer", members: [{ agentId: "w", by: "operator" }], message: "later" } });
-    r.run.send({ type: "control", request: { requestId: "p", op: "pause", members: [{ agentId: "w", by: "operator" }] } });
-    r.run.send({ type: "control", request: { requestId: "r", op: "resume", members: [{ agentId: "w", by: "operator" }] } });
+    r.run.send({
+      type: "control",
+      request: { requestId: "st", op: "steer", members: [{ agentId: "w", by: "operator" }], message: "later" },
+    });
+    r.run.send({
+      type: "control",
+      request: { requestId: "p", op: "pause", members: [{ agentId: "w", by: "operator" }] },
+    });
+    r.run.send({
+      type: "control",
+      request: { requestId: "r", op: "resume", members: [{ agentId: "w", by: "operator" }] },
+    });
     await flush();
-    assert.deepEqual(r.done.map((d) => [d.requestId, d.results]), [
-      ["st", [{ agentId: "w", outcome: "applied", delivery: "queued" }]],
-      ["p", [{ agentId: "w", outcome: "noop" }]],
-    ]);
+    assert.deepEqual(
+      r.done.map((d) => [d.requestId, d.results]),
+      [
+        ["st", [{ agentId: "w", outcome: "applied", delivery: "queued" }]],
+        ["p", [{ agentId: "w", outcome: "noop" }]],
+      ],
+    );
     releaseFreeze();
     await flush();
     await flush();
     assert.deepEqual([r.done.at(-1)?.requestId, r.done.at(-1)?.results], ["r", [{ agentId: "w", outcome: "applied" }]]);
-    assert.equal(r.stateOf("w"), '{"live":{"running":{"turn":"clock"}}}', "resumed, and the queued steer runs as a turn");
-    assert.deepEqual(fx.calls.filter((c) => /^(freeze|thaw|harness.prompt):/.test(c)), ["freeze:w", "thaw:w", "harness.prompt:w"]);
+    assert.equal(
+      r.stateOf("w"),
+      '{"live":{"running":{"turn":"clock"}}}',
+      "resumed, and the queued steer runs as a turn",
+    );
+    assert.deepEqual(
+      fx.calls.filter((c) => /^(freeze|thaw|harness.prompt):/.test(c)),
+      ["freeze:w", "thaw:w", "harness.prompt:w"],
+    );
   });
   it("drain: a busy agent ends done (drained) once its turn settled; an idle one at once; a child waiting for inputs never starts", async () => {
     const fx = fakeEffects();
@@ -173,14 +250,20 @@ describe("agent machine", () => {
     await flush();
     assert.equal(r.stateOf("busy"), '{"live":{"running":{"turn":"clock"}}}', "its turn goes on");
     // The waiter ends on the spot; the idle agent once its sandbox closed.
-    assert.deepEqual(r.facts.filter((f) => f.fact.kind === "ended").map((f) => [f.agentId, f.fact]), [
-      ["waiter", { kind: "ended", outcome: "aborted", reason: "drained" }],
-      ["idle", { kind: "ended", outcome: "success", reason: "drained" }],
-    ]);
+    assert.deepEqual(
+      r.facts.filter((f) => f.fact.kind === "ended").map((f) => [f.agentId, f.fact]),
+      [
+        ["waiter", { kind: "ended", outcome: "aborted", reason: "drained" }],
+        ["idle", { kind: "ended", outcome: "success", reason: "drained" }],
+      ],
+    );
     assert.ok(!fx.calls.includes("provision:waiter"));
     fx.harnesses.get("busy")!.send({ type: "harness.settled", outcome: "success", text: "done", hseq: 1 });
     await flush();
-    assert.deepEqual(r.facts.at(-1), { agentId: "busy", fact: { kind: "ended", outcome: "success", reason: "drained" } });
+    assert.deepEqual(r.facts.at(-1), {
+      agentId: "busy",
+      fact: { kind: "ended", outcome: "success", reason: "drained" },
+    });
   });
 
   it("drain of an agent whose turn fails: it ends failed, and drained", async () => {
@@ -188,10 +271,13 @@ describe("agent machine", () => {
     const r = startRun(fx);
     r.add({ agentId: "a", prompt: "go", keepAlive: true });
     await flush();
-    r.run.getSnapshot().children["a"]!.send({ type: "drain", drain: { subtree: false, deadline: 1 } });
+    r.run.getSnapshot().children.a!.send({ type: "drain", drain: { subtree: false, deadline: 1 } });
     fx.harnesses.get("a")!.send({ type: "harness.settled", outcome: "failed", text: null, error: "boom", hseq: 1 });
     await flush();
-    assert.deepEqual(r.facts.at(-1), { agentId: "a", fact: { kind: "ended", outcome: "failed", error: "boom", reason: "drained" } });
+    assert.deepEqual(r.facts.at(-1), {
+      agentId: "a",
+      fact: { kind: "ended", outcome: "failed", error: "boom", reason: "drained" },
+    });
   });
 
   it("drain of a subtree: a parent waits for its children; with scope agent it does not", async () => {
@@ -202,7 +288,8 @@ describe("agent machine", () => {
     r.add({ agentId: "q", keepAlive: true });
     r.add({ agentId: "d", prompt: "work", keepAlive: true }, "q");
     await flush();
-    const send = (id: string, subtree: boolean) => r.run.getSnapshot().children[id]!.send({ type: "drain", drain: { subtree, deadline: 1 } });
+    const send = (id: string, subtree: boolean) =>
+      r.run.getSnapshot().children[id]!.send({ type: "drain", drain: { subtree, deadline: 1 } });
     send("p", true);
     send("c", true);
     send("q", false);
@@ -211,7 +298,10 @@ describe("agent machine", () => {
     assert.equal(r.stateOf("q"), '"done"', "scope agent: ends without waiting for its child");
     fx.harnesses.get("c")!.send({ type: "harness.settled", outcome: "success", text: "ok", hseq: 1 });
     await flush();
-    assert.deepEqual(r.facts.filter((f) => f.fact.kind === "ended").map((f) => f.agentId), ["q", "c", "p"]);
+    assert.deepEqual(
+      r.facts.filter((f) => f.fact.kind === "ended").map((f) => f.agentId),
+      ["q", "c", "p"],
+    );
   });
 
   it("an approval waiting holds the quiet-turn clock like a held model call", async () => {
@@ -220,7 +310,7 @@ describe("agent machine", () => {
     r.add({ agentId: "a", prompt: "go", turnMaxMs: 1_000 });
     await flush();
     const h = fx.harnesses.get("a")!;
-    const agent = r.run.getSnapshot().children["a"]!;
+    const agent = r.run.getSnapshot().children.a!;
     agent.send({ type: "approval.hold" });
     await flush();
     r.clock.increment(60_000);
@@ -228,6 +318,9 @@ describe("agent machine", () => {
     agent.send({ type: "approval.release" });
     await flush();
     r.clock.increment(1_100);
-    assert.ok(h.commands.some((c) => c.type === "harness.abort"), "quiet after the decision is still quiet");
+    assert.ok(
+      h.commands.some((c) => c.type === "harness.abort"),
+      "quiet after the decision is still quiet",
+    );
   });
 });

@@ -1,7 +1,15 @@
-import { createActor, fromCallback, fromPromise, SimulatedClock, type AnyEventObject } from "xstate";
+import { type AnyEventObject, createActor, fromCallback, fromPromise, SimulatedClock } from "xstate";
 import { agentMachine } from "../../machines/agent.machine.ts";
-import type { AgentInput, Fact, RestoredLive, StartState, HarnessActorInput, HarnessCommandEvent, HarnessReportEvent } from "../../machines/agent.types.ts";
-import { runMachine, type MemberAnswer } from "../../machines/run.machine.ts";
+import type {
+  AgentInput,
+  Fact,
+  HarnessActorInput,
+  HarnessCommandEvent,
+  HarnessReportEvent,
+  RestoredLive,
+  StartState,
+} from "../../machines/agent.types.ts";
+import { type MemberAnswer, runMachine } from "../../machines/run.machine.ts";
 
 /** Effects of an agent machine replaced by in-memory fakes that record what was asked. */
 export function fakeEffects() {
@@ -15,7 +23,10 @@ export function fakeEffects() {
         calls.push(`provision:${input.agentId}`);
       }),
       harness: fromCallback<HarnessCommandEvent, HarnessActorInput>(({ sendBack, receive, input }) => {
-        const entry = { send: (e: HarnessReportEvent) => sendBack(e as AnyEventObject), commands: [] as HarnessCommandEvent[] };
+        const entry = {
+          send: (e: HarnessReportEvent) => sendBack(e as AnyEventObject),
+          commands: [] as HarnessCommandEvent[],
+        };
         harnesses.set(input.agentId, entry);
         receive((command) => {
           entry.commands.push(command);
@@ -47,19 +58,38 @@ export function fakeEffects() {
 
 type AgentInputFields = Omit<AgentInput, "start" | "restored"> & { start: StartState; restored: RestoredLive };
 
-export function startRun(effects: ReturnType<typeof fakeEffects>, clock = new SimulatedClock(), memberTimeoutMs?: number) {
-  const run = createActor(runMachine.provide({ actors: { agent: effects.agent } }), { input: { runId: "r_1", memberTimeoutMs }, clock });
+export function startRun(
+  effects: ReturnType<typeof fakeEffects>,
+  clock = new SimulatedClock(),
+  memberTimeoutMs?: number,
+) {
+  const run = createActor(runMachine.provide({ actors: { agent: effects.agent } }), {
+    input: { runId: "r_1", memberTimeoutMs },
+    clock,
+  });
   const facts: Array<{ agentId: string; fact: Fact }> = [];
   const done: Array<{ requestId: string; results: MemberAnswer[] }> = [];
   run.on("control.done", (e) => done.push(e));
   run.start();
-  const add = (input: Partial<AgentInputFields> & { agentId: string }, parentAgentId: string | null = null, waitFor: string[] = [], restored = false) => {
+  const add = (
+    input: Partial<AgentInputFields> & { agentId: string },
+    parentAgentId: string | null = null,
+    waitFor: string[] = [],
+    restored = false,
+  ) => {
     run.send({
       type: "agent.add",
       parentAgentId,
       waitFor,
       counted: restored,
-      input: { runId: "r_1", sandboxId: `s-${input.agentId}`, keepAlive: false, turnMaxMs: 1_000, ...input, ...(input.restored ? {} : { start: input.start ?? "provisioning" }) } as AgentInput,
+      input: {
+        runId: "r_1",
+        sandboxId: `s-${input.agentId}`,
+        keepAlive: false,
+        turnMaxMs: 1_000,
+        ...input,
+        ...(input.restored ? {} : { start: input.start ?? "provisioning" }),
+      } as AgentInput,
     });
     const child = run.getSnapshot().children[input.agentId];
     child?.on("fact", (e) => {

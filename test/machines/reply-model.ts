@@ -1,6 +1,14 @@
-import { createActor, createEmptyActor, type ActorLogic, type AnyActorScope, type EventObject, type ExecutableActionObject, type SnapshotFrom } from "xstate";
-import { getAdjacencyMap, type AdjacencyMap } from "xstate/graph";
-import { agentMachine } from "../../machines/agent.machine.ts";
+import {
+  type ActorLogic,
+  type AnyActorScope,
+  createActor,
+  createEmptyActor,
+  type EventObject,
+  type ExecutableActionObject,
+  type SnapshotFrom,
+} from "xstate";
+import { type AdjacencyMap, getAdjacencyMap } from "xstate/graph";
+import type { agentMachine } from "../../machines/agent.machine.ts";
 import type { AgentEvent, AgentInput, ControlEvent, PausedBy } from "../../machines/agent.types.ts";
 
 /**
@@ -49,11 +57,24 @@ export interface StartSpec {
 }
 
 export function agentInput(spec: StartSpec): AgentInput {
-  const base = { agentId: "a", runId: "r", sandboxId: "s", keepAlive: spec.keepAlive, turnMaxMs: 1_000, prompt: spec.prompt, pendingPause: spec.pendingPause };
-  return spec.restored ? { ...base, restored: { ...spec.restored, pausedBy: spec.restored.pausedBy ?? null } } : { ...base, start: spec.start };
+  const base = {
+    agentId: "a",
+    runId: "r",
+    sandboxId: "s",
+    keepAlive: spec.keepAlive,
+    turnMaxMs: 1_000,
+    prompt: spec.prompt,
+    pendingPause: spec.pendingPause,
+  };
+  return spec.restored
+    ? { ...base, restored: { ...spec.restored, pausedBy: spec.restored.pausedBy ?? null } }
+    : { ...base, start: spec.start };
 }
 
-export function controlEvent(op: "pause" | "pause-cascade" | "resume" | "stop" | "steer", requestId: string): ControlEvent {
+export function controlEvent(
+  op: "pause" | "pause-cascade" | "resume" | "stop" | "steer",
+  requestId: string,
+): ControlEvent {
   switch (op) {
     case "pause":
       return { type: "control.pause", requestId, by: "operator" };
@@ -72,7 +93,10 @@ export const CONTROL_OPS = ["pause", "pause-cascade", "resume", "stop", "steer"]
 const isControl = (event: WorldEvent): event is ControlEvent => event.type.startsWith("control.");
 const isHarness = (child: unknown) => (child as { src?: unknown }).src === "harness";
 /** Invoked effects in flight (provision, freeze, thaw, close, …): every child but the harness. */
-export const effectIds = (w: World) => Object.entries(w.agent.children).filter(([, c]) => c && !isHarness(c)).map(([id]) => id);
+export const effectIds = (w: World) =>
+  Object.entries(w.agent.children)
+    .filter(([, c]) => c && !isHarness(c))
+    .map(([id]) => id);
 const harnessUp = (w: World) => Object.values(w.agent.children).some((c) => c && isHarness(c));
 /** Nothing left in flight that could still answer a request: no effect running, no steer awaiting the harness. */
 export const quiescent = (w: World) => effectIds(w).length === 0 && w.steers.length === 0;
@@ -96,13 +120,26 @@ export function worldLogic(machine: AgentMachine) {
   const strays = new Set<string>();
 
   const account = (from: World, agent: AgentSnapshot, event: WorldEvent): World => {
-    const w: World = { ...from, agent, open: [...from.open], steers: [...from.steers], timers: { ...from.timers }, problems: [...from.problems] };
+    const w: World = {
+      ...from,
+      agent,
+      open: [...from.open],
+      steers: [...from.steers],
+      timers: { ...from.timers },
+      problems: [...from.problems],
+    };
     if (isControl(event)) w.open.push(event.requestId);
     const answered = event.type === "harness.steered" ? w.steers.indexOf(event.requestId) : -1;
     if (answered >= 0) w.steers.splice(answered, 1);
     for (const action of actions) {
       // Actions the machine asked for: sends (to the parent or the harness), delayed raises, cancels.
-      const params = action.params as { to?: unknown; event?: EventObject & { requestId?: string }; id?: string; delay?: unknown; sendId?: string };
+      const params = action.params as {
+        to?: unknown;
+        event?: EventObject & { requestId?: string };
+        id?: string;
+        delay?: unknown;
+        sendId?: string;
+      };
       if (action.type === "xstate.sendTo" && params.to === parent && params.event?.type === "member.reply") {
         const id = params.event.requestId ?? "";
         const at = w.open.indexOf(id);
@@ -132,11 +169,29 @@ export function worldLogic(machine: AgentMachine) {
     getInitialSnapshot: (_, input) => {
       actions.length = 0;
       const agent = machine.getInitialSnapshot(scope, input);
-      return account({ status: "active", output: undefined, error: undefined, agent, open: [], steers: [], timers: {}, problems: [] }, agent, { type: "xstate.init" });
+      return account(
+        {
+          status: "active",
+          output: undefined,
+          error: undefined,
+          agent,
+          open: [],
+          steers: [],
+          timers: {},
+          problems: [],
+        },
+        agent,
+        { type: "xstate.init" },
+      );
     },
     getPersistedSnapshot: (w) => w,
   };
-  return { logic, strays, initial: (input: AgentInput) => logic.getInitialSnapshot(scope, input), send: (w: World, event: WorldEvent) => logic.transition(w, event, scope) };
+  return {
+    logic,
+    strays,
+    initial: (input: AgentInput) => logic.getInitialSnapshot(scope, input),
+    send: (w: World, event: WorldEvent) => logic.transition(w, event, scope),
+  };
 }
 
 /**
@@ -167,8 +222,18 @@ function serialize(w: World): string {
     failure: c.failure !== null,
     end: c.end.outcome,
   };
-  const children = Object.entries(w.agent.children).map(([id, child]) => `${id}:${String((child as { src?: unknown }).src)}`).sort();
-  return JSON.stringify([w.agent.value, ctx, children, w.open, [...w.steers].sort(), Object.keys(w.timers).sort(), w.problems]);
+  const children = Object.entries(w.agent.children)
+    .map(([id, child]) => `${id}:${String((child as { src?: unknown }).src)}`)
+    .sort();
+  return JSON.stringify([
+    w.agent.value,
+    ctx,
+    children,
+    w.open,
+    [...w.steers].sort(),
+    Object.keys(w.timers).sort(),
+    w.problems,
+  ]);
 }
 
 const EFFECT_FAILED = new Error("effect failed");
@@ -211,7 +276,10 @@ export function events(w: World, env: Environment): WorldEvent[] {
     }
   }
   for (const id of effectIds(w)) {
-    out.push({ type: `xstate.done.actor.${id}`, actorId: id, output: undefined }, { type: `xstate.error.actor.${id}`, actorId: id, error: EFFECT_FAILED });
+    out.push(
+      { type: `xstate.done.actor.${id}`, actorId: id, output: undefined },
+      { type: `xstate.error.actor.${id}`, actorId: id, error: EFFECT_FAILED },
+    );
   }
   out.push(...Object.values(w.timers));
   const room = ctx.inflight + ctx.prompts.length + ctx.steers.length + w.steers.length < 2;
@@ -221,18 +289,28 @@ export function events(w: World, env: Environment): WorldEvent[] {
     if (room) out.push({ type: "prompt", text: "more" });
     out.push(ctx.liveChildren < 1 ? { type: "child.spawned" } : { type: "child.ended" });
     // A drain (once, of either scope) and an approval waiting or answered: each can come in any state.
-    if (ctx.draining === null) out.push({ type: "drain", drain: { subtree: false, deadline: 1 } }, { type: "drain", drain: { subtree: true, deadline: 1 } });
+    if (ctx.draining === null)
+      out.push(
+        { type: "drain", drain: { subtree: false, deadline: 1 } },
+        { type: "drain", drain: { subtree: true, deadline: 1 } },
+      );
     out.push(ctx.approvalHolds < 1 ? { type: "approval.hold" } : { type: "approval.release" });
   }
   if (env.discipline === "any" || w.open.length === 0) {
     // `any`: a control may come while others wait, but not one of the same op (keeps the graph finite).
-    for (const op of CONTROL_OPS) if ((op !== "steer" || room) && !w.open.includes(`x-${op}`)) out.push(controlEvent(op, `x-${op}`));
+    for (const op of CONTROL_OPS)
+      if ((op !== "steer" || room) && !w.open.includes(`x-${op}`)) out.push(controlEvent(op, `x-${op}`));
   }
   return out;
 }
 
 /** Every state reachable from `from`; a state with a problem, or where `stop` holds, is not followed further. */
-export function explore(logic: ActorLogic<World, WorldEvent, AgentInput>, from: World, env: Environment, stop = (_: World) => false): AdjacencyMap<World, WorldEvent> {
+export function explore(
+  logic: ActorLogic<World, WorldEvent, AgentInput>,
+  from: World,
+  env: Environment,
+  stop = (_: World) => false,
+): AdjacencyMap<World, WorldEvent> {
   return getAdjacencyMap(logic, {
     fromState: from,
     events: (w) => events(w, env),
@@ -244,8 +322,13 @@ export function explore(logic: ActorLogic<World, WorldEvent, AgentInput>, from: 
 }
 
 /** The transitions out of the state serialized as `k` in `adj` (its keys are branded strings). */
-export function successors(adj: AdjacencyMap<World, WorldEvent>, k: string): Array<{ event: WorldEvent; state: World }> {
-  const node = (adj as unknown as Record<string, { transitions: Record<string, { event: WorldEvent; state: World }> } | undefined>)[k];
+export function successors(
+  adj: AdjacencyMap<World, WorldEvent>,
+  k: string,
+): Array<{ event: WorldEvent; state: World }> {
+  const node = (
+    adj as unknown as Record<string, { transitions: Record<string, { event: WorldEvent; state: World }> } | undefined>
+  )[k];
   return Object.values(node?.transitions ?? {});
 }
 
@@ -266,6 +349,8 @@ export function pathTo(adj: AdjacencyMap<World, WorldEvent>, from: string, targe
 
 export function describe(event: WorldEvent): string {
   const { type, ...rest } = event as WorldEvent & Record<string, unknown>;
-  const shown = Object.entries(rest).filter(([k, v]) => k !== "actorId" && k !== "hseq" && v !== undefined).map(([k, v]) => `${k}=${v instanceof Error ? v.message : JSON.stringify(v)}`);
+  const shown = Object.entries(rest)
+    .filter(([k, v]) => k !== "actorId" && k !== "hseq" && v !== undefined)
+    .map(([k, v]) => `${k}=${v instanceof Error ? v.message : JSON.stringify(v)}`);
   return shown.length ? `${type}(${shown.join(" ")})` : type;
 }

@@ -4,17 +4,17 @@ import { enqueueActions } from "xstate";
 import { agentMachine } from "../../machines/agent.machine.ts";
 import type { ControlOutcome, Delivery } from "../../machines/agent.types.ts";
 import {
+  type AgentMachine,
   agentInput,
   CONTROL_OPS,
   controlEvent,
-  describe as show,
-  type AgentMachine,
   type Environment,
   explore,
   key,
   pathTo,
   quiescent,
   type StartSpec,
+  describe as show,
   successors,
   type World,
   worldLogic,
@@ -33,7 +33,8 @@ import {
 
 const R = "req-under-test";
 /** R answered and no longer anywhere in the machine's context or in a steer the harness holds: nothing can answer it again. */
-const settledFor = (w: World) => !w.open.includes(R) && !w.steers.includes(R) && !JSON.stringify(w.agent.context).includes(`"${R}"`);
+const settledFor = (w: World) =>
+  !w.open.includes(R) && !w.steers.includes(R) && !JSON.stringify(w.agent.context).includes(`"${R}"`);
 
 const STARTS: StartSpec[] = [false, true].flatMap((keepAlive) => [
   { start: "spawning", keepAlive, prompt: "go" },
@@ -59,7 +60,12 @@ interface Report {
   violations: string[];
 }
 
-function checkReplyRule(machine: AgentMachine, starts: StartSpec[], discipline: Environment["discipline"], maxReported = 8): Report {
+function checkReplyRule(
+  machine: AgentMachine,
+  starts: StartSpec[],
+  discipline: Environment["discipline"],
+  maxReported = 8,
+): Report {
   const { logic, strays, initial, send } = worldLogic(machine);
   // Step 1: reachable states, each with how it was first reached (for messages).
   const reachable = new Map<string, { world: World; via: () => string[] }>();
@@ -68,11 +74,20 @@ function checkReplyRule(machine: AgentMachine, starts: StartSpec[], discipline: 
     const known = new Set(reachable.keys()); // reached from an earlier start: its successors are known too
     const adj = explore(logic, first, { discipline, events: "all" }, (w) => known.has(key(w)));
     for (const [k, { state }] of Object.entries(adj)) {
-      if (!reachable.has(k)) reachable.set(k, { world: state, via: () => [`start ${JSON.stringify(spec)}`, ...pathTo(adj, key(first), k)] });
+      if (!reachable.has(k))
+        reachable.set(k, { world: state, via: () => [`start ${JSON.stringify(spec)}`, ...pathTo(adj, key(first), k)] });
     }
   }
   // Step 2: each control from each state where the environment may send one.
-  const report: Report = { reachable: reachable.size, states: 0, pairs: 0, explored: 0, strays: 0, breaches: [], violations: [] };
+  const report: Report = {
+    reachable: reachable.size,
+    states: 0,
+    pairs: 0,
+    explored: 0,
+    strays: 0,
+    breaches: [],
+    violations: [],
+  };
   for (const { world, via } of reachable.values()) {
     if (world.problems.length > 0 || (discipline === "supervisor" && world.open.length > 0)) continue;
     report.states++;
@@ -90,10 +105,13 @@ function checkReplyRule(machine: AgentMachine, starts: StartSpec[], discipline: 
       for (const [k, { state }] of nodes) {
         const unanswered = state.open.includes(R);
         const found: [number, string] | undefined =
-          state.problems[0] !== undefined ? [0, state.problems[0]]
-          : unanswered && quiescent(state) ? [1, `"${R}" is never answered (nothing left in flight)`]
-          : unanswered && !answerable.has(k) ? [2, `"${R}" can no longer be answered`]
-          : undefined;
+          state.problems[0] !== undefined
+            ? [0, state.problems[0]]
+            : unanswered && quiescent(state)
+              ? [1, `"${R}" is never answered (nothing left in flight)`]
+              : unanswered && !answerable.has(k)
+                ? [2, `"${R}" can no longer be answered`]
+                : undefined;
         if (found && (!worst || found[0] < worst.rank)) worst = { rank: found[0], k, end: state, problem: found[1] };
       }
       if (!worst) continue;
@@ -101,13 +119,19 @@ function checkReplyRule(machine: AgentMachine, starts: StartSpec[], discipline: 
       if (report.breaches.includes(what)) continue;
       report.breaches.push(what);
       if (report.violations.length < maxReported) {
-        const path = [...via(), `[${JSON.stringify(world.agent.value)}] ${show(control)}`, ...pathTo(adj, key(sent), worst.k), `[${JSON.stringify(worst.end.agent.value)}]`];
+        const path = [
+          ...via(),
+          `[${JSON.stringify(world.agent.value)}] ${show(control)}`,
+          ...pathTo(adj, key(sent), worst.k),
+          `[${JSON.stringify(worst.end.agent.value)}]`,
+        ];
         report.violations.push(`${what}\n    ${path.join("\n    ")}`);
       }
     }
   }
   report.strays = strays.size;
-  if (report.breaches.length > report.violations.length) report.violations.push(`… and ${report.breaches.length - report.violations.length} more`);
+  if (report.breaches.length > report.violations.length)
+    report.violations.push(`… and ${report.breaches.length - report.violations.length} more`);
   return report;
 }
 
@@ -146,14 +170,26 @@ describe("reply rule: every control is answered by exactly one member.reply (mod
   it("catches replies that are never sent and a reply sent twice", () => {
     const noNoop = agentMachine.provide({
       actions: {
-        reply: enqueueActions(({ context, enqueue }, params: { requestId: string; outcome: ControlOutcome; error?: string; delivery?: Delivery }) => {
-          if (params.requestId !== "" && params.outcome !== "noop") enqueue.sendParent({ type: "member.reply", agentId: context.agentId, ...params });
-        }),
+        reply: enqueueActions(
+          (
+            { context, enqueue },
+            params: { requestId: string; outcome: ControlOutcome; error?: string; delivery?: Delivery },
+          ) => {
+            if (params.requestId !== "" && params.outcome !== "noop")
+              enqueue.sendParent({ type: "member.reply", agentId: context.agentId, ...params });
+          },
+        ),
       },
     });
     const missing = checkReplyRule(noNoop, STARTS.slice(0, 1), "supervisor");
-    for (const pair of ['{"live":"paused"} + control.pause(', '"done" + control.stop(', '"aborted" + control.resume(']) {
-      const found = missing.breaches.some((b) => b.startsWith(pair) && b.endsWith(`"${R}" is never answered (nothing left in flight)`));
+    for (const pair of [
+      '{"live":"paused"} + control.pause(',
+      '"done" + control.stop(',
+      '"aborted" + control.resume(',
+    ]) {
+      const found = missing.breaches.some(
+        (b) => b.startsWith(pair) && b.endsWith(`"${R}" is never answered (nothing left in flight)`),
+      );
       assert.ok(found, `no breach for ${pair}…) among:\n${missing.breaches.join("\n")}`);
     }
 
@@ -162,11 +198,23 @@ describe("reply rule: every control is answered by exactly one member.reply (mod
         queueSteer: enqueueActions(({ context, event, enqueue }) => {
           if (event.type !== "control.steer") return;
           enqueue.assign({ steers: [...context.steers, event.message] });
-          for (let i = 0; i < 2; i++) enqueue.sendParent({ type: "member.reply", agentId: context.agentId, requestId: event.requestId, outcome: "applied", delivery: "queued" });
+          for (let i = 0; i < 2; i++)
+            enqueue.sendParent({
+              type: "member.reply",
+              agentId: context.agentId,
+              requestId: event.requestId,
+              outcome: "applied",
+              delivery: "queued",
+            });
         }),
       },
     });
     const doubled = checkReplyRule(twice, STARTS.slice(0, 1), "supervisor");
-    assert.ok(doubled.breaches.includes(`{"live":"paused"} + control.steer(requestId="${R}" message="m") ⇒ a member.reply for "${R}", which has no unanswered control`), doubled.breaches.join("\n"));
+    assert.ok(
+      doubled.breaches.includes(
+        `{"live":"paused"} + control.steer(requestId="${R}" message="m") ⇒ a member.reply for "${R}", which has no unanswered control`,
+      ),
+      doubled.breaches.join("\n"),
+    );
   });
 });

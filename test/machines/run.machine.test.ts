@@ -19,16 +19,35 @@ describe("run machine", () => {
     r.add({ agentId: "a1" }, "a");
     await flush();
     fx.calls.length = 0;
-    const members = parentsFirst("root", { root: null, a: "root", a1: "a" }).map((agentId, i) => ({ agentId, by: i === 0 ? ("operator" as const) : ("cascade" as const) }));
+    const members = parentsFirst("root", { root: null, a: "root", a1: "a" }).map((agentId, i) => ({
+      agentId,
+      by: i === 0 ? ("operator" as const) : ("cascade" as const),
+    }));
     r.run.send({ type: "control", request: { requestId: "p", op: "pause", members } });
-    r.run.send({ type: "control", request: { requestId: "s", op: "stop", members: ["a1", "a", "root"].map((agentId) => ({ agentId, by: "operator" as const })) } });
+    r.run.send({
+      type: "control",
+      request: {
+        requestId: "s",
+        op: "stop",
+        members: ["a1", "a", "root"].map((agentId) => ({ agentId, by: "operator" as const })),
+      },
+    });
     await flush();
     await flush();
     assert.deepEqual(fx.calls, ["freeze:root", "freeze:a", "freeze:a1", "close:a1", "close:a", "close:root"]);
-    assert.deepEqual(r.done.map((d) => d.requestId), ["p", "s"]);
+    assert.deepEqual(
+      r.done.map((d) => d.requestId),
+      ["p", "s"],
+    );
     assert.ok(r.done[1]!.results.every((m) => m.outcome === "applied"));
-    const pausedReasons = r.facts.filter((f) => f.fact.kind === "state" && f.fact.to === "paused").map((f) => [f.agentId, (f.fact as { reason: string }).reason]);
-    assert.deepEqual(pausedReasons, [["root", "operator"], ["a", "cascade"], ["a1", "cascade"]]);
+    const pausedReasons = r.facts
+      .filter((f) => f.fact.kind === "state" && f.fact.to === "paused")
+      .map((f) => [f.agentId, (f.fact as { reason: string }).reason]);
+    assert.deepEqual(pausedReasons, [
+      ["root", "operator"],
+      ["a", "cascade"],
+      ["a1", "cascade"],
+    ]);
   });
 
   it("starts a waitFor child once its dependencies settle, and ends a parent when its last child ends", async () => {
@@ -56,13 +75,29 @@ describe("run machine", () => {
     r.add({ agentId: "root" });
     r.add({ agentId: "w", start: "spawning" }, "root", ["nobody-yet"]);
     await flush();
-    r.run.send({ type: "control", request: { requestId: "p", op: "pause", members: [{ agentId: "root", by: "operator" }, { agentId: "w", by: "cascade" }] } });
+    r.run.send({
+      type: "control",
+      request: {
+        requestId: "p",
+        op: "pause",
+        members: [
+          { agentId: "root", by: "operator" },
+          { agentId: "w", by: "cascade" },
+        ],
+      },
+    });
     await flush();
-    assert.deepEqual(r.done[0]!.results.map((m) => m.outcome), ["applied", "applied"]);
+    assert.deepEqual(
+      r.done[0]!.results.map((m) => m.outcome),
+      ["applied", "applied"],
+    );
     r.run.send({ type: "agent.settled", agentId: "nobody-yet" });
     await flush();
     assert.equal(r.stateOf("w"), '{"live":"paused"}');
-    assert.deepEqual(r.facts.filter((f) => f.agentId === "w" && f.fact.kind === "state").map((f) => (f.fact as { to: string }).to), ["provisioning", "running", "paused"]);
+    assert.deepEqual(
+      r.facts.filter((f) => f.agentId === "w" && f.fact.kind === "state").map((f) => (f.fact as { to: string }).to),
+      ["provisioning", "running", "paused"],
+    );
   });
 
   it("answers noop for members without an actor and tells no absent parent about its children", async () => {
@@ -71,7 +106,10 @@ describe("run machine", () => {
     // A child restored live under a parent that had already ended (no actor for the parent).
     r.add({ agentId: "child", prompt: "p" }, "ended-parent");
     await flush();
-    r.run.send({ type: "control", request: { requestId: "s", op: "stop", members: [{ agentId: "ended-parent", by: "operator" }] } });
+    r.run.send({
+      type: "control",
+      request: { requestId: "s", op: "stop", members: [{ agentId: "ended-parent", by: "operator" }] },
+    });
     await flush();
     assert.deepEqual(r.done[0]!.results, [{ agentId: "ended-parent", outcome: "noop" }]);
     fx.harnesses.get("child")!.send({ type: "harness.settled", outcome: "success", text: "x", hseq: 1 });
@@ -88,7 +126,10 @@ describe("run machine", () => {
     r.add({ agentId: "a1" }, "a");
     await flush();
     fx.failFreezeOf("a");
-    const members = parentsFirst("root", { root: null, a: "root", a1: "a" }).map((agentId, i) => ({ agentId, by: i === 0 ? ("operator" as const) : ("cascade" as const) }));
+    const members = parentsFirst("root", { root: null, a: "root", a1: "a" }).map((agentId, i) => ({
+      agentId,
+      by: i === 0 ? ("operator" as const) : ("cascade" as const),
+    }));
     r.run.send({ type: "control", request: { requestId: "p", op: "pause", members } });
     await flush();
     await flush();
@@ -97,7 +138,10 @@ describe("run machine", () => {
       { agentId: "a", outcome: "failed", error: "freezer broke" },
       { agentId: "a1", outcome: "applied" },
     ]);
-    assert.deepEqual([r.stateOf("root"), r.stateOf("a"), r.stateOf("a1")], ['{"live":"paused"}', '{"live":{"running":"idle"}}', '{"live":"paused"}']);
+    assert.deepEqual(
+      [r.stateOf("root"), r.stateOf("a"), r.stateOf("a1")],
+      ['{"live":"paused"}', '{"live":{"running":"idle"}}', '{"live":"paused"}'],
+    );
   });
 
   it("answers a stop cascade whose parent began finishing when its last child was stopped", async () => {
@@ -109,16 +153,33 @@ describe("run machine", () => {
     fx.harnesses.get("p")!.send({ type: "harness.settled", outcome: "success", text: "planned", hseq: 1 });
     await flush();
     // Leaves first: stopping c ends p's last child, so p is finishing when its own stop arrives.
-    r.run.send({ type: "control", request: { requestId: "s", op: "stop", members: [{ agentId: "c", by: "operator" }, { agentId: "p", by: "operator" }] } });
+    r.run.send({
+      type: "control",
+      request: {
+        requestId: "s",
+        op: "stop",
+        members: [
+          { agentId: "c", by: "operator" },
+          { agentId: "p", by: "operator" },
+        ],
+      },
+    });
     for (let i = 0; i < 4; i += 1) await flush();
     assert.deepEqual(r.done[0]?.results, [
       { agentId: "c", outcome: "applied" },
       { agentId: "p", outcome: "noop" },
     ]);
     assert.equal(r.stateOf("p"), '"done"', "p keeps the outcome it finished with");
-    r.run.send({ type: "control", request: { requestId: "after", op: "pause", members: [{ agentId: "p", by: "operator" }] } });
+    r.run.send({
+      type: "control",
+      request: { requestId: "after", op: "pause", members: [{ agentId: "p", by: "operator" }] },
+    });
     await flush();
-    assert.deepEqual(r.done.map((d) => d.requestId), ["s", "after"], "later controls are not stuck behind it");
+    assert.deepEqual(
+      r.done.map((d) => d.requestId),
+      ["s", "after"],
+      "later controls are not stuck behind it",
+    );
   });
 
   it("a restored parent counts its restored live children once and ends after the last one", async () => {
@@ -145,7 +206,10 @@ describe("run machine", () => {
     fx.holdFreeze(new Promise<void>(() => undefined)); // a freeze that hangs forever
     const members = [{ agentId: "a", by: "operator" as const }];
     r.run.send({ type: "control", request: { requestId: "hung", op: "pause", members } });
-    r.run.send({ type: "control", request: { requestId: "next", op: "stop", members: [{ agentId: "b", by: "operator" as const }] } });
+    r.run.send({
+      type: "control",
+      request: { requestId: "next", op: "stop", members: [{ agentId: "b", by: "operator" as const }] },
+    });
     await flush();
     assert.equal(r.done.length, 0, "nothing answers while the member may still reply");
     r.clock.increment(4_999);
@@ -154,7 +218,9 @@ describe("run machine", () => {
     r.clock.increment(1);
     await flush();
     await flush();
-    assert.deepEqual(r.done[0]?.results, [{ agentId: "a", outcome: "failed", error: "no answer from agent a within 5000 ms" }]);
+    assert.deepEqual(r.done[0]?.results, [
+      { agentId: "a", outcome: "failed", error: "no answer from agent a within 5000 ms" },
+    ]);
     assert.equal(r.done[1]?.requestId, "next", "the queued stop is carried out, not stuck behind the hung pause");
     assert.equal(r.done[1]?.results[0]?.outcome, "applied");
   });
@@ -165,7 +231,10 @@ describe("run machine", () => {
     r.add({ agentId: "a" });
     await flush();
     fx.holdFreeze(new Promise<void>(() => undefined));
-    r.run.send({ type: "control", request: { requestId: "hung", op: "pause", members: [{ agentId: "a", by: "operator" as const }] } });
+    r.run.send({
+      type: "control",
+      request: { requestId: "hung", op: "pause", members: [{ agentId: "a", by: "operator" as const }] },
+    });
     r.clock.increment(59_999);
     await flush();
     assert.equal(r.done.length, 0);

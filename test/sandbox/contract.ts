@@ -5,7 +5,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { isSwarmError, type ErrorCode } from "../../src/errors.ts";
+import { type ErrorCode, isSwarmError } from "../../src/errors.ts";
 import type { HarnessEventMessage } from "../../src/harness/protocol.ts";
 import type { ProvisionRequest, SandboxInfo, SandboxRuntime } from "../../src/sandbox/runtime.ts";
 import { createTestHarnessClient, type TestHarnessClient } from "../support/harness-client.ts";
@@ -67,7 +67,11 @@ async function eventually<T>(probe: () => Promise<T | undefined>, what: string, 
  * writes into its `/work`, read where the adapter keeps it on the host (`workDir`). An agent
  * cannot write its control folder: that belongs to its harness.
  */
-export function runSandboxContract(name: string, setup: () => Promise<SandboxContractSetup>, options: SandboxContractOptions = {}): void {
+export function runSandboxContract(
+  name: string,
+  setup: () => Promise<SandboxContractSetup>,
+  options: SandboxContractOptions = {},
+): void {
   const unless = (which: BackgroundProcessCase) => ({ skip: options.skip?.[which] ?? false });
   describe(`sandbox runtime contract: ${name}`, () => {
     let env: SandboxContractSetup;
@@ -91,7 +95,8 @@ export function runSandboxContract(name: string, setup: () => Promise<SandboxCon
       made.add(sandboxId);
       return { sandboxId, runId: `run-${randomUUID()}`, agentId: `agent-${randomUUID()}`, spec, ...extra };
     };
-    const provision = async (spec: Record<string, unknown>, extra?: Partial<ProvisionRequest>) => rt.provision(request(spec, extra), signal());
+    const provision = async (spec: Record<string, unknown>, extra?: Partial<ProvisionRequest>) =>
+      rt.provision(request(spec, extra), signal());
     const open = async (sandboxId: string, runtime = rt): Promise<TestHarnessClient> => {
       const client = createTestHarnessClient(await runtime.connect(sandboxId, signal()));
       client.hello(0);
@@ -102,7 +107,8 @@ export function runSandboxContract(name: string, setup: () => Promise<SandboxCon
       await rt.startHarness(info.sandboxId, signal());
       return { info, client: await open(info.sandboxId) };
     };
-    const workFile = async (sandboxId: string, file: string) => readFile(join(env.workDir(sandboxId), file), "utf8").catch(() => undefined);
+    const workFile = async (sandboxId: string, file: string) =>
+      readFile(join(env.workDir(sandboxId), file), "utf8").catch(() => undefined);
     const counter = async (sandboxId: string): Promise<number | undefined> => {
       const text = (await workFile(sandboxId, "counter"))?.trim();
       return text ? Number(text) : undefined;
@@ -117,10 +123,18 @@ export function runSandboxContract(name: string, setup: () => Promise<SandboxCon
     it("provisions an empty sandbox, starts its harness once and talks to it", async () => {
       const req = request(bashSpec("echo work=$(ls -A /work | wc -l) inputs=$(ls -A /inputs | wc -l)"));
       const info = await rt.provision(req, signal());
-      const expected: SandboxInfo = { sandboxId: req.sandboxId, runId: req.runId, agentId: req.agentId, status: "running" };
+      const expected: SandboxInfo = {
+        sandboxId: req.sandboxId,
+        runId: req.runId,
+        agentId: req.agentId,
+        status: "running",
+      };
       assert.deepEqual(info, expected);
       assert.deepEqual(await rt.inspect(req.sandboxId, signal()), expected);
-      assert.deepEqual((await rt.list(signal())).find((i) => i.sandboxId === req.sandboxId), expected);
+      assert.deepEqual(
+        (await rt.list(signal())).find((i) => i.sandboxId === req.sandboxId),
+        expected,
+      );
       assert.equal(await rt.inspect(randomUUID(), signal()), undefined);
       await rejectsWith(rt.provision(req, signal()), "SANDBOX_EXISTS");
 
@@ -132,66 +146,90 @@ export function runSandboxContract(name: string, setup: () => Promise<SandboxCon
       assert.equal(state.success, true, state.error);
 
       await rt.startHarness(req.sandboxId, signal());
-      assert.equal((await client.request({ type: "get_state" })).success, true, "a second start leaves the running harness and its client alone");
+      assert.equal(
+        (await client.request({ type: "get_state" })).success,
+        true,
+        "a second start leaves the running harness and its client alone",
+      );
       const { settled, toolOutputs } = await client.prompt("go");
       assert.equal((settled.data as { outcome: string }).outcome, "success");
-      assert.deepEqual(toolOutputs.map((o) => o.replace(/\s+/g, " ").trim()), ["work=0 inputs=0"]);
+      assert.deepEqual(
+        toolOutputs.map((o) => o.replace(/\s+/g, " ").trim()),
+        ["work=0 inputs=0"],
+      );
       client.close();
     });
 
-    it("freezes every process in place and thaws them to continue from where they stopped", unless("freeze"), async () => {
-      const { info, client } = await started(bashSpec(COUNTER("/work/counter")));
-      await client.prompt("go");
-      await counterAbove(info.sandboxId, 3);
+    it(
+      "freezes every process in place and thaws them to continue from where they stopped",
+      unless("freeze"),
+      async () => {
+        const { info, client } = await started(bashSpec(COUNTER("/work/counter")));
+        await client.prompt("go");
+        await counterAbove(info.sandboxId, 3);
 
-      await rt.freeze(info.sandboxId, signal());
-      await rt.freeze(info.sandboxId, signal());
-      assert.equal(await status(info.sandboxId), "frozen");
-      const frozenAt = await counter(info.sandboxId);
-      assert.ok(frozenAt !== undefined && frozenAt > 3);
-      let answered = false;
-      const pending = client.request({ type: "get_state" }, 30_000).then((r) => ((answered = true), r));
-      await sleep(700); // nothing to await: the point is that nothing happens for a while
-      assert.equal(await counter(info.sandboxId), frozenAt, "the counter made no progress while frozen");
-      assert.equal(answered, false, "a frozen harness does not answer");
+        await rt.freeze(info.sandboxId, signal());
+        await rt.freeze(info.sandboxId, signal());
+        assert.equal(await status(info.sandboxId), "frozen");
+        const frozenAt = await counter(info.sandboxId);
+        assert.ok(frozenAt !== undefined && frozenAt > 3);
+        let answered = false;
+        const pending = client.request({ type: "get_state" }, 30_000).then((r) => ((answered = true), r));
+        await sleep(700); // nothing to await: the point is that nothing happens for a while
+        assert.equal(await counter(info.sandboxId), frozenAt, "the counter made no progress while frozen");
+        assert.equal(answered, false, "a frozen harness does not answer");
 
-      await rt.thaw(info.sandboxId, signal());
-      await rt.thaw(info.sandboxId, signal());
-      assert.equal(await status(info.sandboxId), "running");
-      assert.equal((await pending).success, true, "the harness answers once thawed");
-      const next = await counterAbove(info.sandboxId, frozenAt);
-      assert.ok(next > frozenAt, `continues from ${frozenAt}, not from the start (saw ${next})`);
-      client.close();
-    });
+        await rt.thaw(info.sandboxId, signal());
+        await rt.thaw(info.sandboxId, signal());
+        assert.equal(await status(info.sandboxId), "running");
+        assert.equal((await pending).success, true, "the harness answers once thawed");
+        const next = await counterAbove(info.sandboxId, frozenAt);
+        assert.ok(next > frozenAt, `continues from ${frozenAt}, not from the start (saw ${next})`);
+        client.close();
+      },
+    );
 
-    it("forks a copy of the parent's files without its processes and leaves the parent as it was", unless("fork"), async () => {
-      const parentSpec = bashSpec(`echo from-parent > /work/note.txt; ${COUNTER("/work/counter")}`);
-      const { info: parent, client } = await started(parentSpec);
-      await client.prompt("go");
-      await counterAbove(parent.sandboxId, 3);
+    it(
+      "forks a copy of the parent's files without its processes and leaves the parent as it was",
+      unless("fork"),
+      async () => {
+        const parentSpec = bashSpec(`echo from-parent > /work/note.txt; ${COUNTER("/work/counter")}`);
+        const { info: parent, client } = await started(parentSpec);
+        await client.prompt("go");
+        await counterAbove(parent.sandboxId, 3);
 
-      const childReq = request(bashSpec('cat /work/note.txt; a=$(cat /work/counter); sleep 0.5; b=$(cat /work/counter); [ -n "$a" ] && [ "$a" = "$b" ] && echo still || echo moving'));
-      const child = await rt.fork(parent.sandboxId, childReq, signal());
-      assert.deepEqual(child, { sandboxId: childReq.sandboxId, runId: childReq.runId, agentId: childReq.agentId, status: "running" });
-      assert.equal(await status(parent.sandboxId), "running", "the parent is not left frozen");
-      await counterAbove(parent.sandboxId, (await counter(parent.sandboxId)) ?? 0);
+        const childReq = request(
+          bashSpec(
+            'cat /work/note.txt; a=$(cat /work/counter); sleep 0.5; b=$(cat /work/counter); [ -n "$a" ] && [ "$a" = "$b" ] && echo still || echo moving',
+          ),
+        );
+        const child = await rt.fork(parent.sandboxId, childReq, signal());
+        assert.deepEqual(child, {
+          sandboxId: childReq.sandboxId,
+          runId: childReq.runId,
+          agentId: childReq.agentId,
+          status: "running",
+        });
+        assert.equal(await status(parent.sandboxId), "running", "the parent is not left frozen");
+        await counterAbove(parent.sandboxId, (await counter(parent.sandboxId)) ?? 0);
 
-      await rt.startHarness(child.sandboxId, signal());
-      const childClient = await open(child.sandboxId);
-      const { toolOutputs } = await childClient.prompt("go");
-      assert.deepEqual(toolOutputs, ["from-parent\nstill\n"], "the copied counter file has no process writing it");
+        await rt.startHarness(child.sandboxId, signal());
+        const childClient = await open(child.sandboxId);
+        const { toolOutputs } = await childClient.prompt("go");
+        assert.deepEqual(toolOutputs, ["from-parent\nstill\n"], "the copied counter file has no process writing it");
 
-      await rt.freeze(parent.sandboxId, signal());
-      await rt.fork(parent.sandboxId, request(bashSpec("true")), signal());
-      assert.equal(await status(parent.sandboxId), "frozen", "a frozen parent stays frozen");
-      await rt.thaw(parent.sandboxId, signal());
+        await rt.freeze(parent.sandboxId, signal());
+        await rt.fork(parent.sandboxId, request(bashSpec("true")), signal());
+        assert.equal(await status(parent.sandboxId), "frozen", "a frozen parent stays frozen");
+        await rt.thaw(parent.sandboxId, signal());
 
-      const orphan = request(bashSpec("true"));
-      await rejectsWith(rt.fork(randomUUID(), orphan, signal()), "SANDBOX_NOT_FOUND");
-      assert.equal(await rt.inspect(orphan.sandboxId, signal()), undefined);
-      client.close();
-      childClient.close();
-    });
+        const orphan = request(bashSpec("true"));
+        await rejectsWith(rt.fork(randomUUID(), orphan, signal()), "SANDBOX_NOT_FOUND");
+        assert.equal(await rt.inspect(orphan.sandboxId, signal()), undefined);
+        client.close();
+        childClient.close();
+      },
+    );
 
     it("shows inputs written from outside at /inputs, before and while the harness runs", async () => {
       const info = await provision(bashSpec("cat /inputs/x.md", "cat /inputs/x.md /inputs/y.md"));
@@ -204,7 +242,10 @@ export function runSandboxContract(name: string, setup: () => Promise<SandboxCon
       assert.deepEqual((await client.prompt("second")).toolOutputs, ["# two\nwhy\n"]);
 
       for (const bad of ["", ".", "..", "../x.md", "a/b", "nul\0byte"]) {
-        await rejectsWith(rt.writeInputs(info.sandboxId, { "ok.md": "fine", [bad]: "no" }, signal()), "INVALID_INPUT_NAME");
+        await rejectsWith(
+          rt.writeInputs(info.sandboxId, { "ok.md": "fine", [bad]: "no" }, signal()),
+          "INVALID_INPUT_NAME",
+        );
       }
       await rejectsWith(rt.writeInputs(randomUUID(), { "x.md": "" }, signal()), "SANDBOX_NOT_FOUND");
       client.close();
@@ -218,7 +259,10 @@ export function runSandboxContract(name: string, setup: () => Promise<SandboxCon
       await rt.close(info.sandboxId, signal());
       await client.closed;
       assert.equal(await rt.inspect(info.sandboxId, signal()), undefined);
-      assert.equal((await rt.list(signal())).some((i) => i.sandboxId === info.sandboxId), false);
+      assert.equal(
+        (await rt.list(signal())).some((i) => i.sandboxId === info.sandboxId),
+        false,
+      );
       await rejectsWith(rt.connect(info.sandboxId, signal()), "HARNESS_UNREACHABLE");
       assert.equal(existsSync(rt.controlDir(info.sandboxId)), false, "the control folder is removed");
       assert.deepEqual((await env.leaks?.(info.sandboxId)) ?? [], []);
@@ -227,26 +271,34 @@ export function runSandboxContract(name: string, setup: () => Promise<SandboxCon
       await rt.close(randomUUID(), signal());
     });
 
-    it("lists and inspects without failing while other callers close sandboxes", unless("listWhileClosing"), async () => {
-      const started3 = await Promise.all([0, 1, 2].map(() => started(bashSpec("sleep 1000 > /dev/null 2>&1 &"))));
-      for (const { client } of started3) await client.prompt("go");
-      await rt.freeze(started3[0]!.info.sandboxId, signal());
-      const ids = started3.map(({ info }) => info.sandboxId);
+    it(
+      "lists and inspects without failing while other callers close sandboxes",
+      unless("listWhileClosing"),
+      async () => {
+        const started3 = await Promise.all([0, 1, 2].map(() => started(bashSpec("sleep 1000 > /dev/null 2>&1 &"))));
+        for (const { client } of started3) await client.prompt("go");
+        await rt.freeze(started3[0]!.info.sandboxId, signal());
+        const ids = started3.map(({ info }) => info.sandboxId);
 
-      // A second service process (or a stop cascade) closes them while this one keeps looking.
-      let closing = true;
-      const closes = Promise.all(ids.map((id) => rt.close(id, signal()))).finally(() => (closing = false));
-      let looks = 0;
-      while (closing || looks < 3) {
-        const listed = await rt.list(signal());
-        for (const info of listed.filter((i) => ids.includes(i.sandboxId))) assert.match(info.status, /^(running|frozen|gone)$/);
-        await Promise.all(ids.map((id) => rt.inspect(id, signal())));
-        looks += 1;
-      }
-      await closes;
-      assert.deepEqual((await rt.list(signal())).filter((i) => ids.includes(i.sandboxId)), []);
-      for (const { client } of started3) client.close();
-    });
+        // A second service process (or a stop cascade) closes them while this one keeps looking.
+        let closing = true;
+        const closes = Promise.all(ids.map((id) => rt.close(id, signal()))).finally(() => (closing = false));
+        let looks = 0;
+        while (closing || looks < 3) {
+          const listed = await rt.list(signal());
+          for (const info of listed.filter((i) => ids.includes(i.sandboxId)))
+            assert.match(info.status, /^(running|frozen|gone)$/);
+          await Promise.all(ids.map((id) => rt.inspect(id, signal())));
+          looks += 1;
+        }
+        await closes;
+        assert.deepEqual(
+          (await rt.list(signal())).filter((i) => ids.includes(i.sandboxId)),
+          [],
+        );
+        for (const { client } of started3) client.close();
+      },
+    );
 
     it("lets a second runtime on the same data list and reconnect to live sandboxes", async () => {
       const { info: live, client } = await started(bashSpec("echo before-restart"));
@@ -255,12 +307,20 @@ export function runSandboxContract(name: string, setup: () => Promise<SandboxCon
 
       const rt2 = models.wrap(await env.reopen());
       const listed = await rt2.list(signal());
-      assert.deepEqual(listed.find((i) => i.sandboxId === live.sandboxId), live);
-      assert.deepEqual(listed.find((i) => i.sandboxId === idle.sandboxId), idle);
+      assert.deepEqual(
+        listed.find((i) => i.sandboxId === live.sandboxId),
+        live,
+      );
+      assert.deepEqual(
+        listed.find((i) => i.sandboxId === idle.sandboxId),
+        idle,
+      );
       await rt2.startHarness(live.sandboxId, signal());
 
       const again = await open(live.sandboxId, rt2);
-      const replayed = (await again.waitFor((m) => m.type === "event" && m.event === "tool_end")) as HarnessEventMessage;
+      const replayed = (await again.waitFor(
+        (m) => m.type === "event" && m.event === "tool_end",
+      )) as HarnessEventMessage;
       assert.equal(replayed.data.output, "before-restart\n", "the new connection replays what happened before");
       await client.closed; // one client at a time: the new connection replaced the old one
       assert.equal((await again.request({ type: "get_state" })).success, true);
@@ -279,7 +339,11 @@ export function runSandboxContract(name: string, setup: () => Promise<SandboxCon
       const { info, client } = await started(bashSpec("echo kept > /work/h.txt; cat /work/h.txt", "cat /work/h.txt"));
       const id = info.sandboxId;
       assert.deepEqual((await client.prompt("first")).toolOutputs, ["kept\n"]);
-      const before = (await client.request({ type: "get_session_stats" })).data as { sessionId: string; userMessages: number; totalMessages: number };
+      const before = (await client.request({ type: "get_session_stats" })).data as {
+        sessionId: string;
+        userMessages: number;
+        totalMessages: number;
+      };
       const lastHseq = client.events.at(-1)!.hseq;
 
       await rt.hibernate(id, signal());
@@ -291,13 +355,21 @@ export function runSandboxContract(name: string, setup: () => Promise<SandboxCon
       await rt.freeze(id, signal());
       await rt.thaw(id, signal());
       assert.equal(await status(id), "hibernated", "freeze and thaw leave a hibernated sandbox as it is");
-      assert.equal(await status(id, models.wrap(await env.reopen())), "hibernated", "a restarted service finds it hibernated");
+      assert.equal(
+        await status(id, models.wrap(await env.reopen())),
+        "hibernated",
+        "a restarted service finds it hibernated",
+      );
 
       const childReq = request(bashSpec("cat /work/h.txt"));
       assert.equal((await rt.fork(id, childReq, signal())).status, "running");
       await rt.startHarness(childReq.sandboxId, signal());
       const childClient = await open(childReq.sandboxId);
-      assert.deepEqual((await childClient.prompt("read")).toolOutputs, ["kept\n"], "a fork of a hibernated sandbox has its files");
+      assert.deepEqual(
+        (await childClient.prompt("read")).toolOutputs,
+        ["kept\n"],
+        "a fork of a hibernated sandbox has its files",
+      );
       childClient.close();
 
       await rt.startHarness(id, signal());
@@ -306,7 +378,11 @@ export function runSandboxContract(name: string, setup: () => Promise<SandboxCon
       woken.hello(lastHseq);
       const { toolOutputs } = await woken.prompt("second");
       assert.deepEqual(toolOutputs, ["kept\n"], "the second turn of the script runs: the session went on");
-      assert.equal(woken.events[0]?.hseq, lastHseq + 1, "hseq goes on from before the hibernation, nothing replayed twice");
+      assert.equal(
+        woken.events[0]?.hseq,
+        lastHseq + 1,
+        "hseq goes on from before the hibernation, nothing replayed twice",
+      );
       const after = (await woken.request({ type: "get_session_stats" })).data as typeof before;
       assert.equal(after.sessionId, before.sessionId);
       assert.equal(after.userMessages, before.userMessages + 1, "the woken session holds the earlier conversation");

@@ -8,18 +8,22 @@ import { after, before, describe, it } from "node:test";
 import Docker from "dockerode";
 import { isSwarmError } from "../../src/errors.ts";
 import { SWARMD_ROOT } from "../../src/harness/launch.ts";
-import { DEFAULT_SANDBOX_LIMITS, type ProvisionRequest, type SandboxLimits, type SandboxRuntime } from "../../src/sandbox/runtime.ts";
 import { createDockerRuntime } from "../../src/sandbox/docker/docker-runtime.ts";
 import { defaultSandboxImage } from "../../src/sandbox/docker/sandbox-image.ts";
+import {
+  DEFAULT_SANDBOX_LIMITS,
+  type ProvisionRequest,
+  type SandboxLimits,
+  type SandboxRuntime,
+} from "../../src/sandbox/runtime.ts";
 import { whenDocker } from "../support/docker-engine.ts";
 import { createTestHarnessClient } from "../support/harness-client.ts";
-import { runSandboxContract, type SandboxContractSetup } from "./contract.ts";
 import { scriptGateway } from "../support/script-gateway.ts";
+import { runSandboxContract, type SandboxContractSetup } from "./contract.ts";
 
 const IMAGE = defaultSandboxImage();
 const docker = new Docker();
 const signal = () => AbortSignal.timeout(60_000);
-
 
 /** Containers, images and folders a closed sandbox must not leave. */
 async function dockerLeaks(dataDir: string, sandboxId: string): Promise<string[]> {
@@ -103,7 +107,18 @@ function dockerSpecifics(): void {
     t.after(() => delete process.env.SWARMD_DAEMON_ONLY);
     const limits: SandboxLimits = { pids: 200, memoryMiB: 512, cpus: 0.5, diskMiB: 100, tmpMiB: 32 };
     const req = request(
-      { name: "t", script: [{ tool: "bash", args: { command: "ls /sys/class/net; echo FOO=$FOO; env | grep -c SWARMD_DAEMON_ONLY; id -u; ulimit -f; true" } }, { text: "done" }] },
+      {
+        name: "t",
+        script: [
+          {
+            tool: "bash",
+            args: {
+              command: "ls /sys/class/net; echo FOO=$FOO; env | grep -c SWARMD_DAEMON_ONLY; id -u; ulimit -f; true",
+            },
+          },
+          { text: "done" },
+        ],
+      },
       { env: { FOO: "from spec" }, limits },
     );
     await rt.provision(req, signal());
@@ -123,12 +138,20 @@ function dockerSpecifics(): void {
     assert.deepEqual(info.HostConfig.SecurityOpt, ["no-new-privileges"]);
     assertLimits(info.HostConfig, limits);
     const sources = (info.HostConfig.Binds ?? []).map((bind) => bind.split(":")[0] ?? "");
-    assert.equal(sources.includes(SWARMD_ROOT), false, "never the whole installation (the default data folder is in it)");
-    assert.deepEqual(
-      sources.filter((source) => source.startsWith(`${SWARMD_ROOT}/`)).sort(),
-      [`${SWARMD_ROOT}/dist/harness`, `${SWARMD_ROOT}/node_modules`],
+    assert.equal(
+      sources.includes(SWARMD_ROOT),
+      false,
+      "never the whole installation (the default data folder is in it)",
     );
-    assert.equal(info.Config.Env.some((e) => e.startsWith("FOO=")), false, "spec env stays out of the container's configuration");
+    assert.deepEqual(sources.filter((source) => source.startsWith(`${SWARMD_ROOT}/`)).sort(), [
+      `${SWARMD_ROOT}/dist/harness`,
+      `${SWARMD_ROOT}/node_modules`,
+    ]);
+    assert.equal(
+      info.Config.Env.some((e) => e.startsWith("FOO=")),
+      false,
+      "spec env stays out of the container's configuration",
+    );
 
     assert.deepEqual(await runBash(rt, req.sandboxId), [`lo\nFOO=from spec\n0\n65532\n${limits.diskMiB * 1024}\n`]);
   });
@@ -140,20 +163,47 @@ function dockerSpecifics(): void {
   });
 
   it("forks from the parent's image with a copy of its /work, empty inputs and no image of its own", async () => {
-    const parent = request({ name: "p", script: [{ tool: "bash", args: { command: "echo kept > /work/file; mkdir /work/dir; echo deep > /work/dir/f" } }, { text: "done" }] });
+    const parent = request({
+      name: "p",
+      script: [
+        { tool: "bash", args: { command: "echo kept > /work/file; mkdir /work/dir; echo deep > /work/dir/f" } },
+        { text: "done" },
+      ],
+    });
     await rt.provision(parent, signal());
     await rt.writeInputs(parent.sandboxId, { "parent.md": "for the parent only" }, signal());
     await runBash(rt, parent.sandboxId);
 
-    const child = request({ name: "c", script: [{ tool: "bash", args: { command: "cat /work/file /work/dir/f; echo more >> /work/file; ls -A /inputs | wc -l" } }, { text: "done" }] });
+    const child = request({
+      name: "c",
+      script: [
+        {
+          tool: "bash",
+          args: { command: "cat /work/file /work/dir/f; echo more >> /work/file; ls -A /inputs | wc -l" },
+        },
+        { text: "done" },
+      ],
+    });
     await rt.fork(parent.sandboxId, child, signal());
-    assert.deepEqual(await docker.listImages({ filters: { label: [`swarmd.sandbox=${child.sandboxId}`] } }), [], "no commit, no fork image");
+    assert.deepEqual(
+      await docker.listImages({ filters: { label: [`swarmd.sandbox=${child.sandboxId}`] } }),
+      [],
+      "no commit, no fork image",
+    );
     assert.equal((await containerOf(child.sandboxId)).Image, (await containerOf(parent.sandboxId)).Image);
-    assert.deepEqual((await runBash(rt, child.sandboxId)).map((o) => o.replace(/\s+/g, " ").trim()), ["kept deep 0"], "the child's agent owns its copy");
+    assert.deepEqual(
+      (await runBash(rt, child.sandboxId)).map((o) => o.replace(/\s+/g, " ").trim()),
+      ["kept deep 0"],
+      "the child's agent owns its copy",
+    );
 
     await rt.close(child.sandboxId, signal());
     assert.deepEqual(await dockerLeaks(dataDir, child.sandboxId), []);
-    assert.equal((await rt.inspect(parent.sandboxId, signal()))?.status, "running", "closing the child leaves the parent");
+    assert.equal(
+      (await rt.inspect(parent.sandboxId, signal()))?.status,
+      "running",
+      "closing the child leaves the parent",
+    );
   });
 
   it("reports a container removed behind its back as gone, and close cleans up the rest", async () => {
@@ -174,7 +224,10 @@ function dockerSpecifics(): void {
     const otherDir = await mkdtemp(join(tmpdir(), "swarmd-docker-other-"));
     try {
       const other = createDockerRuntime({ dataDir: otherDir });
-      assert.equal((await other.list(signal())).some((i) => i.sandboxId === req.sandboxId), false);
+      assert.equal(
+        (await other.list(signal())).some((i) => i.sandboxId === req.sandboxId),
+        false,
+      );
       assert.equal(await other.inspect(req.sandboxId, signal()), undefined);
       await other.close(req.sandboxId, signal());
       await assert.rejects(other.freeze(req.sandboxId, signal()), (err) => isSwarmError(err, "SANDBOX_NOT_FOUND"));

@@ -8,10 +8,11 @@ import { memoryControl } from "../../src/harness/memory-control.ts";
 import type { HarnessEventMessage } from "../../src/harness/protocol.ts";
 import { createMemoryRuntime } from "../../src/sandbox/memory/memory-runtime.ts";
 import { createTestHarnessClient, type TestHarnessClient } from "../support/harness-client.ts";
-import { runSandboxContract } from "./contract.ts";
 import { scriptGateway } from "../support/script-gateway.ts";
+import { runSandboxContract } from "./contract.ts";
 
-const NO_BACKGROUND = "a simulated sandbox runs bash in just-bash, which has no processes: `cmd &` runs to its end instead of in the background";
+const NO_BACKGROUND =
+  "a simulated sandbox runs bash in just-bash, which has no processes: `cmd &` runs to its end instead of in the background";
 
 // Skipped: the cases whose sandbox keeps a process running after the tool call that started it
 // (`cmd &`), which just-bash runs to its end instead. What else they check is checked below:
@@ -30,8 +31,10 @@ runSandboxContract(
       runtime,
       reopen: async () => createMemoryRuntime({ table: runtime.table, startDelayMs: 150 }),
       cleanup: () => runtime.destroy(),
-      workDir: () => assert.fail("a simulated sandbox keeps /work in memory; only the skipped cases read it on the host"),
-      leaks: async (sandboxId) => (memoryControl(runtime.controlDir(sandboxId)) ? ["its in-memory control folder"] : []),
+      workDir: () =>
+        assert.fail("a simulated sandbox keeps /work in memory; only the skipped cases read it on the host"),
+      leaks: async (sandboxId) =>
+        memoryControl(runtime.controlDir(sandboxId)) ? ["its in-memory control folder"] : [],
     };
   },
   { skip: { freeze: NO_BACKGROUND, fork: NO_BACKGROUND, close: NO_BACKGROUND, listWhileClosing: NO_BACKGROUND } },
@@ -58,7 +61,12 @@ describe("simulated runtime", () => {
   const lastEvent = (client: TestHarnessClient) => client.events.at(-1)?.event;
 
   it("holds a frozen harness still: no answer, no event, no step of its tool, and goes on once thawed", async () => {
-    const { sandboxId, client } = await started(script({ tool: "bash", args: { command: "sleep 0.2; echo woke > mark; cat mark" } }, { text: "{{lastToolResult}}" }));
+    const { sandboxId, client } = await started(
+      script(
+        { tool: "bash", args: { command: "sleep 0.2; echo woke > mark; cat mark" } },
+        { text: "{{lastToolResult}}" },
+      ),
+    );
     await client.request({ type: "prompt", message: "go" });
     await client.waitFor((m) => m.type === "event" && m.event === "tool_start");
     await rt.freeze(sandboxId, signal());
@@ -69,17 +77,25 @@ describe("simulated runtime", () => {
     await sleep(400); // past the tool's sleep: a running sandbox would have written its file by now
     assert.equal(answered, false, "a frozen harness does not answer");
     assert.equal(client.events.length, seen, `no event while frozen, got ${lastEvent(client)}`);
-    assert.equal(await rt.table.sandboxes.get(sandboxId)?.files.exists("/work/mark"), false, "the command did not go on");
+    assert.equal(
+      await rt.table.sandboxes.get(sandboxId)?.files.exists("/work/mark"),
+      false,
+      "the command did not go on",
+    );
 
     await rt.thaw(sandboxId, signal());
     assert.equal((await state).success, true);
-    const settled = (await client.waitFor((m) => m.type === "event" && m.event === "turn_settled")) as HarnessEventMessage;
+    const settled = (await client.waitFor(
+      (m) => m.type === "event" && m.event === "turn_settled",
+    )) as HarnessEventMessage;
     assert.deepEqual(settled.data, { outcome: "success", text: "woke\n" });
     client.close();
   });
 
   it("logs nothing of a model answer while frozen: every event of it is stamped before the freeze or after the thaw", async () => {
-    const { sandboxId, client } = await started(script({ text: "an answer long enough to stream as many deltas", delayMs: 600 }));
+    const { sandboxId, client } = await started(
+      script({ text: "an answer long enough to stream as many deltas", delayMs: 600 }),
+    );
     await client.request({ type: "prompt", message: "go" });
     await client.waitFor((m) => m.type === "event" && m.event === "text");
     await rt.freeze(sandboxId, signal());
@@ -94,10 +110,23 @@ describe("simulated runtime", () => {
   });
 
   it("forks /work as it is now, not /inputs; the copies go their own ways", async () => {
-    const parent = await started(script({ tool: "bash", args: { command: "mkdir -p src && echo one > src/a.txt" } }, { text: "ok" }, { tool: "bash", args: { command: "cat src/a.txt" } }, { text: "{{lastToolResult}}" }));
+    const parent = await started(
+      script(
+        { tool: "bash", args: { command: "mkdir -p src && echo one > src/a.txt" } },
+        { text: "ok" },
+        { tool: "bash", args: { command: "cat src/a.txt" } },
+        { text: "{{lastToolResult}}" },
+      ),
+    );
     await rt.writeInputs(parent.sandboxId, { "dep.md": "input" }, signal());
     await parent.client.prompt("write");
-    const child = await started(script({ tool: "bash", args: { command: "cat src/a.txt; ls /inputs | wc -l; echo two > src/a.txt" } }, { text: "{{lastToolResult}}" }), parent.sandboxId);
+    const child = await started(
+      script(
+        { tool: "bash", args: { command: "cat src/a.txt; ls /inputs | wc -l; echo two > src/a.txt" } },
+        { text: "{{lastToolResult}}" },
+      ),
+      parent.sandboxId,
+    );
     const { settled } = await child.client.prompt("read");
     assert.deepEqual(settled.data, { outcome: "success", text: "one\n0\n" });
     const again = await parent.client.prompt("read");
@@ -106,7 +135,10 @@ describe("simulated runtime", () => {
     await rt.freeze(parent.sandboxId, signal());
     await rt.fork(parent.sandboxId, { sandboxId: randomUUID(), runId: "r", agentId: "b", spec: script() }, signal());
     assert.equal((await rt.inspect(parent.sandboxId, signal()))?.status, "frozen", "a frozen parent stays frozen");
-    await assert.rejects(rt.fork(randomUUID(), { sandboxId: randomUUID(), runId: "r", agentId: "c", spec: script() }, signal()), (err) => isSwarmError(err, "SANDBOX_NOT_FOUND"));
+    await assert.rejects(
+      rt.fork(randomUUID(), { sandboxId: randomUUID(), runId: "r", agentId: "c", spec: script() }, signal()),
+      (err) => isSwarmError(err, "SANDBOX_NOT_FOUND"),
+    );
     parent.client.close();
     child.client.close();
   });
@@ -125,19 +157,31 @@ describe("simulated runtime", () => {
   });
 
   it("keeps each agent's script its own when many run in one process", async () => {
-    const agents = await Promise.all(["a", "b", "c"].map((word) => started(script({ text: `${word}1`, delayMs: 50 }, { text: `${word}2` }))));
+    const agents = await Promise.all(
+      ["a", "b", "c"].map((word) => started(script({ text: `${word}1`, delayMs: 50 }, { text: `${word}2` }))),
+    );
     const first = await Promise.all(agents.map(({ client }) => client.prompt("go")));
     const second = await Promise.all(agents.map(({ client }) => client.prompt("again")));
-    assert.deepEqual([...first, ...second].map((t) => (t.settled.data as { text: string }).text), ["a1", "b1", "c1", "a2", "b2", "c2"]);
+    assert.deepEqual(
+      [...first, ...second].map((t) => (t.settled.data as { text: string }).text),
+      ["a1", "b1", "c1", "a2", "b2", "c2"],
+    );
     for (const { client } of agents) client.close();
   });
 
   it("runs sandboxes with no file, no socket and no process of their own", async () => {
     const fds = () => readdirSync("/proc/self/fd").length;
     const opened = fds();
-    const agents = await Promise.all(Array.from({ length: 40 }, (_, i) => started(script({ tool: "bash", args: { command: `echo ${i} > n; cat n` } }, { text: "{{lastToolResult}}" }))));
+    const agents = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        started(script({ tool: "bash", args: { command: `echo ${i} > n; cat n` } }, { text: "{{lastToolResult}}" })),
+      ),
+    );
     const turns = await Promise.all(agents.map(({ client }) => client.prompt("go")));
-    assert.deepEqual(turns.map((t) => (t.settled.data as { text: string }).text), agents.map((_, i) => `${i}\n`));
+    assert.deepEqual(
+      turns.map((t) => (t.settled.data as { text: string }).text),
+      agents.map((_, i) => `${i}\n`),
+    );
     assert.ok(fds() - opened < 10, `40 sandboxes with a turn each opened ${fds() - opened} file descriptors`);
     assert.equal(existsSync(rt.table.root), false, "their control folders are names in memory, not folders");
     for (const { sandboxId, client } of agents) {

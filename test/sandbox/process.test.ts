@@ -10,19 +10,37 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { isSwarmError } from "../../src/errors.ts";
 import { SWARMD_ROOT } from "../../src/harness/launch.ts";
 import { createCgroupFreezer, detectCgroupHierarchy } from "../../src/sandbox/process/cgroup-freezer.ts";
-import { createProcessRuntime, type ProcessRuntime, type ProcessRuntimeOptions, type RuntimeLogger } from "../../src/sandbox/process/process-runtime.ts";
-import { hasEnvEntry, isAliveProc, isStopped, listProcs, type ProcEntry } from "../../src/sandbox/process/proc-table.ts";
+import {
+  hasEnvEntry,
+  isAliveProc,
+  isStopped,
+  listProcs,
+  type ProcEntry,
+} from "../../src/sandbox/process/proc-table.ts";
+import {
+  createProcessRuntime,
+  type ProcessRuntime,
+  type ProcessRuntimeOptions,
+  type RuntimeLogger,
+} from "../../src/sandbox/process/process-runtime.ts";
 import { sandboxTag } from "../../src/sandbox/process/sandbox-tag.ts";
 import { createTestHarnessClient, type TestHarnessClient } from "../support/harness-client.ts";
-import { runSandboxContract, type SandboxContractSetup } from "./contract.ts";
 import { scriptGateway } from "../support/script-gateway.ts";
+import { runSandboxContract, type SandboxContractSetup } from "./contract.ts";
 
 const quiet: RuntimeLogger = { info: () => undefined, warn: () => undefined };
 // Freezer cgroups, and the limit cgroups of the v1 pids, memory and cpu hierarchies.
-const CGROUP_BASES = ["swarmd", "unified/swarmd", "freezer/swarmd", "pids/swarmd", "memory/swarmd", "cpu/swarmd"].map((dir) => `/sys/fs/cgroup/${dir}`);
+const CGROUP_BASES = ["swarmd", "unified/swarmd", "freezer/swarmd", "pids/swarmd", "memory/swarmd", "cpu/swarmd"].map(
+  (dir) => `/sys/fs/cgroup/${dir}`,
+);
 const signal = () => AbortSignal.timeout(60_000);
-const bashSpec = (command: string, extra: Record<string, unknown> = {}) => ({ name: "t", script: [{ tool: "bash", args: { command } }, { text: "done" }], ...extra });
-const COUNTER = (file: string) => `(i=0; while true; do i=$((i+1)); echo $i > ${file}.tmp; mv ${file}.tmp ${file}; sleep 0.05; done) > /dev/null 2>&1 &`;
+const bashSpec = (command: string, extra: Record<string, unknown> = {}) => ({
+  name: "t",
+  script: [{ tool: "bash", args: { command } }, { text: "done" }],
+  ...extra,
+});
+const COUNTER = (file: string) =>
+  `(i=0; while true; do i=$((i+1)); echo $i > ${file}.tmp; mv ${file}.tmp ${file}; sleep 0.05; done) > /dev/null 2>&1 &`;
 
 async function taggedProcesses(sandboxId: string): Promise<ProcEntry[]> {
   const live = (await listProcs()).filter(isAliveProc);
@@ -42,15 +60,27 @@ function processSetup(options: Omit<ProcessRuntimeOptions, "dataDir">): () => Pr
   return async () => {
     const dataDir = await mkdtemp(join(tmpdir(), "swarmd-process-"));
     const make = () => createProcessRuntime({ dataDir, logger: quiet, ...options });
-    return { runtime: make(), reopen: async () => make(), cleanup: () => rm(dataDir, { recursive: true, force: true }), leaks: (id) => processLeaks(dataDir, id), workDir: (id) => join(dataDir, "sandboxes", id, "work") };
+    return {
+      runtime: make(),
+      reopen: async () => make(),
+      cleanup: () => rm(dataDir, { recursive: true, force: true }),
+      leaks: (id) => processLeaks(dataDir, id),
+      workDir: (id) => join(dataDir, "sandboxes", id, "work"),
+    };
   };
 }
 
 runSandboxContract("process (bubblewrap, cgroup freezer)", processSetup({ isolation: "bubblewrap" }));
-runSandboxContract("process (bubblewrap, SIGSTOP/SIGCONT fallback)", processSetup({ isolation: "bubblewrap", freezer: "signal" }));
+runSandboxContract(
+  "process (bubblewrap, SIGSTOP/SIGCONT fallback)",
+  processSetup({ isolation: "bubblewrap", freezer: "signal" }),
+);
 
 /** A runtime on a fresh data folder, its sandboxes' model gateways served; every sandbox it owns is closed after the test. */
-function runtimeFor(t: TestContext, options: Omit<ProcessRuntimeOptions, "dataDir"> = {}): { rt: ProcessRuntime & { models: ReturnType<typeof scriptGateway> }; dataDir: string } {
+function runtimeFor(
+  t: TestContext,
+  options: Omit<ProcessRuntimeOptions, "dataDir"> = {},
+): { rt: ProcessRuntime & { models: ReturnType<typeof scriptGateway> }; dataDir: string } {
   const dataDir = mkdtempSync(join(tmpdir(), "swarmd-process-"));
   const models = scriptGateway();
   const rt = Object.assign(models.wrap(createProcessRuntime({ dataDir, logger: quiet, ...options })), { models });
@@ -62,7 +92,11 @@ function runtimeFor(t: TestContext, options: Omit<ProcessRuntimeOptions, "dataDi
   return { rt, dataDir };
 }
 
-async function startSandbox(rt: ProcessRuntime, spec: Record<string, unknown>, extra: { env?: Record<string, string>; network?: boolean } = {}) {
+async function startSandbox(
+  rt: ProcessRuntime,
+  spec: Record<string, unknown>,
+  extra: { env?: Record<string, string>; network?: boolean } = {},
+) {
   const sandboxId = randomUUID();
   await rt.provision({ sandboxId, runId: "run", agentId: "agent", spec, ...extra }, signal());
   await rt.startHarness(sandboxId, signal());
@@ -72,7 +106,12 @@ async function startSandbox(rt: ProcessRuntime, spec: Record<string, unknown>, e
 }
 
 const interfaces = (procNetDev: string) =>
-  procNetDev.split("\n").slice(2).map((l) => l.split(":")[0]?.trim()).filter((n): n is string => Boolean(n)).sort();
+  procNetDev
+    .split("\n")
+    .slice(2)
+    .map((l) => l.split(":")[0]?.trim())
+    .filter((n): n is string => Boolean(n))
+    .sort();
 
 async function counterAbove(file: string, floor: number): Promise<number> {
   const deadline = Date.now() + 15_000;
@@ -121,11 +160,18 @@ describe("process runtime", () => {
     assert.match(output, /^shadow=hidden$/m);
     assert.doesNotMatch(output, /^writable=/m, "the installation and the root are read-only");
     assert.match(output, /^checkout=hidden$/m);
-    const env = output.split("\n").filter((l) => l.startsWith("env:")).map((l) => l.slice(4));
+    const env = output
+      .split("\n")
+      .filter((l) => l.startsWith("env:"))
+      .map((l) => l.slice(4));
     assert.ok(env.includes("SPEC_VAR=from-spec"), env.join(" "));
     assert.ok(env.includes("HOME=/tmp"));
     assert.ok(env.includes(sandboxTag(sandboxId)));
-    assert.equal(env.some((l) => l.startsWith("SWARMD_DAEMON_ONLY=")), false, "the daemon's environment stays outside");
+    assert.equal(
+      env.some((l) => l.startsWith("SWARMD_DAEMON_ONLY=")),
+      false,
+      "the daemon's environment stays outside",
+    );
   });
 
   it("gives a sandbox asking for network its own namespace with slirp4netns's tap0, not the host's interfaces", async (t) => {
@@ -149,7 +195,11 @@ describe("process runtime", () => {
     assert.equal(readFileSync(join(cgroup, "freezer.state"), "utf8").trim(), "FROZEN");
     // Compared while frozen: running, the counter's short-lived sleep and mv come and go between the two reads.
     const members = readFileSync(join(cgroup, "cgroup.procs"), "utf8").trim().split("\n");
-    assert.deepEqual(new Set(members), new Set((await taggedProcesses(sandboxId)).map((e) => String(e.pid))), "every sandbox process is in the cgroup");
+    assert.deepEqual(
+      new Set(members),
+      new Set((await taggedProcesses(sandboxId)).map((e) => String(e.pid))),
+      "every sandbox process is in the cgroup",
+    );
     const frozenAt = Number(readFileSync(counterFile, "utf8"));
     await sleep(500); // nothing to await: nothing may happen
     assert.equal(Number(readFileSync(counterFile, "utf8")), frozenAt);
@@ -192,7 +242,11 @@ describe("process runtime", () => {
 
   it("runs unisolated with a warning when bubblewrap is off, and freezes with SIGSTOP a tool in its own session", async (t) => {
     const warnings: string[] = [];
-    const { rt, dataDir } = runtimeFor(t, { isolation: "none", freezer: "signal", logger: { info: () => undefined, warn: (m) => warnings.push(m) } });
+    const { rt, dataDir } = runtimeFor(t, {
+      isolation: "none",
+      freezer: "signal",
+      logger: { info: () => undefined, warn: (m) => warnings.push(m) },
+    });
     assert.equal(rt.isolation, "none");
     assert.equal(rt.freezer, "signal");
     assert.equal(warnings.length, 1);
@@ -204,7 +258,10 @@ describe("process runtime", () => {
     const counterFile = join(workDir, "counter");
     await counterAbove(counterFile, 3);
     const harnessSid = (await taggedProcesses(sandboxId)).find((e) => e.pid === e.sid)?.sid;
-    assert.ok((await taggedProcesses(sandboxId)).some((e) => e.sid !== harnessSid), "the counter runs in a session of its own");
+    assert.ok(
+      (await taggedProcesses(sandboxId)).some((e) => e.sid !== harnessSid),
+      "the counter runs in a session of its own",
+    );
 
     await rt.freeze(sandboxId, signal());
     const frozen = await taggedProcesses(sandboxId);
@@ -235,13 +292,19 @@ describe("process runtime", () => {
       await rt.startHarness(process.env.T_ID, AbortSignal.timeout(60000));
       process.exit(0);`;
     await new Promise<void>((resolve, reject) =>
-      execFile(process.execPath, ["--import", "tsx", "--input-type=module", "-e", service], { cwd: SWARMD_ROOT, env: { ...process.env, T_DATA: dataDir, T_ID: sandboxId } }, (err, _out, stderr) =>
-        err ? reject(new Error(`service failed: ${stderr}`)) : resolve(),
+      execFile(
+        process.execPath,
+        ["--import", "tsx", "--input-type=module", "-e", service],
+        { cwd: SWARMD_ROOT, env: { ...process.env, T_DATA: dataDir, T_ID: sandboxId } },
+        (err, _out, stderr) => (err ? reject(new Error(`service failed: ${stderr}`)) : resolve()),
       ),
     );
     assert.equal((await rt.inspect(sandboxId, signal()))?.status, "running");
     // Its model gateway went with that process; this one serves it again, as a restarted daemon does.
-    await rt.models.serve(rt.controlDir(sandboxId), [{ tool: "bash", args: { command: "echo still-here" } }, { text: "done" }]);
+    await rt.models.serve(rt.controlDir(sandboxId), [
+      { tool: "bash", args: { command: "echo still-here" } },
+      { text: "done" },
+    ]);
     const client = createTestHarnessClient(await rt.connect(sandboxId, signal()));
     client.hello(0);
     assert.deepEqual((await client.prompt("go")).toolOutputs, ["still-here\n"]);
@@ -263,7 +326,8 @@ describe("process runtime", () => {
 
   it("refuses sandbox ids that are not plain names and data folders too deep for a socket path", async (t) => {
     const { rt, dataDir } = runtimeFor(t);
-    const rejects = (promise: Promise<unknown>) => assert.rejects(promise, (err) => isSwarmError(err, "SANDBOX_PROVISION_FAILED"));
+    const rejects = (promise: Promise<unknown>) =>
+      assert.rejects(promise, (err) => isSwarmError(err, "SANDBOX_PROVISION_FAILED"));
     await rejects(rt.provision({ sandboxId: "../escape", runId: "r", agentId: "a", spec: {} }, signal()));
     assert.equal(existsSync(join(dataDir, "escape")), false);
     assert.equal(await rt.inspect("../escape", signal()), undefined);
@@ -272,11 +336,14 @@ describe("process runtime", () => {
     const parent = mkdtempSync(join(tmpdir(), "swarmd-process-"));
     t.after(() => rm(parent, { recursive: true, force: true }));
     const deep = createProcessRuntime({ dataDir: join(parent, "d".repeat(60)), logger: quiet });
-    await assert.rejects(deep.provision({ sandboxId: randomUUID(), runId: "r", agentId: "a", spec: {} }, signal()), (err) => {
-      assert.ok(isSwarmError(err, "SANDBOX_PROVISION_FAILED"));
-      assert.match(err.message, /shorter data folder/);
-      return true;
-    });
+    await assert.rejects(
+      deep.provision({ sandboxId: randomUUID(), runId: "r", agentId: "a", spec: {} }, signal()),
+      (err) => {
+        assert.ok(isSwarmError(err, "SANDBOX_PROVISION_FAILED"));
+        assert.match(err.message, /shorter data folder/);
+        return true;
+      },
+    );
     assert.deepEqual(await deep.list(signal()), []);
   });
 });

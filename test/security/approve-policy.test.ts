@@ -6,14 +6,17 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { permissionId } from "../../actors/run/permissions.ts";
-import { combinePolicies, MAX_APPROVE_RULES, needsApproval } from "../../src/spec/approve.ts";
 import { AgentSpecSchema } from "../../src/spec/agent-spec.ts";
+import { combinePolicies, MAX_APPROVE_RULES, needsApproval } from "../../src/spec/approve.ts";
 
 describe("approval policy", () => {
   it("a rule names a tool, all of its calls or those whose arguments match; '*' names every call", () => {
     assert.equal(needsApproval([{ tool: "bash" }], "bash", { command: "ls" }), true);
     assert.equal(needsApproval([{ tool: "bash" }], "write", { path: "x" }), false);
-    assert.equal(needsApproval([{ tool: "bash", match: "rm |git push" }], "bash", { command: "git push origin" }), true);
+    assert.equal(
+      needsApproval([{ tool: "bash", match: "rm |git push" }], "bash", { command: "git push origin" }),
+      true,
+    );
     assert.equal(needsApproval([{ tool: "bash", match: "rm |git push" }], "bash", { command: "git status" }), false);
     assert.equal(needsApproval(["*"], "read", { path: "/work/a" }), true);
     assert.equal(needsApproval([], "bash", {}), false);
@@ -29,7 +32,10 @@ describe("approval policy", () => {
   });
 
   it("arguments too large to test count as a match", () => {
-    assert.equal(needsApproval([{ tool: "write", match: "^never$" }], "write", { content: "x".repeat(300 * 1024) }), true);
+    assert.equal(
+      needsApproval([{ tool: "write", match: "^never$" }], "write", { content: "x".repeat(300 * 1024) }),
+      true,
+    );
   });
 
   it("a request id names the agent, the call id and the call: the same call sent again finds it, another call under that id does not", () => {
@@ -41,7 +47,9 @@ describe("approval policy", () => {
   });
 
   it("a child's policy is its parent's and its own, each rule once; '*' covers all; past the limit it is refused", () => {
-    assert.deepEqual(combinePolicies([{ tool: "bash" }], [{ tool: "bash" }, { tool: "write" }]), { rules: [{ tool: "bash" }, { tool: "write" }] });
+    assert.deepEqual(combinePolicies([{ tool: "bash" }], [{ tool: "bash" }, { tool: "write" }]), {
+      rules: [{ tool: "bash" }, { tool: "write" }],
+    });
     assert.deepEqual(combinePolicies([{ tool: "bash" }], ["*"]), { rules: ["*"] });
     const many = Array.from({ length: MAX_APPROVE_RULES }, (_, i) => ({ tool: "bash", match: `x${i}` }));
     const own = [{ tool: "bash", match: "extra" }];
@@ -54,8 +62,12 @@ describe("approval policy", () => {
       const parsed = AgentSpecSchema.safeParse({ name: "x", script: [], approve });
       return parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
     };
-    assert.deepEqual(problems([{ tool: "bash", match: "(" }]), ["approve.0.match: must be a valid JavaScript regular expression"]);
-    assert.deepEqual(problems([{ tool: "curl" }]), ["approve.0.tool: must be one of bash, read, write, edit, spawn_agent, await_result"]);
+    assert.deepEqual(problems([{ tool: "bash", match: "(" }]), [
+      "approve.0.match: must be a valid JavaScript regular expression",
+    ]);
+    assert.deepEqual(problems([{ tool: "curl" }]), [
+      "approve.0.tool: must be one of bash, read, write, edit, spawn_agent, await_result",
+    ]);
     assert.deepEqual(problems(["all"]), ['approve.0: must be "*" or an object {tool, match?}']);
     assert.equal(problems(Array.from({ length: MAX_APPROVE_RULES + 1 }, () => "*")).length, 1);
     assert.deepEqual(problems([{ tool: "bash", match: "rm " }, "*"]), []);

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { DEFAULT_SANDBOX_LIMITS } from "../../src/sandbox/runtime.ts";
-import { startDaemon, waitForState, type Daemon } from "../support/daemon.ts";
+import { type Daemon, startDaemon, waitForState } from "../support/daemon.ts";
 
 /**
  * Attack: an agent (or a spawn made in its name) asks for a child with more than it has itself
@@ -42,7 +42,11 @@ describe("security: a child never exceeds its parent", () => {
       [{ limits: { pids: 129 } }, /body\.spec\.limits\.pids/],
     ];
     for (const [ask, field] of asks) {
-      const spawned = await d.call("POST", `/runs/${root.runId}/agents`, { parentAgentId: root.rootAgentId, spec: { name: "child", script: [], ...ask }, prompt: "x" });
+      const spawned = await d.call("POST", `/runs/${root.runId}/agents`, {
+        parentAgentId: root.rootAgentId,
+        spec: { name: "child", script: [], ...ask },
+        prompt: "x",
+      });
       assert.equal(spawned.status, 400, `${JSON.stringify(ask)} → ${JSON.stringify(spawned.body)}`);
       assert.match(spawned.body.error, field);
     }
@@ -58,7 +62,10 @@ describe("security: a child never exceeds its parent", () => {
         name: "child",
         script: [
           { tool: "write", args: { path: "planted.txt", content: "x" } },
-          { tool: "bash", args: { command: "test -e planted.txt && echo written || echo absent; echo shared=$SHARED" } },
+          {
+            tool: "bash",
+            args: { command: "test -e planted.txt && echo written || echo absent; echo shared=$SHARED" },
+          },
           { text: "{{lastToolResult}}" },
         ],
       },
@@ -66,13 +73,20 @@ describe("security: a child never exceeds its parent", () => {
     });
     assert.equal(child.status, 202);
     const result = await d.call("GET", `/agents/${child.body.agentId}/result?wait=60`);
-    assert.equal(result.body.result, "absent\nshared=yes\n", "no write tool (the parent has none), and the parent's env");
+    assert.equal(
+      result.body.result,
+      "absent\nshared=yes\n",
+      "no write tool (the parent has none), and the parent's env",
+    );
   });
 
   it("refuses through the agent's own spawn_agent tool, as a tool error", async () => {
     const root = await liveRoot({
       ...parentSpec,
-      script: [{ tool: "spawn_agent", args: { spec: { name: "escape", script: [], network: true }, prompt: "x" } }, { text: "{{lastToolResult}}" }],
+      script: [
+        { tool: "spawn_agent", args: { spec: { name: "escape", script: [], network: true }, prompt: "x" } },
+        { text: "{{lastToolResult}}" },
+      ],
     });
     await d.call("POST", `/agents/${root.rootAgentId}/prompt`, { text: "go" });
     const result = await d.call("GET", `/agents/${root.rootAgentId}/result?wait=60`);
@@ -87,8 +101,21 @@ describe("security: a child never exceeds its parent", () => {
   });
 
   it("refuses spec variables that change how programs load, naming the field", async () => {
-    for (const name of ["LD_PRELOAD", "LD_LIBRARY_PATH", "NODE_OPTIONS", "BASH_ENV", "ENV", "PYTHONSTARTUP", "PERL5OPT", "NODE_PATH", "SWARMD_SANDBOX", "SWARMD_USER_NET"]) {
-      const created = await d.call("POST", "/runs", { spec: { name: "x", script: [], env: { [name]: "/work/evil.so" } } });
+    for (const name of [
+      "LD_PRELOAD",
+      "LD_LIBRARY_PATH",
+      "NODE_OPTIONS",
+      "BASH_ENV",
+      "ENV",
+      "PYTHONSTARTUP",
+      "PERL5OPT",
+      "NODE_PATH",
+      "SWARMD_SANDBOX",
+      "SWARMD_USER_NET",
+    ]) {
+      const created = await d.call("POST", "/runs", {
+        spec: { name: "x", script: [], env: { [name]: "/work/evil.so" } },
+      });
       assert.equal(created.status, 400, name);
       assert.match(created.body.error, new RegExp(`body\\.spec\\.env\\.${name}: changes how programs load or start`));
     }

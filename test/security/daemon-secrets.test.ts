@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { createProcessRuntime } from "../../src/sandbox/process/process-runtime.ts";
-import { spawnDaemon, type DaemonProcess } from "../support/daemon-process.ts";
+import { type DaemonProcess, spawnDaemon } from "../support/daemon-process.ts";
 
 /**
  * Attack: an agent looks for the daemon's own secrets (a provider key in its environment, as a
@@ -17,12 +17,16 @@ describe("security: the daemon's secrets stay out of every sandbox (process runt
   const [head, tail] = [randomBytes(8).toString("hex"), randomBytes(8).toString("hex")];
   let d: DaemonProcess;
   before(async () => {
-    d = await spawnDaemon(dataDir, { ANTHROPIC_API_KEY: `sk-ant-${head}${tail}`, SWARMD_DAEMON_ONLY: `daemon-${head}${tail}` });
+    d = await spawnDaemon(dataDir, {
+      ANTHROPIC_API_KEY: `sk-ant-${head}${tail}`,
+      SWARMD_DAEMON_ONLY: `daemon-${head}${tail}`,
+    });
   });
   after(async () => {
     await d.kill("SIGKILL");
     const runtime = createProcessRuntime({ dataDir, logger: { info: () => undefined, warn: () => undefined } });
-    for (const s of await runtime.list(AbortSignal.timeout(30_000))) await runtime.close(s.sandboxId, AbortSignal.timeout(30_000)).catch(() => undefined);
+    for (const s of await runtime.list(AbortSignal.timeout(30_000)))
+      await runtime.close(s.sandboxId, AbortSignal.timeout(30_000)).catch(() => undefined);
     runtime.diskWatch.close();
     rmSync(dataDir, { recursive: true, force: true });
   });
@@ -37,7 +41,10 @@ describe("security: the daemon's secrets stay out of every sandbox (process runt
       "env | grep -c -E '^(ANTHROPIC_API_KEY|SWARMD_DAEMON_ONLY|SWARM_)'",
       "echo searched",
     ].join("; ");
-    const created = await d.call("POST", "/runs", { spec: { name: "hunter", script: [{ tool: "bash", args: { command: hunt } }, { text: "{{lastToolResult}}" }] }, prompt: "go" });
+    const created = await d.call("POST", "/runs", {
+      spec: { name: "hunter", script: [{ tool: "bash", args: { command: hunt } }, { text: "{{lastToolResult}}" }] },
+      prompt: "go",
+    });
     assert.equal(created.status, 202);
     const result = await d.call("GET", `/agents/${created.body.rootAgentId}/result?wait=120`);
     assert.equal(result.body.result, "0\n0\n0\nsearched\n", "no count above 0, no file named");

@@ -14,18 +14,27 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { SWARMD_ROOT } from "../../src/harness/launch.ts";
 import { createDockerRuntime } from "../../src/sandbox/docker/docker-runtime.ts";
-import { DEFAULT_SANDBOX_LIMITS, type ProvisionRequest, type SandboxLimits, type SandboxRuntime } from "../../src/sandbox/runtime.ts";
-import { spawnDaemon, type DaemonProcess } from "../support/daemon-process.ts";
+import {
+  DEFAULT_SANDBOX_LIMITS,
+  type ProvisionRequest,
+  type SandboxLimits,
+  type SandboxRuntime,
+} from "../../src/sandbox/runtime.ts";
+import { type DaemonProcess, spawnDaemon } from "../support/daemon-process.ts";
 import { whenDocker } from "../support/docker-engine.ts";
 import { createTestHarnessClient } from "../support/harness-client.ts";
 import { scriptGateway } from "../support/script-gateway.ts";
 
 const signal = () => AbortSignal.timeout(120_000);
 /** A scripted agent that runs one bash command and answers with its output. */
-const bashAgent = (command: string) => ({ name: "x", script: [{ tool: "bash", args: { command } }, { text: "{{lastToolResult}}" }] });
+const bashAgent = (command: string) => ({
+  name: "x",
+  script: [{ tool: "bash", args: { command } }, { text: "{{lastToolResult}}" }],
+});
 
 await whenDocker("docker containment", () => {
-  describe("docker containment: an agent attacking through its own bash tool (real daemon over HTTP)", () => daemonAttacks());
+  describe("docker containment: an agent attacking through its own bash tool (real daemon over HTTP)", () =>
+    daemonAttacks());
   describe("docker containment: the limits a request names hold inside the sandbox", () => limitAttacks());
 });
 
@@ -55,9 +64,17 @@ function daemonAttacks(): void {
   it("cannot see the data folder nor find another run's secret anywhere in its file system", async () => {
     // The secret is built from two halves in the attacker's command, so its own spec never holds it whole.
     const [head, tail] = [randomBytes(8).toString("hex"), randomBytes(8).toString("hex")];
-    const victim = await d.call("POST", "/runs", { spec: { name: "victim", script: [], env: { VICTIM_API_KEY: head + tail } }, prompt: "hold", keepAlive: true });
+    const victim = await d.call("POST", "/runs", {
+      spec: { name: "victim", script: [], env: { VICTIM_API_KEY: head + tail } },
+      prompt: "hold",
+      keepAlive: true,
+    });
     assert.equal(victim.status, 202);
-    assert.equal((await d.call("GET", `/agents/${victim.body.rootAgentId}/result?wait=120`)).body.state, "settled", "the victim's sandbox is up");
+    assert.equal(
+      (await d.call("GET", `/agents/${victim.body.rootAgentId}/result?wait=120`)).body.state,
+      "settled",
+      "the victim's sandbox is up",
+    );
 
     const output = await runBash(
       [
@@ -71,11 +88,14 @@ function daemonAttacks(): void {
   });
 
   it("runs as an unprivileged user with no capabilities and no way to gain any", async () => {
-    const output = await runBash("echo uid=$(id -u) gid=$(id -g); grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs)' /proc/self/status");
+    const output = await runBash(
+      "echo uid=$(id -u) gid=$(id -g); grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs)' /proc/self/status",
+    );
     const uid = Number(/uid=(\d+)/.exec(output)?.[1]);
     assert.notEqual(uid, 0, output);
     assert.notEqual(uid, process.getuid?.(), "not the daemon's own user");
-    for (const cap of ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"]) assert.match(output, new RegExp(`${cap}:\\s+0{16}\\n`), output);
+    for (const cap of ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"])
+      assert.match(output, new RegExp(`${cap}:\\s+0{16}\\n`), output);
     assert.match(output, /NoNewPrivs:\s+1/, output);
   });
 
@@ -85,7 +105,17 @@ function daemonAttacks(): void {
     );
     assert.equal(
       output,
-      ["/x", "/usr/x", "/etc/passwd", "/opt/swarmd/x", "/opt/swarmd/dist/harness/boot.cjs", "/opt/swarmd/dist/harness/x", "/inputs/x"].map((f) => `refused ${f}\n`).join("") + "wrote /work/x\nwrote /tmp/x\n",
+      `${[
+        "/x",
+        "/usr/x",
+        "/etc/passwd",
+        "/opt/swarmd/x",
+        "/opt/swarmd/dist/harness/boot.cjs",
+        "/opt/swarmd/dist/harness/x",
+        "/inputs/x",
+      ]
+        .map((f) => `refused ${f}\n`)
+        .join("")}wrote /work/x\nwrote /tmp/x\n`,
     );
   });
 
@@ -103,7 +133,9 @@ function daemonAttacks(): void {
 
   it("fills /tmp only up to its size", async () => {
     const mib = DEFAULT_SANDBOX_LIMITS.tmpMiB + 10;
-    const output = await runBash(`dd if=/dev/zero of=/tmp/fill bs=1M count=${mib} 2>/dev/null; echo dd=$?; rm -f /tmp/fill`);
+    const output = await runBash(
+      `dd if=/dev/zero of=/tmp/fill bs=1M count=${mib} 2>/dev/null; echo dd=$?; rm -f /tmp/fill`,
+    );
     assert.match(output, /^dd=[1-9]\d*\n$/, `writing ${mib} MiB into /tmp must fail`);
   });
 }
@@ -149,12 +181,17 @@ function limitAttacks(): void {
   });
 
   it("kills a memory hog inside its sandbox at the request's memory limit", async () => {
-    const hog = "node -e 'const a = []; for (let i = 0; i < 128; i++) a.push(Buffer.alloc(8 << 20, 1)); console.log(\"allocated 1 GiB\")'; echo hog=$?";
+    const hog =
+      "node -e 'const a = []; for (let i = 0; i < 128; i++) a.push(Buffer.alloc(8 << 20, 1)); console.log(\"allocated 1 GiB\")'; echo hog=$?";
     const attacked = await started(bashAgent(hog), small);
     const { toolOutputs } = await attacked.client.prompt("go", 90_000);
     const [output = ""] = toolOutputs;
     assert.doesNotMatch(output, /^allocated 1 GiB$/m, output);
-    assert.match(output, /Killed[^]*\nhog=137\n?$/, "the hog is killed (SIGKILL from the OOM killer), not allowed 1 GiB");
+    assert.match(
+      output,
+      /Killed[^]*\nhog=137\n?$/,
+      "the hog is killed (SIGKILL from the OOM killer), not allowed 1 GiB",
+    );
     await stillServing(attacked);
     attacked.client.close();
   });
@@ -167,7 +204,7 @@ function limitAttacks(): void {
       "let started = 0, refused = 0;",
       "for (let i = 0; i < 200; i++) {",
       '  const child = spawn("sleep", ["60"], { stdio: "ignore" });',
-      "  child.on(\"error\", () => undefined);",
+      '  child.on("error", () => undefined);',
       '  if (child.pid === undefined) refused++; else { started++; child.kill("SIGKILL"); }',
       "}",
       'console.log("started=" + started + " refused=" + refused);',
@@ -181,8 +218,14 @@ function limitAttacks(): void {
   });
 
   it("keeps one file below the disk quota and /tmp at its size", async () => {
-    const fill = (file: string, mib: number) => `dd if=/dev/zero of=${file} bs=1M count=${mib} 2>/dev/null; echo ${file}=$?; rm -f ${file}`;
-    const attacked = await started(bashAgent(`${fill("/work/big", small.diskMiB + 8)}; ${fill("/tmp/big", small.tmpMiB + 8)}; ${fill("/work/fits", 8)}`), small);
+    const fill = (file: string, mib: number) =>
+      `dd if=/dev/zero of=${file} bs=1M count=${mib} 2>/dev/null; echo ${file}=$?; rm -f ${file}`;
+    const attacked = await started(
+      bashAgent(
+        `${fill("/work/big", small.diskMiB + 8)}; ${fill("/tmp/big", small.tmpMiB + 8)}; ${fill("/work/fits", 8)}`,
+      ),
+      small,
+    );
     const [output = ""] = (await attacked.client.prompt("go", 90_000)).toolOutputs;
     assert.match(output, /\/work\/big=[1-9]/, output);
     assert.match(output, /\/tmp\/big=[1-9]/, output);
@@ -193,7 +236,8 @@ function limitAttacks(): void {
 
   it("stops a sandbox whose files together outgrow its disk quota, saying why", async () => {
     // Each file under the per-file limit, twelve of them over the quota of 64 MiB.
-    const filler = "for i in $(seq 1 12); do dd if=/dev/zero of=/work/fill-$i bs=1M count=8 2>/dev/null; done; sleep 60";
+    const filler =
+      "for i in $(seq 1 12); do dd if=/dev/zero of=/work/fill-$i bs=1M count=8 2>/dev/null; done; sleep 60";
     const attacked = await started(bashAgent(filler), small);
     void attacked.client.prompt("go", 90_000).catch(() => undefined);
     const deadline = Date.now() + 60_000;
@@ -213,5 +257,6 @@ function limitAttacks(): void {
 /** Containers a killed daemon left for its data folder (a SIGTERM'd daemon leaves its sandboxes, by design). */
 async function closeOwnedContainers(dataDir: string): Promise<void> {
   const rt = createDockerRuntime({ dataDir });
-  for (const sandbox of await rt.list(signal()).catch(() => [])) await rt.close(sandbox.sandboxId, signal()).catch(() => undefined);
+  for (const sandbox of await rt.list(signal()).catch(() => []))
+    await rt.close(sandbox.sandboxId, signal()).catch(() => undefined);
 }

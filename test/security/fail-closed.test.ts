@@ -19,15 +19,29 @@ function machineWithoutBubblewrap(t: TestContext): { dataDir: string; env: Recor
   const bin = join(scratch, "bin");
   mkdirSync(bin);
   symlinkSync(process.execPath, join(bin, "node"));
-  return { dataDir: join(scratch, "data"), env: { PATH: bin, SWARM_BWRAP: join(scratch, "missing", "bwrap"), SWARM_RUNTIME: "process" } };
+  return {
+    dataDir: join(scratch, "data"),
+    env: { PATH: bin, SWARM_BWRAP: join(scratch, "missing", "bwrap"), SWARM_RUNTIME: "process" },
+  };
 }
 
 /** Starts `src/main.ts`; resolves with its exit code and output once it exits, or fails when it serves /health instead. */
-async function startExpectingExit(dataDir: string, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+async function startExpectingExit(
+  dataDir: string,
+  env: Record<string, string>,
+): Promise<{ code: number | null; output: string }> {
   const port = await freePort();
   const child = spawn(process.execPath, ["--import", "tsx", join(SWARMD_ROOT, "src/main.ts")], {
     cwd: SWARMD_ROOT,
-    env: { ...process.env, SWARM_DATA_DIR: dataDir, SWARM_HOST: "127.0.0.1", SWARM_PORT: String(port), SWARM_LOG_LEVEL: "warn", SWARM_ISOLATION: "", ...env },
+    env: {
+      ...process.env,
+      SWARM_DATA_DIR: dataDir,
+      SWARM_HOST: "127.0.0.1",
+      SWARM_PORT: String(port),
+      SWARM_LOG_LEVEL: "warn",
+      SWARM_ISOLATION: "",
+      ...env,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";
@@ -36,13 +50,21 @@ async function startExpectingExit(dataDir: string, env: Record<string, string>):
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
   const deadline = Date.now() + 60_000;
   for (;;) {
-    const code = await Promise.race([exited, new Promise<"polling">((resolve) => setTimeout(() => resolve("polling"), 100))]);
+    const code = await Promise.race([
+      exited,
+      new Promise<"polling">((resolve) => setTimeout(() => resolve("polling"), 100)),
+    ]);
     if (code !== "polling") return { code, output };
-    const serving = await call(`http://127.0.0.1:${port}`, "GET", "/health").then((r) => r.status === 200, () => false);
+    const serving = await call(`http://127.0.0.1:${port}`, "GET", "/health").then(
+      (r) => r.status === 200,
+      () => false,
+    );
     if (serving || Date.now() > deadline) {
       child.kill("SIGKILL");
       await exited;
-      assert.fail(`the daemon ${serving ? "started and answers /health" : "neither exited nor answered"} without bubblewrap: ${output}`);
+      assert.fail(
+        `the daemon ${serving ? "started and answers /health" : "neither exited nor answered"} without bubblewrap: ${output}`,
+      );
     }
   }
 }
@@ -56,7 +78,10 @@ describe("fail closed: no bubblewrap, no process runtime", () => {
       assert.equal(code, 1, output);
       const lines = output.trim().split("\n");
       assert.equal(lines.length, 1, output);
-      assert.match(lines[0] ?? "", /^swarmd: bubblewrap isolation is unavailable: .* is missing or cannot create namespaces here; .*SWARM_ISOLATION=none/);
+      assert.match(
+        lines[0] ?? "",
+        /^swarmd: bubblewrap isolation is unavailable: .* is missing or cannot create namespaces here; .*SWARM_ISOLATION=none/,
+      );
       assert.ok(lines[0]?.includes(bwrap), `names ${bwrap}: ${output}`);
     }
   });
@@ -67,9 +92,16 @@ describe("fail closed: no bubblewrap, no process runtime", () => {
     t.after(() => d.kill("SIGTERM"));
     const health = await d.call("GET", "/health");
     assert.deepEqual([health.status, health.body], [200, { ok: true }]);
-    const warnings = d.output().split("\n").filter((line) => /UNISOLATED/.test(line));
+    const warnings = d
+      .output()
+      .split("\n")
+      .filter((line) => /UNISOLATED/.test(line));
     assert.equal(warnings.length, 1, d.output());
-    assert.match(warnings[0] ?? "", /"level":40,.*"msg":"isolation is turned off: sandboxes run UNISOLATED/, "a warning, in the log like every line");
+    assert.match(
+      warnings[0] ?? "",
+      /"level":40,.*"msg":"isolation is turned off: sandboxes run UNISOLATED/,
+      "a warning, in the log like every line",
+    );
     assert.match(d.output(), /isolation none/, "the runtime says what it chose");
   });
 });

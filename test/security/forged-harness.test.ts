@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { describe, it } from "node:test";
 import { createProcessRuntime } from "../../src/sandbox/process/process-runtime.ts";
-import { spawnDaemon, waitState, type DaemonProcess } from "../support/daemon-process.ts";
+import { type DaemonProcess, spawnDaemon, waitState } from "../support/daemon-process.ts";
 import { openEvents } from "../support/sse-client.ts";
 
 const quiet = { info: () => undefined, warn: () => undefined };
@@ -19,7 +19,10 @@ const hasBwrap = (() => {
 })();
 
 /** The agent's own bash steps, then "done"; the run stays live so a restarted daemon reconnects to it. */
-const attacker = (name: string, commands: string[], answer = "done") => ({ name, script: [...commands.map((command) => ({ tool: "bash", args: { command } })), { text: answer }] });
+const attacker = (name: string, commands: string[], answer = "done") => ({
+  name,
+  script: [...commands.map((command) => ({ tool: "bash", args: { command } })), { text: answer }],
+});
 
 async function until<T>(what: string, get: () => Promise<T | undefined> | T | undefined, ms = 60_000): Promise<T> {
   const deadline = Date.now() + ms;
@@ -40,15 +43,22 @@ async function otherRunWorks(d: DaemonProcess, text: string): Promise<void> {
 }
 
 describe("a sandbox cannot take the daemon down", { skip: !hasBwrap && "bubblewrap is not installed" }, () => {
-  it("an agent cannot reach its harness; a forged harness sending forged turn_settled, bad lines, a 10 MiB line and a flood leaves the daemon up, across restarts", { timeout: 600_000 }, async () => {
+  it("an agent cannot reach its harness; a forged harness sending forged turn_settled, bad lines, a 10 MiB line and a flood leaves the daemon up, across restarts", {
+    timeout: 600_000,
+  }, async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "swarmd-forged-"));
     const runtime = createProcessRuntime({ dataDir, logger: quiet });
     let d = await spawnDaemon(dataDir);
     let forger: ChildProcess | undefined;
     try {
       // The agent tries to reach its harness: kill it, replace its socket, write beside it. All refused.
-      const takeover = "kill -9 $(pgrep -f 'dist/harnes[s]/boot.cjs') 2>&1; rm -f /control/harness.sock 2>&1; echo x > /control/planted 2>&1; true";
-      const created = await d.call("POST", "/runs", { spec: attacker("forger", [takeover], "{{lastToolResult}}"), prompt: "go", keepAlive: true });
+      const takeover =
+        "kill -9 $(pgrep -f 'dist/harnes[s]/boot.cjs') 2>&1; rm -f /control/harness.sock 2>&1; echo x > /control/planted 2>&1; true";
+      const created = await d.call("POST", "/runs", {
+        spec: attacker("forger", [takeover], "{{lastToolResult}}"),
+        prompt: "go",
+        keepAlive: true,
+      });
       assert.equal(created.status, 202);
       const { runId, rootAgentId: root } = created.body;
       const refusal = (await d.call("GET", `/agents/${root}/result?wait=90`)).body.result as string;
@@ -56,20 +66,33 @@ describe("a sandbox cannot take the daemon down", { skip: !hasBwrap && "bubblewr
       assert.match(refusal, /cannot remove '\/control\/harness.sock': Permission denied/);
       assert.match(refusal, /\/control\/planted: Permission denied/);
       // An idle sibling with no result: the forger's await_result calls on it stay pending.
-      const idle = (await d.call("POST", `/runs/${runId}/agents`, { parentAgentId: root, spec: { name: "idle", script: [] }, keepAlive: true })).body.agentId as string;
+      const idle = (
+        await d.call("POST", `/runs/${runId}/agents`, {
+          parentAgentId: root,
+          spec: { name: "idle", script: [] },
+          keepAlive: true,
+        })
+      ).body.agentId as string;
       await waitState(d, idle, "running");
       const sandboxId = (await d.call("GET", `/agents/${root}`)).body.sandboxId as string;
       const control = runtime.controlDir(sandboxId);
       const work = join(dirname(control), "work");
       writeFileSync(join(work, "await-target"), idle);
       // In depth: a harness gone hostile (what the agent could not do) takes over the socket.
-      forger = spawn(process.execPath, [join(import.meta.dirname, "forger.mjs"), join(control, "harness.sock"), work], { stdio: "ignore", detached: true });
+      forger = spawn(process.execPath, [join(import.meta.dirname, "forger.mjs"), join(control, "harness.sock"), work], {
+        stdio: "ignore",
+        detached: true,
+      });
       await until("the forger to listen", () => (existsSync(join(work, "forger.jsonl")) ? true : undefined), 30_000);
 
       // The daemon's connection still goes to the real harness; after a restart it reaches the forger.
       await d.kill("SIGKILL");
       d = await spawnDaemon(dataDir);
-      const notes = () => readFileSync(join(work, "forger.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+      const notes = () =>
+        readFileSync(join(work, "forger.jsonl"), "utf8")
+          .trim()
+          .split("\n")
+          .map((l) => JSON.parse(l) as Record<string, unknown>);
       await until("the forger to send its attack", () => (notes().some((n) => "sent" in n) ? true : undefined));
 
       assert.equal((await d.call("GET", "/health")).status, 200);
@@ -82,7 +105,10 @@ describe("a sandbox cannot take the daemon down", { skip: !hasBwrap && "bubblewr
       assert.ok(refused.length <= 12, `at most 8 of 20 pending: ${refused.length} refused`);
       // The forged agent's turn was never settled by the forged line, and the oversized data was capped.
       const events = await openEvents(d.url, runId);
-      const big = await events.waitFor((m) => m.event === "tool_start" && m.data.agentId === root && m.data.truncated === true, 60_000);
+      const big = await events.waitFor(
+        (m) => m.event === "tool_start" && m.data.agentId === root && m.data.truncated === true,
+        60_000,
+      );
       events.close();
       assert.equal(big.data.forgedBig, undefined);
       const settled = events.messages.filter((m) => m.event === "handle_settled" && m.data.agentId === root);
@@ -108,12 +134,15 @@ describe("a sandbox cannot take the daemon down", { skip: !hasBwrap && "bubblewr
     } finally {
       forger?.kill("SIGKILL");
       await d.kill("SIGKILL");
-      for (const s of await runtime.list(AbortSignal.timeout(30_000))) await runtime.close(s.sandboxId, AbortSignal.timeout(30_000)).catch(() => undefined);
+      for (const s of await runtime.list(AbortSignal.timeout(30_000)))
+        await runtime.close(s.sandboxId, AbortSignal.timeout(30_000)).catch(() => undefined);
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
 
-  it("an agent cannot touch its control folder; a FIFO for events.jsonl and a link to a host file for harness.out leave the daemon starting, and nothing of the file leaks", { timeout: 300_000 }, async () => {
+  it("an agent cannot touch its control folder; a FIFO for events.jsonl and a link to a host file for harness.out leave the daemon starting, and nothing of the file leaks", {
+    timeout: 300_000,
+  }, async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "swarmd-fifo-"));
     const secretDir = mkdtempSync(join(tmpdir(), "swarmd-host-secret-"));
     const secret = join(secretDir, "shadow");
@@ -122,17 +151,30 @@ describe("a sandbox cannot take the daemon down", { skip: !hasBwrap && "bubblewr
     let d = await spawnDaemon(dataDir);
     try {
       const tamper = `rm -f /control/events.jsonl 2>&1; mkfifo /control/fifo 2>&1; ln -sf ${secret} /control/harness.out 2>&1; true`;
-      const created = await d.call("POST", "/runs", { spec: attacker("fifo", [tamper], "{{lastToolResult}}"), prompt: "go", keepAlive: true });
+      const created = await d.call("POST", "/runs", {
+        spec: attacker("fifo", [tamper], "{{lastToolResult}}"),
+        prompt: "go",
+        keepAlive: true,
+      });
       const { runId, rootAgentId: root } = created.body;
       const refusal = (await d.call("GET", `/agents/${root}/result?wait=90`)).body.result as string;
-      assert.equal(refusal.match(/Permission denied/g)?.length, 3, `the agent cannot touch its control folder: ${refusal}`);
+      assert.equal(
+        refusal.match(/Permission denied/g)?.length,
+        3,
+        `the agent cannot touch its control folder: ${refusal}`,
+      );
       // In depth, as a harness gone hostile could: the control files become a FIFO and a link to a host file.
       const control = runtime.controlDir((await d.call("GET", `/agents/${root}`)).body.sandboxId as string);
       rmSync(join(control, "events.jsonl"));
       execFileSync("mkfifo", [join(control, "events.jsonl")]);
       rmSync(join(control, "harness.out"), { force: true });
       symlinkSync(secret, join(control, "harness.out"));
-      assert.ok(execFileSync("stat", ["-c", "%F", join(control, "events.jsonl")]).toString().includes("fifo"), "the attack took place");
+      assert.ok(
+        execFileSync("stat", ["-c", "%F", join(control, "events.jsonl")])
+          .toString()
+          .includes("fifo"),
+        "the attack took place",
+      );
 
       await d.kill("SIGKILL");
       // spawnDaemon waits (60 s) for /health: the old start-up blocked forever reading the FIFO.
@@ -140,7 +182,11 @@ describe("a sandbox cannot take the daemon down", { skip: !hasBwrap && "bubblewr
       assert.equal((await d.call("GET", "/health")).status, 200);
       // The agent itself goes on: its harness kept its own log open.
       assert.equal((await d.call("POST", `/agents/${root}/prompt`, { text: "again" })).status, 202);
-      await until("the new turn's result", async () => ((await d.call("GET", `/agents/${root}/result`)).body.result === "again" ? true : undefined), 90_000);
+      await until(
+        "the new turn's result",
+        async () => ((await d.call("GET", `/agents/${root}/result`)).body.result === "again" ? true : undefined),
+        90_000,
+      );
       await otherRunWorks(d, "unaffected");
 
       const snapshot = (await d.call("GET", `/runs/${runId}`)).body;
@@ -154,7 +200,8 @@ describe("a sandbox cannot take the daemon down", { skip: !hasBwrap && "bubblewr
       throw err;
     } finally {
       await d.kill("SIGKILL");
-      for (const s of await runtime.list(AbortSignal.timeout(30_000))) await runtime.close(s.sandboxId, AbortSignal.timeout(30_000)).catch(() => undefined);
+      for (const s of await runtime.list(AbortSignal.timeout(30_000)))
+        await runtime.close(s.sandboxId, AbortSignal.timeout(30_000)).catch(() => undefined);
       rmSync(dataDir, { recursive: true, force: true });
       rmSync(secretDir, { recursive: true, force: true });
     }

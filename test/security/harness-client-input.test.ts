@@ -41,7 +41,8 @@ async function forged(after: number, attack: (socket: Socket) => void) {
 }
 
 const line = (o: unknown) => `${JSON.stringify(o)}\n`;
-const ev = (hseq: number, event = "text", data: Record<string, unknown> = { delta: "x" }) => line({ type: "event", hseq, event, at: 0, data });
+const ev = (hseq: number, event = "text", data: Record<string, unknown> = { delta: "x" }) =>
+  line({ type: "event", hseq, event, at: 0, data });
 const until = async (check: () => boolean, ms = 10_000) => {
   const deadline = Date.now() + ms;
   while (!check()) {
@@ -68,10 +69,22 @@ describe("the harness client treats a harness as hostile", () => {
     });
     try {
       await until(() => h.events.length === 2);
-      assert.deepEqual(h.events.map((e) => [e.hseq, e.event]), [[12, "turn_settled"], [13, "text"]]);
-      assert.deepEqual(h.calls.map((c) => c.id), ["ok"]);
+      assert.deepEqual(
+        h.events.map((e) => [e.hseq, e.event]),
+        [
+          [12, "turn_settled"],
+          [13, "text"],
+        ],
+      );
+      assert.deepEqual(
+        h.calls.map((c) => c.id),
+        ["ok"],
+      );
       assert.ok(h.logs.length >= 1 && h.logs.length <= 5, `logged once per burst, not per line: ${h.logs.length}`);
-      assert.ok(h.logs.every((m) => m.length < 500), "logs never echo the lines");
+      assert.ok(
+        h.logs.every((m) => m.length < 500),
+        "logs never echo the lines",
+      );
       assert.equal(h.client.closed, false, "the connection stays usable");
     } finally {
       h.close();

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { createProcessRuntime } from "../../src/sandbox/process/process-runtime.ts";
-import { startDaemon, waitForState, type Daemon } from "../support/daemon.ts";
+import { type Daemon, startDaemon, waitForState } from "../support/daemon.ts";
 
 /**
  * Attack: one agent forks without end, eats memory and fills the disk, all at once. Its sandbox's
@@ -13,7 +13,12 @@ describe("security: a sandbox over its limits hurts nobody else (process runtime
   before(async () => {
     d = await startDaemon({
       limits: { pids: 64, memoryMiB: 384, cpus: 0.5, diskMiB: 32, tmpMiB: 16 },
-      runtime: (dataDir) => createProcessRuntime({ dataDir, diskWatchIntervalMs: 250, logger: { info: () => undefined, warn: () => undefined } }),
+      runtime: (dataDir) =>
+        createProcessRuntime({
+          dataDir,
+          diskWatchIntervalMs: 250,
+          logger: { info: () => undefined, warn: () => undefined },
+        }),
     });
   });
   after(() => d.stop());
@@ -28,12 +33,21 @@ describe("security: a sandbox over its limits hurts nobody else (process runtime
   ].join("\n");
 
   it("the daemon answers, another run completes a turn, and the attacker ends saying why", async () => {
-    const attacker = await d.call("POST", "/runs", { spec: { name: "attacker", script: [{ tool: "bash", args: { command: attack } }, { text: "done" }] }, prompt: "go" });
+    const attacker = await d.call("POST", "/runs", {
+      spec: { name: "attacker", script: [{ tool: "bash", args: { command: attack } }, { text: "done" }] },
+      prompt: "go",
+    });
     assert.equal(attacker.status, 202);
     await waitForState(d, attacker.body.rootAgentId, "running");
 
     const started = Date.now();
-    const bystander = await d.call("POST", "/runs", { spec: { name: "bystander", script: [{ tool: "bash", args: { command: "echo fine" } }, { text: "{{lastToolResult}}" }] }, prompt: "go" });
+    const bystander = await d.call("POST", "/runs", {
+      spec: {
+        name: "bystander",
+        script: [{ tool: "bash", args: { command: "echo fine" } }, { text: "{{lastToolResult}}" }],
+      },
+      prompt: "go",
+    });
     assert.equal((await d.call("GET", "/health")).status, 200);
     const result = await d.call("GET", `/agents/${bystander.body.rootAgentId}/result?wait=120`);
     assert.equal(result.body.result, "fine\n");
@@ -51,7 +65,8 @@ describe("security: a sandbox over its limits hurts nobody else (process runtime
       await new Promise((r) => setTimeout(r, 200));
     }
     let ended: { data: { error?: string } } | undefined;
-    for await (const event of d.ledger.iterate(attacker.body.runId, 0)) if (event.type === "agent_ended") ended = event as never;
+    for await (const event of d.ledger.iterate(attacker.body.runId, 0))
+      if (event.type === "agent_ended") ended = event as never;
     assert.match(ended?.data.error ?? "", /over its disk limit: \d+ MiB used of 32 MiB/);
   });
 });

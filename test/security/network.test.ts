@@ -20,7 +20,7 @@ import { createDockerRuntime } from "../../src/sandbox/docker/docker-runtime.ts"
 import { taggedUserNets } from "../../src/sandbox/network/user-net.ts";
 import { createProcessRuntime } from "../../src/sandbox/process/process-runtime.ts";
 import type { SandboxRuntime } from "../../src/sandbox/runtime.ts";
-import { startDaemon, type Daemon } from "../support/daemon.ts";
+import { type Daemon, startDaemon } from "../support/daemon.ts";
 import { whenDocker } from "../support/docker-engine.ts";
 import { createTestHarnessClient } from "../support/harness-client.ts";
 import { scriptGateway } from "../support/script-gateway.ts";
@@ -34,7 +34,7 @@ const PROBE = [
   "Promise.all(process.argv.slice(1).map((t) => new Promise((done) => {",
   '  const i = t.lastIndexOf(":"); const host = t.slice(0, i).replace(/^\\[|\\]$/g, "");',
   "  const s = net.connect({ host, port: Number(t.slice(i + 1)) });",
-  '  const end = (m) => { s.destroy(); done(`PROBE ${t} ${m}`); };',
+  "  const end = (m) => { s.destroy(); done(`PROBE ${t} ${m}`); };",
   '  s.setTimeout(3000, () => end("TIMEOUT")); s.on("connect", () => end("CONNECTED")); s.on("error", (e) => end(e.code));',
   '}))).then((lines) => console.log(lines.join("\\n")));',
 ].join("\n");
@@ -50,7 +50,12 @@ const ownNetnsOnly = (command: string) =>
 
 const section = (output: string, name: string) => output.split(`=== ${name}\n`)[1]?.split("\n=== ")[0] ?? "";
 const interfaces = (procNetDev: string) =>
-  procNetDev.split("\n").slice(2).map((l) => l.split(":")[0]?.trim()).filter((n): n is string => Boolean(n)).sort();
+  procNetDev
+    .split("\n")
+    .slice(2)
+    .map((l) => l.split(":")[0]?.trim())
+    .filter((n): n is string => Boolean(n))
+    .sort();
 
 /** Dotted IPv4 of a /proc/net/route field (little-endian hex). */
 const ipv4Of = (hex: string) => [6, 4, 2, 0].map((i) => parseInt(hex.slice(i, i + 2), 16)).join(".");
@@ -59,16 +64,31 @@ const RTF_REJECT = 0x200;
 
 /** /proc/net/route: destinations of host routes that reject (`prohibit`), and whether a default route exists. */
 function ipv4Routes(procNetRoute: string): { rejected: Set<string>; hasDefault: boolean } {
-  const rows = procNetRoute.trim().split("\n").slice(1).map((l) => l.trim().split(/\s+/));
-  const rejected = new Set(rows.filter((r) => (parseInt(r[3] ?? "0", 16) & RTF_REJECT) !== 0 && r[7] === "FFFFFFFF").map((r) => ipv4Of(r[1] ?? "")));
-  const hasDefault = rows.some((r) => r[1] === "00000000" && r[7] === "00000000" && (parseInt(r[3] ?? "0", 16) & RTF_GATEWAY) !== 0);
+  const rows = procNetRoute
+    .trim()
+    .split("\n")
+    .slice(1)
+    .map((l) => l.trim().split(/\s+/));
+  const rejected = new Set(
+    rows
+      .filter((r) => (parseInt(r[3] ?? "0", 16) & RTF_REJECT) !== 0 && r[7] === "FFFFFFFF")
+      .map((r) => ipv4Of(r[1] ?? "")),
+  );
+  const hasDefault = rows.some(
+    (r) => r[1] === "00000000" && r[7] === "00000000" && (parseInt(r[3] ?? "0", 16) & RTF_GATEWAY) !== 0,
+  );
   return { rejected, hasDefault };
 }
 
 /** /proc/net/ipv6_route: /128 destinations (32 hex digits) that reject. */
 function ipv6Rejected(procNetIpv6Route: string): Set<string> {
-  const rows = procNetIpv6Route.trim().split("\n").map((l) => l.trim().split(/\s+/));
-  return new Set(rows.filter((r) => r[1] === "80" && (parseInt(r[8] ?? "0", 16) & RTF_REJECT) !== 0).map((r) => r[0] ?? ""));
+  const rows = procNetIpv6Route
+    .trim()
+    .split("\n")
+    .map((l) => l.trim().split(/\s+/));
+  return new Set(
+    rows.filter((r) => r[1] === "80" && (parseInt(r[8] ?? "0", 16) & RTF_REJECT) !== 0).map((r) => r[0] ?? ""),
+  );
 }
 
 /** An IPv6 address as 32 hex digits, as /proc/net/ipv6_route writes it. */
@@ -76,16 +96,25 @@ function expandIpv6(address: string): string {
   const [head = "", tail] = address.replace(/%.*$/, "").split("::");
   const groups = (s: string) => (s ? s.split(":") : []);
   const missing = 8 - groups(head).length - groups(tail ?? "").length;
-  const all = tail === undefined ? groups(head) : [...groups(head), ...Array<string>(missing).fill("0"), ...groups(tail)];
-  return all.map((g) => g.padStart(4, "0")).join("").toLowerCase();
+  const all =
+    tail === undefined ? groups(head) : [...groups(head), ...Array<string>(missing).fill("0"), ...groups(tail)];
+  return all
+    .map((g) => g.padStart(4, "0"))
+    .join("")
+    .toLowerCase();
 }
 
 /** Every address of this host but its loopback ones (inside a sandbox those are the sandbox's own `lo`). */
 const hostAddresses = () =>
-  Object.values(networkInterfaces()).flatMap((l) => l ?? []).filter((i) => !i.internal).map((i) => ({ address: i.address, v6: i.family === "IPv6" }));
+  Object.values(networkInterfaces())
+    .flatMap((l) => l ?? [])
+    .filter((i) => !i.internal)
+    .map((i) => ({ address: i.address, v6: i.family === "IPv6" }));
 
 /** A TCP listener on a loopback address, counting the connections that reach it. */
-async function loopbackListener(host: string): Promise<{ port: number; accepted: () => number; close: () => Promise<void> } | undefined> {
+async function loopbackListener(
+  host: string,
+): Promise<{ port: number; accepted: () => number; close: () => Promise<void> } | undefined> {
   let accepted = 0;
   const server: Server = createServer((socket) => {
     accepted++;
@@ -97,7 +126,11 @@ async function loopbackListener(host: string): Promise<{ port: number; accepted:
     return undefined; // no such address here (a host without IPv6)
   }
   const address = server.address();
-  return { port: typeof address === "object" && address ? address.port : 0, accepted: () => accepted, close: () => new Promise((r) => server.close(() => r())) };
+  return {
+    port: typeof address === "object" && address ? address.port : 0,
+    accepted: () => accepted,
+    close: () => new Promise((r) => server.close(() => r())),
+  };
 }
 
 function networkSuite(name: string, make: (dataDir: string) => SandboxRuntime): void {
@@ -120,7 +153,10 @@ function networkSuite(name: string, make: (dataDir: string) => SandboxRuntime): 
     const run = async (command: string, network: boolean) => {
       const sandboxId = randomUUID();
       const spec = { name: "net", script: [{ tool: "bash", args: { command } }, { text: "done" }] };
-      await rt.provision({ sandboxId, runId: `run-${randomUUID()}`, agentId: `agent-${randomUUID()}`, spec, network }, signal());
+      await rt.provision(
+        { sandboxId, runId: `run-${randomUUID()}`, agentId: `agent-${randomUUID()}`, spec, network },
+        signal(),
+      );
       await rt.startHarness(sandboxId, signal());
       const client = createTestHarnessClient(await rt.connect(sandboxId, signal()));
       client.hello(0);
@@ -149,11 +185,19 @@ function networkSuite(name: string, make: (dataDir: string) => SandboxRuntime): 
 
       const own = interfaces(section(output, "dev")).filter((n) => n !== "lo");
       assert.equal(own.length, 1, `one interface besides lo: ${output}`);
-      const addresses = (JSON.parse(section(output, "addresses")) as Record<string, { address: string; family: string }[]>)[own[0] ?? ""] ?? [];
-      assert.ok(addresses.some((a) => a.family === "IPv4"), `an IPv4 address on ${own[0]}: ${output}`);
+      const addresses =
+        (JSON.parse(section(output, "addresses")) as Record<string, { address: string; family: string }[]>)[
+          own[0] ?? ""
+        ] ?? [];
+      assert.ok(
+        addresses.some((a) => a.family === "IPv4"),
+        `an IPv4 address on ${own[0]}: ${output}`,
+      );
       assert.ok(ipv4Routes(section(output, "route")).hasDefault, `a default route: ${output}`);
 
-      const probed = section(output, "probe").split("\n").filter((l) => l.startsWith("PROBE "));
+      const probed = section(output, "probe")
+        .split("\n")
+        .filter((l) => l.startsWith("PROBE "));
       assert.equal(probed.length, targets.length, output);
       for (const line of probed) assert.doesNotMatch(line, /CONNECTED|TIMEOUT/, "refused at once, never connected");
       assert.equal(v4.accepted() + (v6?.accepted() ?? 0), 0, "no connection reached the host's loopback listeners");
@@ -162,14 +206,19 @@ function networkSuite(name: string, make: (dataDir: string) => SandboxRuntime): 
     it("prohibits every address of the host in the sandbox's routing table, and the agent cannot remove a route", async () => {
       const host = hostAddresses();
       const firstV4 = host.find((a) => !a.v6)?.address;
-      const remove = firstV4 ? `${ownNetnsOnly(`ip route del prohibit ${firstV4}/32 2>/dev/null && echo REMOVED || echo KEPT`)};` : "";
+      const remove = firstV4
+        ? `${ownNetnsOnly(`ip route del prohibit ${firstV4}/32 2>/dev/null && echo REMOVED || echo KEPT`)};`
+        : "";
       const command = `${remove} echo '=== route'; cat /proc/net/route; echo '=== route6'; cat /proc/net/ipv6_route 2>/dev/null; true`;
       const { output } = await run(command, true);
       const { rejected } = ipv4Routes(section(output, "route"));
       const rejected6 = ipv6Rejected(section(output, "route6"));
       assert.ok(rejected.has("10.0.2.2"), `slirp's host alias is prohibited: ${output}`);
       for (const { address, v6 } of host) {
-        assert.ok(v6 ? rejected6.has(expandIpv6(address)) : rejected.has(address), `the host's ${address} is prohibited: ${output}`);
+        assert.ok(
+          v6 ? rejected6.has(expandIpv6(address)) : rejected.has(address),
+          `the host's ${address} is prohibited: ${output}`,
+        );
       }
       if (firstV4) assert.match(output, /^KEPT$/m, "no capability over its own namespace");
     });
@@ -181,7 +230,11 @@ function networkSuite(name: string, make: (dataDir: string) => SandboxRuntime): 
       assert.equal((await taggedUserNets(second.sandboxId)).length, 1);
       await rt.close(first.sandboxId, signal());
       assert.deepEqual(await taggedUserNets(first.sandboxId), []);
-      assert.equal((await taggedUserNets(second.sandboxId)).length, 1, "closing one sandbox leaves the other's network");
+      assert.equal(
+        (await taggedUserNets(second.sandboxId)).length,
+        1,
+        "closing one sandbox leaves the other's network",
+      );
 
       const restarted = make(dataDir);
       await restarted.close(second.sandboxId, signal());
@@ -203,10 +256,17 @@ function daemonSuite(name: string, make: (dataDir: string) => SandboxRuntime): v
       const port = new URL(d.url).port;
       const urls = [`http://127.0.0.1:${port}/health`, `http://10.0.2.2:${port}/health`];
       const http = urls
-        .map((u) => `if command -v curl >/dev/null; then curl -s -m 3 -o /dev/null ${u}; else wget -q -T 3 -O /dev/null ${u}; fi && echo "HTTP ${u} REACHED" || echo "HTTP ${u} FAILED";`)
+        .map(
+          (u) =>
+            `if command -v curl >/dev/null; then curl -s -m 3 -o /dev/null ${u}; else wget -q -T 3 -O /dev/null ${u}; fi && echo "HTTP ${u} REACHED" || echo "HTTP ${u} FAILED";`,
+        )
         .join(" ");
       const command = `echo '=== route'; cat /proc/net/route; echo '=== tries'; ${ownNetnsOnly(`${http} ${probe([`127.0.0.1:${port}`, `10.0.2.2:${port}`])}`)}`;
-      const spec = { name: "net", network: true, script: [{ tool: "bash", args: { command } }, { text: "{{lastToolResult}}" }] };
+      const spec = {
+        name: "net",
+        network: true,
+        script: [{ tool: "bash", args: { command } }, { text: "{{lastToolResult}}" }],
+      };
       const created = await d.call("POST", "/runs", { spec, prompt: "go" });
       assert.equal(created.status, 202, JSON.stringify(created.body));
       const result = await d.call("GET", `/agents/${created.body.rootAgentId}/result?wait=120`);

@@ -7,9 +7,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { createProcessRuntime, type ProcessRuntime, type ProcessRuntimeOptions } from "../../src/sandbox/process/process-runtime.ts";
-import { readRecord } from "../../src/sandbox/process/sandbox-record.ts";
+import {
+  createProcessRuntime,
+  type ProcessRuntime,
+  type ProcessRuntimeOptions,
+} from "../../src/sandbox/process/process-runtime.ts";
 import { sandboxLayout } from "../../src/sandbox/process/sandbox-layout.ts";
+import { readRecord } from "../../src/sandbox/process/sandbox-record.ts";
 import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits } from "../../src/sandbox/runtime.ts";
 import { createTestHarnessClient } from "../support/harness-client.ts";
 import { scriptGateway } from "../support/script-gateway.ts";
@@ -18,7 +22,10 @@ const quiet = { info: () => undefined, warn: () => undefined };
 const signal = () => AbortSignal.timeout(60_000);
 const bash = (command: string) => ({ name: "t", script: [{ tool: "bash", args: { command } }, { text: "done" }] });
 
-function runtimeFor(t: TestContext, options: Omit<ProcessRuntimeOptions, "dataDir"> = {}): { rt: ProcessRuntime; dataDir: string } {
+function runtimeFor(
+  t: TestContext,
+  options: Omit<ProcessRuntimeOptions, "dataDir"> = {},
+): { rt: ProcessRuntime; dataDir: string } {
   const dataDir = mkdtempSync(join(tmpdir(), "swarmd-security-"));
   const models = scriptGateway();
   const rt = models.wrap(createProcessRuntime({ dataDir, logger: quiet, ...options }));
@@ -32,7 +39,11 @@ function runtimeFor(t: TestContext, options: Omit<ProcessRuntimeOptions, "dataDi
 }
 
 /** Start a sandbox whose agent runs `command` with its bash tool; resolves with the tool's output. */
-async function runInSandbox(rt: ProcessRuntime, command: string, extra: { env?: Record<string, string>; limits?: SandboxLimits } = {}) {
+async function runInSandbox(
+  rt: ProcessRuntime,
+  command: string,
+  extra: { env?: Record<string, string>; limits?: SandboxLimits } = {},
+) {
   const sandboxId = randomUUID();
   await rt.provision({ sandboxId, runId: "run", agentId: "agent", spec: bash(command), ...extra }, signal());
   await rt.startHarness(sandboxId, signal());
@@ -61,7 +72,10 @@ describe("security: process sandboxes (bubblewrap)", () => {
     const marker = join(dataDir, `loaded-on-host-${randomBytes(4).toString("hex")}`);
     const lib = join(dataDir, "evil.so");
     const source = join(dataDir, "evil.c");
-    writeFileSync(source, `#include <stdio.h>\n__attribute__((constructor)) static void hit(void) { FILE *f = fopen("${marker}", "a"); if (f) { fputs("loaded\\n", f); fclose(f); } }\n`);
+    writeFileSync(
+      source,
+      `#include <stdio.h>\n__attribute__((constructor)) static void hit(void) { FILE *f = fopen("${marker}", "a"); if (f) { fputs("loaded\\n", f); fclose(f); } }\n`,
+    );
     try {
       execFileSync("cc", ["-shared", "-fPIC", "-o", lib, source]);
     } catch {
@@ -70,7 +84,9 @@ describe("security: process sandboxes (bubblewrap)", () => {
     }
     const secret = `s3cret-${randomBytes(8).toString("hex")}`;
     // The runtime is called directly: the HTTP layer refuses LD_PRELOAD already (child-ceiling test).
-    const { sandboxId, client } = await runInSandbox(rt, "echo inside=$SPEC_SECRET", { env: { LD_PRELOAD: lib, SPEC_SECRET: secret } });
+    const { sandboxId, client } = await runInSandbox(rt, "echo inside=$SPEC_SECRET", {
+      env: { LD_PRELOAD: lib, SPEC_SECRET: secret },
+    });
     const [output = ""] = (await client.prompt("go")).toolOutputs;
     client.close();
     assert.match(output, new RegExp(`^inside=${secret}$`, "m"), "the spec's variables are set inside the sandbox");

@@ -17,7 +17,10 @@ symlinkSync(secret, link);
 
 /** Rejects when `promise` takes longer than `ms`: a FIFO that blocks the opener shows as a timeout. */
 const within = <T>(promise: Promise<T>, ms = 2_000) =>
-  Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`still blocked after ${ms} ms`)), ms).unref())]);
+  Promise.race([
+    promise,
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`still blocked after ${ms} ms`)), ms).unref()),
+  ]);
 
 describe("reading files a sandbox can reach", () => {
   after(() => rmSync(dir, { recursive: true, force: true }));
@@ -51,8 +54,19 @@ describe("reading files a sandbox can reach", () => {
 
   it("a failed harness start quotes no symlinked host file and does not hang on a FIFO as its output", async () => {
     for (const outputFile of [link, fifo]) {
-      const started = waitForHarness(join(dir, "no.sock"), { outputFile, exited: () => "exited with code 1", timeoutMs: 5_000, signal: AbortSignal.timeout(30_000) });
-      const err = await within(started.then(() => undefined, (e: unknown) => e as Error), 10_000);
+      const started = waitForHarness(join(dir, "no.sock"), {
+        outputFile,
+        exited: () => "exited with code 1",
+        timeoutMs: 5_000,
+        signal: AbortSignal.timeout(30_000),
+      });
+      const err = await within(
+        started.then(
+          () => undefined,
+          (e: unknown) => e as Error,
+        ),
+        10_000,
+      );
       assert.ok(err instanceof Error);
       assert.match(err.message, /harness output:\n\(none\)/);
       assert.doesNotMatch(err.message, /HOST-SECRET/);

@@ -5,7 +5,7 @@
  * namespace; a sandboxed process never does, so only the former is taken for the neighbour's.
  */
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { after, describe, it } from "node:test";
@@ -27,9 +27,31 @@ describe("security: a sandbox cannot pose as a neighbour's network helper", () =
     const victim = randomUUID();
     const tag = { SWARMD_USER_NET: victim };
     // As in a sandbox: bwrap itself runs with the daemon's environment, the agent's process inside sets the tag.
-    const decoy = await start(["bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--dev", "/dev", "--proc", "/proc", "--setenv", "SWARMD_USER_NET", victim, "sleep", "30"], {});
+    const decoy = await start(
+      [
+        "bwrap",
+        "--ro-bind",
+        "/",
+        "/",
+        "--unshare-pid",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--setenv",
+        "SWARMD_USER_NET",
+        victim,
+        "sleep",
+        "30",
+      ],
+      {},
+    );
     const hostSide = await start(["sleep", "30"], tag);
     assert.equal(decoy.exitCode, null, "the decoy sandbox is running");
-    assert.deepEqual(await taggedUserNets(victim), [hostSide.pid], "only the process in the daemon's pid namespace counts");
+    assert.deepEqual(
+      await taggedUserNets(victim),
+      [hostSide.pid],
+      "only the process in the daemon's pid namespace counts",
+    );
   });
 });

@@ -3,19 +3,43 @@ import { describe, it } from "node:test";
 import type { HarnessEventMessage } from "../../src/harness/protocol.ts";
 import { capEventData, MAX_EVENT_DATA_BYTES, parseHarnessLine } from "../../src/harness/wire-schemas.ts";
 
-const event = (fields: Record<string, unknown>) => JSON.stringify({ type: "event", hseq: 1, event: "text", at: 0, data: {}, ...fields });
+const event = (fields: Record<string, unknown>) =>
+  JSON.stringify({ type: "event", hseq: 1, event: "text", at: 0, data: {}, ...fields });
 
 describe("harness wire schemas: every line from a sandbox is checked, nothing throws", () => {
   it("accepts the messages a real harness sends", () => {
     const settled = parseHarnessLine(event({ event: "turn_settled", data: { outcome: "success", text: "hi" } }));
-    assert.deepEqual(settled, { ok: true, message: { type: "event", hseq: 1, event: "turn_settled", at: 0, data: { outcome: "success", text: "hi" } } });
-    assert.equal(parseHarnessLine(event({ event: "turn_settled", data: { outcome: "failed", text: null, error: "boom" } })).ok, true);
+    assert.deepEqual(settled, {
+      ok: true,
+      message: { type: "event", hseq: 1, event: "turn_settled", at: 0, data: { outcome: "success", text: "hi" } },
+    });
+    assert.equal(
+      parseHarnessLine(event({ event: "turn_settled", data: { outcome: "failed", text: null, error: "boom" } })).ok,
+      true,
+    );
     assert.equal(parseHarnessLine(event({ event: "tool_start", data: { toolName: "bash" } })).ok, true);
-    assert.equal(parseHarnessLine(JSON.stringify({ type: "response", id: "1", command: "prompt", success: true })).ok, true);
-    const noTurn = { type: "response", id: "2", command: "steer", success: false, error: "no turn is running", code: "NO_TURN_RUNNING" };
+    assert.equal(
+      parseHarnessLine(JSON.stringify({ type: "response", id: "1", command: "prompt", success: true })).ok,
+      true,
+    );
+    const noTurn = {
+      type: "response",
+      id: "2",
+      command: "steer",
+      success: false,
+      error: "no turn is running",
+      code: "NO_TURN_RUNNING",
+    };
     assert.equal(parseHarnessLine(JSON.stringify(noTurn)).ok, true);
-    assert.equal(parseHarnessLine(JSON.stringify({ ...noTurn, code: "ANYTHING_ELSE" })).ok, false, "only the codes the daemon acts on pass");
-    assert.equal(parseHarnessLine(JSON.stringify({ type: "host_call", id: "c1", method: "spawn_agent", params: {} })).ok, true);
+    assert.equal(
+      parseHarnessLine(JSON.stringify({ ...noTurn, code: "ANYTHING_ELSE" })).ok,
+      false,
+      "only the codes the daemon acts on pass",
+    );
+    assert.equal(
+      parseHarnessLine(JSON.stringify({ type: "host_call", id: "c1", method: "spawn_agent", params: {} })).ok,
+      true,
+    );
   });
 
   it("drops the forged turn_settled that used to take the daemon down, and every other malformed shape", () => {
@@ -55,7 +79,9 @@ describe("harness wire schemas: every line from a sandbox is checked, nothing th
   });
 
   it("cuts long error texts instead of carrying them into logs and answers", () => {
-    const parsed = parseHarnessLine(event({ event: "turn_settled", data: { outcome: "failed", text: null, error: "e".repeat(100_000) } }));
+    const parsed = parseHarnessLine(
+      event({ event: "turn_settled", data: { outcome: "failed", text: null, error: "e".repeat(100_000) } }),
+    );
     assert.ok(parsed.ok && parsed.message.type === "event");
     if (parsed.ok && parsed.message.type === "event") assert.ok(String(parsed.message.data.error).length < 5000);
   });

@@ -7,8 +7,8 @@ import { ModelGateway } from "../../src/gateway/gateway.ts";
 import { loadModelCatalog } from "../../src/gateway/models.ts";
 import { Pacing } from "../../src/gateway/pacing.ts";
 import { scriptKey } from "../../src/ledger/ledger-keys.ts";
+import { type MemoryService, startMemoryService } from "../support/memory-service.ts";
 import { startAnthropicUpstream, type Upstream } from "../support/model-upstreams.ts";
-import { startMemoryService, type MemoryService } from "../support/memory-service.ts";
 
 describe("service: the model gateway under a 429 storm", () => {
   let s: MemoryService;
@@ -22,8 +22,21 @@ describe("service: the model gateway under a 429 storm", () => {
     });
     dir = mkdtempSync(join(tmpdir(), "swarmd-storm-"));
     const modelsFile = join(dir, "models.json");
-    writeFileSync(modelsFile, JSON.stringify({ providers: { storm: { baseUrl: upstream.url, api: "anthropic-messages", apiKey: "storm-key", models: [{ id: "m" }] } } }));
-    s = await startMemoryService({ gateway: () => new ModelGateway(loadModelCatalog(modelsFile), new Pacing({ concurrency: 4, perProvider: {}, maxBackoffMs: 5_000 })) });
+    writeFileSync(
+      modelsFile,
+      JSON.stringify({
+        providers: {
+          storm: { baseUrl: upstream.url, api: "anthropic-messages", apiKey: "storm-key", models: [{ id: "m" }] },
+        },
+      }),
+    );
+    s = await startMemoryService({
+      gateway: () =>
+        new ModelGateway(
+          loadModelCatalog(modelsFile),
+          new Pacing({ concurrency: 4, perProvider: {}, maxBackoffMs: 5_000 }),
+        ),
+    });
   });
   after(async () => {
     await s.stop();
@@ -31,8 +44,14 @@ describe("service: the model gateway under a 429 storm", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("20 agents slow down together and all finish: no 429 reaches a harness, no turn fails", { timeout: 120_000 }, async () => {
-    const runs = await Promise.all(Array.from({ length: 20 }, (_, i) => s.service.createRun({ spec: { name: `a${i}`, model: { provider: "storm", id: "m" } }, prompt: `hello ${i}` })));
+  it("20 agents slow down together and all finish: no 429 reaches a harness, no turn fails", {
+    timeout: 120_000,
+  }, async () => {
+    const runs = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        s.service.createRun({ spec: { name: `a${i}`, model: { provider: "storm", id: "m" } }, prompt: `hello ${i}` }),
+      ),
+    );
     const results = await Promise.all(runs.map((r) => s.service.result(r.rootAgentId, 100)));
     assert.deepEqual(
       results.map((r) => r.outcome),
@@ -54,13 +73,21 @@ describe("service: a restart in the middle of a model call", () => {
   before(async () => (s = await startMemoryService()));
   after(() => s.stop());
 
-  it("loses no model_usage and counts none twice; the cut-off step is answered again, not skipped", { timeout: 60_000 }, async () => {
-    const script = [{ tool: "bash", args: { command: "echo before" } }, { text: "slow answer after {{lastToolResult}}", delayMs: 1_500 }];
+  it("loses no model_usage and counts none twice; the cut-off step is answered again, not skipped", {
+    timeout: 60_000,
+  }, async () => {
+    const script = [
+      { tool: "bash", args: { command: "echo before" } },
+      { text: "slow answer after {{lastToolResult}}", delayMs: 1_500 },
+    ];
     const { runId, rootAgentId: root } = await s.service.createRun({ spec: { name: "slow", script }, prompt: "go" });
     // The second step is handed out (its place is durable) and streaming when the daemon goes.
     const deadline = Date.now() + 10_000;
     for (;;) {
-      const cursor = JSON.parse((await s.ledger.getIndex(scriptKey(root))) ?? "{}") as { next?: number; pending?: { index: number } | null };
+      const cursor = JSON.parse((await s.ledger.getIndex(scriptKey(root))) ?? "{}") as {
+        next?: number;
+        pending?: { index: number } | null;
+      };
       if (cursor.next === 2 && cursor.pending?.index === 1) break;
       assert.ok(Date.now() < deadline, "the second step never started");
       await new Promise((r) => setTimeout(r, 20));
@@ -71,8 +98,15 @@ describe("service: a restart in the middle of a model call", () => {
     const result = await s.service.result(root, 40);
     assert.equal(result.result, "slow answer after before\n", "the same step, answered in full after the restart");
     const usage = (await s.events(runId)).filter((e) => e.type === "model_usage");
-    assert.equal(usage.length, 2, "the first call and the completed second: the cut-off attempt was never answered in full");
+    assert.equal(
+      usage.length,
+      2,
+      "the first call and the completed second: the cut-off attempt was never answered in full",
+    );
     assert.equal(new Set(usage.map((e) => (e.data as { callId: string }).callId)).size, 2, "no call counted twice");
-    assert.equal((await s.service.getAgent(root).catch(() => undefined))?.usage.calls ?? s.service.getRun(runId).usage.calls, 2);
+    assert.equal(
+      (await s.service.getAgent(root).catch(() => undefined))?.usage.calls ?? s.service.getRun(runId).usage.calls,
+      2,
+    );
   });
 });

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import type { ScriptStep } from "../../src/spec/agent-spec.ts";
-import { echoSpec, startMemoryService, type MemoryService } from "../support/memory-service.ts";
+import { echoSpec, type MemoryService, startMemoryService } from "../support/memory-service.ts";
 
 const signal = () => AbortSignal.timeout(1_000);
 
@@ -19,7 +19,11 @@ describe("service: restart on the same ledger, results and runtime", () => {
     const vanishing = await spawn("vanishing", []);
     const busy = await spawn("busy", [{ text: "late answer", delayMs: 400 }], "go");
     // Its await_result is a host call still unanswered when the service stops.
-    const awaiting = await spawn("awaiting", [{ tool: "await_result", args: { agentId: busy, waitSeconds: 10 } }, { text: "{{lastToolResult}}" }], "wait");
+    const awaiting = await spawn(
+      "awaiting",
+      [{ tool: "await_result", args: { agentId: busy, waitSeconds: 10 } }, { text: "{{lastToolResult}}" }],
+      "wait",
+    );
     for (const id of [root, paused, vanishing]) await s.agentWhen(id, (v) => v.state === "running", "runs");
     await s.service.pause(paused, "agent");
     await s.eventWhen(runId, (e) => e.type === "tool_start" && e.agentId === awaiting, "awaiting's host call");
@@ -29,7 +33,10 @@ describe("service: restart on the same ledger, results and runtime", () => {
 
     const restored = await s.restart(async () => {
       await s.runtime.close(vanishingSandbox, signal());
-      await s.runtime.provision({ sandboxId: orphan, runId: "r_orphan", agentId: "a_orphan", spec: echoSpec("orphan") }, signal());
+      await s.runtime.provision(
+        { sandboxId: orphan, runId: "r_orphan", agentId: "a_orphan", spec: echoSpec("orphan") },
+        signal(),
+      );
     });
     assert.equal(restored, 1);
 
@@ -44,17 +51,28 @@ describe("service: restart on the same ledger, results and runtime", () => {
     assert.equal((await s.service.result(root, 5)).result, "still here");
 
     assert.equal((await s.service.result(busy, 5)).result, "late answer");
-    assert.match((await s.service.result(awaiting, 5)).result!, /late answer/, "the host call was answered by the new service");
+    assert.match(
+      (await s.service.result(awaiting, 5)).result!,
+      /late answer/,
+      "the host call was answered by the new service",
+    );
     const settledBusy = (await s.events(runId)).filter((e) => e.type === "handle_settled" && e.agentId === busy);
     assert.equal(settledBusy.length, 1, "the turn settles once");
 
     const lost = await s.agentWhen(vanishing, (v) => v.state === "done", "ends");
     assert.equal(lost.outcome, "lost");
-    const ended = await s.eventWhen(runId, (e) => e.type === "agent_ended" && e.agentId === vanishing, "ending the vanished agent");
+    const ended = await s.eventWhen(
+      runId,
+      (e) => e.type === "agent_ended" && e.agentId === vanishing,
+      "ending the vanished agent",
+    );
     assert.match(String(ended.data.error), /lost/);
     assert.equal(await s.runtime.inspect(orphan, signal()), undefined, "a sandbox no agent owns is closed");
 
     await s.service.deleteRun(runId);
-    assert.deepEqual((await s.runtime.list(signal())).filter((i) => i.runId === runId), []);
+    assert.deepEqual(
+      (await s.runtime.list(signal())).filter((i) => i.runId === runId),
+      [],
+    );
   });
 });

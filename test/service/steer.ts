@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { keptTree, rejectsWithCode, startMemoryService, type MemoryService } from "../support/memory-service.ts";
+import { keptTree, type MemoryService, rejectsWithCode, startMemoryService } from "../support/memory-service.ts";
 
 describe("service: steer", () => {
   let s: MemoryService;
@@ -9,19 +9,33 @@ describe("service: steer", () => {
 
   /** The agent's result once a turn settled after `seq` with it. */
   const nextResult = async (runId: string, agentId: string, afterSeq: number) => {
-    await s.eventWhen(runId, (e) => e.seq > afterSeq && e.type === "handle_settled" && e.agentId === agentId, `settling a turn of ${agentId}`);
+    await s.eventWhen(
+      runId,
+      (e) => e.seq > afterSeq && e.type === "handle_settled" && e.agentId === agentId,
+      `settling a turn of ${agentId}`,
+    );
     return (await s.service.result(agentId, 0)).result;
   };
 
   it("delivers into the running turn (steer), to an idle agent as a new turn (turn), to a paused one on resume (queued)", async () => {
     const { runId, rootAgentId: id } = await s.service.createRun({
-      spec: { name: "worker", script: [{ tool: "bash", args: { command: "sleep 0.2; echo tool-done" } }, { text: "saw {{lastUserMessage}}" }] },
+      spec: {
+        name: "worker",
+        script: [{ tool: "bash", args: { command: "sleep 0.2; echo tool-done" } }, { text: "saw {{lastUserMessage}}" }],
+      },
       prompt: "work",
       keepAlive: true,
     });
     await s.eventWhen(runId, (e) => e.type === "tool_start", "starting the tool");
-    assert.deepEqual(await s.service.steer(id, { message: "new direction", scope: "agent" }), { results: [{ agentId: id, outcome: "applied" }], delivery: "steer" });
-    assert.equal(await nextResult(runId, id, 0), "saw new direction", "the steer landed after the tool, before the next model call");
+    assert.deepEqual(await s.service.steer(id, { message: "new direction", scope: "agent" }), {
+      results: [{ agentId: id, outcome: "applied" }],
+      delivery: "steer",
+    });
+    assert.equal(
+      await nextResult(runId, id, 0),
+      "saw new direction",
+      "the steer landed after the tool, before the next model call",
+    );
     const steered = await s.eventWhen(runId, (e) => e.type === "agent_steered", "recording the steer");
     assert.equal(steered.data.message, "new direction");
 
@@ -46,7 +60,8 @@ describe("service: steer", () => {
     assert.match(text, new RegExp(`\\| ${t.b} \\| b \\| running \\|`));
     assert.ok(!text.includes(t.a1), "the table lists the parent's own children only");
     assert.match(text, /Re-plan/);
-    for (const child of [t.a, t.a1, t.b]) assert.equal((await s.service.result(child, 0)).state, "pending", "the children received nothing");
+    for (const child of [t.a, t.a1, t.b])
+      assert.equal((await s.service.result(child, 0)).state, "pending", "the children received nothing");
   });
 
   it("refuses a steer to an unknown agent (404) or an ended one (409)", async () => {

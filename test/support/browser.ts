@@ -1,11 +1,19 @@
 import { existsSync } from "node:fs";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { type Browser, chromium, type Page } from "playwright-core";
 
 /** Debian's Chromium (`make test` installs it as root when missing); no browser is ever downloaded. */
 export const CHROMIUM = process.env.SWARM_CHROMIUM ?? "/usr/bin/chromium";
 
 /** The flags this machine's Chromium needs to run headless as root with no network of its own. */
-const FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const FLAGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
 
 export const haveChromium = (): boolean => existsSync(CHROMIUM);
 

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
@@ -20,7 +20,14 @@ export async function spawnDaemon(dataDir: string, env: Record<string, string> =
   const port = env.SWARM_PORT ? Number(env.SWARM_PORT) : await freePort();
   const child = spawn(process.execPath, ["--import", "tsx", join(SWARMD_ROOT, "src/main.ts")], {
     cwd: SWARMD_ROOT,
-    env: { ...process.env, SWARM_DATA_DIR: dataDir, SWARM_HOST: "127.0.0.1", SWARM_PORT: String(port), SWARM_LOG_LEVEL: "info", ...env },
+    env: {
+      ...process.env,
+      SWARM_DATA_DIR: dataDir,
+      SWARM_HOST: "127.0.0.1",
+      SWARM_PORT: String(port),
+      SWARM_LOG_LEVEL: "info",
+      ...env,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";
@@ -30,7 +37,10 @@ export async function spawnDaemon(dataDir: string, env: Record<string, string> =
   const deadline = Date.now() + 60_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`daemon exited with ${child.exitCode}: ${output}`);
-    const ok = await call(url, "GET", "/health").then((r) => r.status === 200, () => false);
+    const ok = await call(url, "GET", "/health").then(
+      (r) => r.status === 200,
+      () => false,
+    );
     if (ok) break;
     if (Date.now() > deadline) {
       // Not left behind: a live child would keep the test process from ending.
@@ -88,7 +98,8 @@ export async function waitState(d: DaemonProcess, agentId: string, state: string
   for (;;) {
     const view = await d.call("GET", `/agents/${agentId}`);
     if (view.body.state === state) return;
-    if (Date.now() > deadline || view.body.outcome) throw new Error(`agent ${agentId} is ${view.body.state} (${view.body.outcome}), not ${state}`);
+    if (Date.now() > deadline || view.body.outcome)
+      throw new Error(`agent ${agentId} is ${view.body.state} (${view.body.outcome}), not ${state}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }

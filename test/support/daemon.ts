@@ -6,7 +6,7 @@ import { StartQueue } from "../../actors/start-queue.ts";
 import { createSwarmService, type SwarmService } from "../../actors/swarm-service.ts";
 import type { ModelGateway } from "../../src/gateway/gateway.ts";
 import { buildServer } from "../../src/http/build-server.ts";
-import { openLedger, type Ledger } from "../../src/ledger/ledger.ts";
+import { type Ledger, openLedger } from "../../src/ledger/ledger.ts";
 import { DaemonMetrics } from "../../src/metrics/daemon-metrics.ts";
 import { observeRuntime } from "../../src/metrics/observed-runtime.ts";
 import { createResultStore } from "../../src/results/result-store.ts";
@@ -57,7 +57,12 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> 
   const ledger = await openLedger(join(dataDir, "ledger"), { onCommit: metrics?.ledgerCommitted });
   const runtime = options.runtime?.(dataDir) ?? defaultRuntime(dataDir);
   const service = createSwarmService({
-    config: { dataDir, turnMaxMs: options.turnMaxMs ?? 1_800_000, limits: options.limits, hibernateAfterMs: options.hibernateAfterMs },
+    config: {
+      dataDir,
+      turnMaxMs: options.turnMaxMs ?? 1_800_000,
+      limits: options.limits,
+      hibernateAfterMs: options.hibernateAfterMs,
+    },
     runtime: metrics ? observeRuntime(runtime, metrics.sandboxCallEnded) : runtime,
     ledger,
     results: createResultStore(dataDir),
@@ -70,7 +75,13 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> 
   const app = buildServer({
     swarm: service,
     events: ledger,
-    config: { bodyLimitBytes: options.bodyLimitBytes ?? 1024 * 1024, token: options.token, slowConsumerLimit: options.slowConsumerLimit, metrics, logger: false },
+    config: {
+      bodyLimitBytes: options.bodyLimitBytes ?? 1024 * 1024,
+      token: options.token,
+      slowConsumerLimit: options.slowConsumerLimit,
+      metrics,
+      logger: false,
+    },
   });
   await app.listen({ host: "127.0.0.1", port: 0 });
   const address = app.server.address();
@@ -88,7 +99,8 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> 
     async stop() {
       await app.close();
       await service.close();
-      for (const sandbox of await runtime.list(AbortSignal.timeout(30_000))) await runtime.close(sandbox.sandboxId, AbortSignal.timeout(30_000));
+      for (const sandbox of await runtime.list(AbortSignal.timeout(30_000)))
+        await runtime.close(sandbox.sandboxId, AbortSignal.timeout(30_000));
       await ledger.close();
       if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
@@ -124,15 +136,31 @@ export interface Reply<T> {
   headers: Record<string, string | string[] | undefined>;
 }
 
-export function call<T = Json>(base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+export function call<T = Json>(
+  base: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+) {
   return new Promise<Reply<T>>((resolve, reject) => {
     const payload = body === undefined ? undefined : JSON.stringify(body);
-    const req = httpRequest(`${base}${path}`, { method, headers: { ...(payload ? { "content-type": "application/json" } : {}), ...headers } }, (res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (chunk: string) => (text += chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: (text ? JSON.parse(text) : undefined) as T }));
-    });
+    const req = httpRequest(
+      `${base}${path}`,
+      { method, headers: { ...(payload ? { "content-type": "application/json" } : {}), ...headers } },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => (text += chunk));
+        res.on("end", () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: (text ? JSON.parse(text) : undefined) as T,
+          }),
+        );
+      },
+    );
     req.on("error", reject);
     if (payload) req.write(payload);
     req.end();
@@ -140,7 +168,13 @@ export function call<T = Json>(base: string, method: string, path: string, body?
 }
 
 /** Poll the agent view until it reaches `state`; `headers` go with each poll (a bearer token). */
-export async function waitForState(d: Daemon, agentId: string, state: string, timeoutMs = 90_000, headers?: Record<string, string>): Promise<void> {
+export async function waitForState(
+  d: Daemon,
+  agentId: string,
+  state: string,
+  timeoutMs = 90_000,
+  headers?: Record<string, string>,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const view = await d.call("GET", `/agents/${agentId}`, undefined, headers);

@@ -24,6 +24,7 @@ export async function dockerUnusable(): Promise<string | undefined> {
 export async function whenDocker(name: string, declare: () => void | Promise<void>): Promise<void> {
   const reason = await dockerUnusable();
   if (reason === undefined) await declare();
-  else if (process.env.CI === "true") test(`${name}: a Docker engine and the sandbox image are required when CI=true`, () => assert.fail(reason));
+  else if (process.env.CI === "true")
+    test(`${name}: a Docker engine and the sandbox image are required when CI=true`, () => assert.fail(reason));
   else test(name, { skip: `docker tests skipped: ${reason}` }, () => undefined);
 }

@@ -48,8 +48,12 @@ export function createTestHarnessClient(socket: Duplex): TestHarnessClient {
 
   const send = (message: Record<string, unknown>) => void socket.write(`${JSON.stringify(message)}\n`);
   const waitFor = (match: (m: HarnessMessage) => boolean, timeoutMs = 20_000, what = "a matching message") =>
-    waits.until(() => messages.find(match), timeoutMs, () =>
-      `timed out after ${timeoutMs} ms waiting for ${what}; received: ${messages.map((m) => (m.type === "event" ? m.event : m.type)).join(",")}`);
+    waits.until(
+      () => messages.find(match),
+      timeoutMs,
+      () =>
+        `timed out after ${timeoutMs} ms waiting for ${what}; received: ${messages.map((m) => (m.type === "event" ? m.event : m.type)).join(",")}`,
+    );
 
   const client: TestHarnessClient = {
     messages,
@@ -59,14 +63,22 @@ export function createTestHarnessClient(socket: Duplex): TestHarnessClient {
     async request(command, timeoutMs) {
       const id = `t${++nextId}`;
       send({ ...command, id });
-      return (await waitFor((m) => m.type === "response" && m.id === id, timeoutMs, `the response to ${command.type}`)) as ResponseMessage;
+      return (await waitFor(
+        (m) => m.type === "response" && m.id === id,
+        timeoutMs,
+        `the response to ${command.type}`,
+      )) as ResponseMessage;
     },
     waitFor,
     async prompt(message, timeoutMs) {
       const from = events.at(-1)?.hseq ?? 0;
       const response = await client.request({ type: "prompt", message }, timeoutMs);
       if (!response.success) throw new Error(`prompt rejected: ${response.error}`);
-      const settled = (await waitFor((m) => m.type === "event" && m.event === "turn_settled" && m.hseq > from, timeoutMs, "turn_settled")) as HarnessEventMessage;
+      const settled = (await waitFor(
+        (m) => m.type === "event" && m.event === "turn_settled" && m.hseq > from,
+        timeoutMs,
+        "turn_settled",
+      )) as HarnessEventMessage;
       const toolOutputs = events
         .filter((e) => e.event === "tool_end" && e.hseq > from && e.hseq < settled.hseq)
         .map((e) => String((e.data as { output?: unknown }).output ?? ""));

@@ -1,5 +1,5 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -7,9 +7,9 @@ import { ModelGateway } from "../../src/gateway/gateway.ts";
 import type { CallUsage } from "../../src/gateway/model-caller.ts";
 import { loadModelCatalog } from "../../src/gateway/models.ts";
 import { attachHarnessClient, type HarnessClient } from "../../src/harness/client.ts";
-import type { ScriptStep } from "../../src/spec/agent-spec.ts";
 import { harnessArgv } from "../../src/harness/launch.ts";
 import { CONTROL_FILES, type HarnessEventMessage, type HostCallMessage } from "../../src/harness/protocol.ts";
+import type { ScriptStep } from "../../src/spec/agent-spec.ts";
 import { scriptCaller } from "./script-gateway.ts";
 import { createWaitList } from "./wait-list.ts";
 
@@ -51,7 +51,11 @@ export async function startHarness(spec: Record<string, unknown>): Promise<Harne
   let output = "";
   child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
   child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
-  await until(() => output.includes("harness ready") || child.exitCode !== null, 20_000, () => `harness did not start: ${output}`);
+  await until(
+    () => output.includes("harness ready") || child.exitCode !== null,
+    20_000,
+    () => `harness did not start: ${output}`,
+  );
   if (child.exitCode !== null) throw new Error(`harness exited: ${output}`);
   const socketPath = join(controlDir, CONTROL_FILES.socket);
   const connections: Connection[] = [];
@@ -79,7 +83,11 @@ export async function startHarness(spec: Record<string, unknown>): Promise<Harne
         },
       });
       const waitUntil = <T>(find: () => T | undefined, timeoutMs: number, what: string) =>
-        waits.until(find, timeoutMs, () => `timed out waiting for ${what}; saw: ${events.map((e) => e.event).join(",")}`);
+        waits.until(
+          find,
+          timeoutMs,
+          () => `timed out waiting for ${what}; saw: ${events.map((e) => e.event).join(",")}`,
+        );
       const connection: Connection = {
         client,
         events,

@@ -3,9 +3,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createSwarmService, type SwarmService } from "../../actors/swarm-service.ts";
-import { isSwarmError, type ErrorCode } from "../../src/errors.ts";
+import { type ErrorCode, isSwarmError } from "../../src/errors.ts";
 import type { ModelGateway } from "../../src/gateway/gateway.ts";
-import { openLedger, type Ledger, type LedgerEvent } from "../../src/ledger/ledger.ts";
+import { type Ledger, type LedgerEvent, openLedger } from "../../src/ledger/ledger.ts";
 import { createResultStore } from "../../src/results/result-store.ts";
 import { createMemoryRuntime, type MemoryRuntime } from "../../src/sandbox/memory/memory-runtime.ts";
 import type { SandboxRuntime } from "../../src/sandbox/runtime.ts";
@@ -27,7 +27,12 @@ export interface MemoryService {
   /** Every persisted event of the run, in seq order. */
   events(runId: string): Promise<LedgerEvent[]>;
   /** The first persisted event of the run that matches (each event is offered once, in seq order), stored or to come. */
-  eventWhen(runId: string, match: (event: LedgerEvent) => boolean, what: string, timeoutMs?: number): Promise<LedgerEvent>;
+  eventWhen(
+    runId: string,
+    match: (event: LedgerEvent) => boolean,
+    what: string,
+    timeoutMs?: number,
+  ): Promise<LedgerEvent>;
   /** The agent's view once `match` holds for it; checked at each event of its run. */
   agentWhen(agentId: string, match: (view: AgentView) => boolean, what: string, timeoutMs?: number): Promise<AgentView>;
   /**
@@ -57,13 +62,25 @@ export async function startMemoryService(options: MemoryServiceOptions = {}): Pr
   const log = process.env.SWARM_TEST_LOG ? (message: string) => console.error(`[swarmd] ${message}`) : undefined;
   const open = async () => {
     const ledger = await openLedger(join(dataDir, "ledger"));
-    const service = createSwarmService({ config: { dataDir, turnMaxMs: 1_800_000, memberTimeoutMs: options.memberTimeoutMs }, runtime: seen, ledger, results, log, gateway: options.gateway?.() });
+    const service = createSwarmService({
+      config: { dataDir, turnMaxMs: 1_800_000, memberTimeoutMs: options.memberTimeoutMs },
+      runtime: seen,
+      ledger,
+      results,
+      log,
+      gateway: options.gateway?.(),
+    });
     return { ledger, service };
   };
   let current = await open();
   // Found in the snapshots, not with getAgent, which would ask the agent's harness for its stats.
   const runOf = (agentId: string) =>
-    current.ledger.runIds().find((runId) => current.service.hasRun(runId) && current.service.getRun(runId).agents.some((a) => a.agentId === agentId));
+    current.ledger
+      .runIds()
+      .find(
+        (runId) =>
+          current.service.hasRun(runId) && current.service.getRun(runId).agents.some((a) => a.agentId === agentId),
+      );
 
   return {
     get service() {
@@ -100,7 +117,11 @@ export async function startMemoryService(options: MemoryServiceOptions = {}): Pr
         for await (const event of current.ledger.iterate(runId, 0)) offer(event);
         held.forEach(offer);
         held = undefined;
-        return await waits.until(() => found, timeoutMs, () => `run ${runId}: no event ${what}`);
+        return await waits.until(
+          () => found,
+          timeoutMs,
+          () => `run ${runId}: no event ${what}`,
+        );
       } finally {
         unsubscribe();
       }
@@ -113,7 +134,11 @@ export async function startMemoryService(options: MemoryServiceOptions = {}): Pr
       const unsubscribe = ledger.subscribe(runId, (event) => event.persisted && waits.wake());
       const view = () => service.getRun(runId).agents.find((a) => a.agentId === agentId)!;
       try {
-        return await waits.until(() => (match(view()) ? view() : undefined), timeoutMs, () => `agent ${agentId}: ${what}, but it is ${JSON.stringify(view())}`);
+        return await waits.until(
+          () => (match(view()) ? view() : undefined),
+          timeoutMs,
+          () => `agent ${agentId}: ${what}, but it is ${JSON.stringify(view())}`,
+        );
       } finally {
         unsubscribe();
       }
@@ -152,7 +177,8 @@ export function rejectsWithCode(call: () => Promise<unknown>, code: ErrorCode): 
 /** A run whose agents all stay live and idle: root → (a → a1), b. */
 export async function keptTree(s: MemoryService) {
   const { runId, rootAgentId: root } = await s.service.createRun({ spec: echoSpec("root"), keepAlive: true });
-  const spawn = async (parentAgentId: string, name: string) => (await s.service.spawn(runId, { parentAgentId, spec: echoSpec(name), keepAlive: true })).agentId;
+  const spawn = async (parentAgentId: string, name: string) =>
+    (await s.service.spawn(runId, { parentAgentId, spec: echoSpec(name), keepAlive: true })).agentId;
   const a = await spawn(root, "a");
   const a1 = await spawn(a, "a1");
   const b = await spawn(root, "b");

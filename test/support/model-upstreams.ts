@@ -1,6 +1,11 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { messagesRequestFacts, tokensOf, writeMessagesStream, type ScriptedReply } from "../../src/gateway/anthropic-wire.ts";
+import {
+  messagesRequestFacts,
+  type ScriptedReply,
+  tokensOf,
+  writeMessagesStream,
+} from "../../src/gateway/anthropic-wire.ts";
 
 /** One request an upstream received; `body` is the parsed JSON (the raw text when it was not JSON). */
 export interface UpstreamCall {
@@ -65,7 +70,11 @@ export function startAnthropicUpstream(options: UpstreamOptions = {}): Promise<U
     // https://docs.anthropic.com/en/api/errors
     error: (kind, message) => ({ type: "error", error: { type: `${kind}_error`, message } }),
     serve: async ({ write, res, answer, model, n, signal }) => {
-      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", "request-id": `req_upstream_${n}` });
+      res.writeHead(200, {
+        "content-type": "text/event-stream",
+        "cache-control": "no-cache",
+        "request-id": `req_upstream_${n}`,
+      });
       await writeMessagesStream(write, answer.reply, {
         model,
         messageId: `msg_upstream_${n}`,
@@ -93,11 +102,28 @@ export function startOpenAIChatUpstream(options: UpstreamOptions = {}): Promise<
     error: (kind, message) =>
       kind === "rate_limit"
         ? { error: { message, type: "rate_limit_error", param: null, code: "rate_limit_exceeded" } }
-        : { error: { message, type: "invalid_request_error", param: null, code: kind === "not_found" ? "not_found" : null } },
+        : {
+            error: {
+              message,
+              type: "invalid_request_error",
+              param: null,
+              code: kind === "not_found" ? "not_found" : null,
+            },
+          },
     serve: async ({ write, res, answer, model, n, signal }, body) => {
-      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", "x-request-id": `req_upstream_${n}` });
-      const includeUsage = isRecord(body) && isRecord(body.stream_options) && body.stream_options.include_usage === true;
-      const base = { id: `chatcmpl-upstream-${n}`, object: "chat.completion.chunk", created: Math.floor(Date.now() / 1000), model };
+      res.writeHead(200, {
+        "content-type": "text/event-stream",
+        "cache-control": "no-cache",
+        "x-request-id": `req_upstream_${n}`,
+      });
+      const includeUsage =
+        isRecord(body) && isRecord(body.stream_options) && body.stream_options.include_usage === true;
+      const base = {
+        id: `chatcmpl-upstream-${n}`,
+        object: "chat.completion.chunk",
+        created: Math.floor(Date.now() / 1000),
+        model,
+      };
       const chunk = (delta: object, finishReason: string | null = null) =>
         `data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }], ...(includeUsage ? { usage: null } : {}) })}\n\n`;
       const deltas = chatDeltas(answer.reply);
@@ -111,9 +137,17 @@ export function startOpenAIChatUpstream(options: UpstreamOptions = {}): Promise<
       await write(chunk({}, "text" in answer.reply ? "stop" : "tool_calls"));
       if (includeUsage) {
         const { input, output, cacheRead, cacheWrite } = answer.usage;
-        const details = cacheWrite > 0 ? { cached_tokens: cacheRead + cacheWrite, cache_write_tokens: cacheWrite } : { cached_tokens: cacheRead };
+        const details =
+          cacheWrite > 0
+            ? { cached_tokens: cacheRead + cacheWrite, cache_write_tokens: cacheWrite }
+            : { cached_tokens: cacheRead };
         const prompt = input + cacheRead + cacheWrite;
-        const usage = { prompt_tokens: prompt, completion_tokens: output, total_tokens: prompt + output, prompt_tokens_details: details };
+        const usage = {
+          prompt_tokens: prompt,
+          completion_tokens: output,
+          total_tokens: prompt + output,
+          prompt_tokens_details: details,
+        };
         await write(`data: ${JSON.stringify({ ...base, choices: [], usage })}\n\n`);
       }
       await write("data: [DONE]\n\n");
@@ -139,10 +173,14 @@ async function startUpstream(options: UpstreamOptions, dialect: Dialect): Promis
       res.writeHead(status, { "content-type": "application/json", ...headers });
       res.end(JSON.stringify(error));
     };
-    if (req.method !== "POST" || path !== dialect.path) return reject(404, {}, dialect.error("not_found", `Not found: ${req.method} ${path}`));
+    if (req.method !== "POST" || path !== dialect.path)
+      return reject(404, {}, dialect.error("not_found", `Not found: ${req.method} ${path}`));
     if (limited(routed++)) {
       upstream.rateLimited++;
-      const retry = { "retry-after": String(Math.ceil(retryAfterSeconds)), "retry-after-ms": String(retryAfterSeconds * 1000) };
+      const retry = {
+        "retry-after": String(Math.ceil(retryAfterSeconds)),
+        "retry-after-ms": String(retryAfterSeconds * 1000),
+      };
       return reject(429, retry, dialect.error("rate_limit", "Rate limited by the test upstream."));
     }
     if (!parsed) return reject(400, {}, dialect.error("invalid_request", "The body is not JSON."));
@@ -150,9 +188,13 @@ async function startUpstream(options: UpstreamOptions, dialect: Dialect): Promis
     const answer = answerOf(body, n);
     const aborted = new AbortController();
     res.on("close", () => aborted.abort(new Error("client went away")));
-    const write = (chunk: string) => new Promise<void>((resolve, reject) => res.write(chunk, (error) => (error ? reject(error) : resolve())));
+    const write = (chunk: string) =>
+      new Promise<void>((resolve, reject) => res.write(chunk, (error) => (error ? reject(error) : resolve())));
     const model = isRecord(body) && typeof body.model === "string" ? body.model : "unknown";
-    await dialect.serve({ write, res, answer: { ...answer, usage: usageOf(answer, body) }, model, n, signal: aborted.signal }, body);
+    await dialect.serve(
+      { write, res, answer: { ...answer, usage: usageOf(answer, body) }, model, n, signal: aborted.signal },
+      body,
+    );
     res.end();
   };
 

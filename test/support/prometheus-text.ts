@@ -27,7 +27,9 @@ export function parseSamples(text: string): Sample[] {
  * them. Several matching is a mistake of the test (it would read an arbitrary one), so it throws.
  */
 export function sampleValue(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  const found = parseSamples(text).filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+  const found = parseSamples(text).filter(
+    (s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v),
+  );
   if (found.length > 1) throw new Error(`${found.length} series of ${name} match ${JSON.stringify(labels)}`);
   return found[0]?.value;
 }

@@ -15,4 +15,5 @@ export async function rawLedgerKeys(path: string): Promise<string[]> {
 }
 
 /** The keys that name any of `ids` (a run id, its agents' ids). */
-export const keysNaming = (keys: readonly string[], ids: readonly string[]) => keys.filter((key) => ids.some((id) => key.includes(id)));
+export const keysNaming = (keys: readonly string[], ids: readonly string[]) =>
+  keys.filter((key) => ids.some((id) => key.includes(id)));

@@ -1,6 +1,6 @@
 import { ModelGateway } from "../../src/gateway/gateway.ts";
 import type { CallUsage, ModelCaller, ScriptCursor } from "../../src/gateway/model-caller.ts";
-import { loadModelCatalog, type GatewayModel } from "../../src/gateway/models.ts";
+import { type GatewayModel, loadModelCatalog } from "../../src/gateway/models.ts";
 import { SCRIPTED_MODEL } from "../../src/gateway/scripted-model.ts";
 import type { SandboxRuntime } from "../../src/sandbox/runtime.ts";
 import type { ScriptStep } from "../../src/spec/agent-spec.ts";
@@ -11,7 +11,11 @@ export function scriptCaller(script: readonly ScriptStep[], usage: CallUsage[] =
 }
 
 /** An agent of `model` with no daemon around it; its calls' usage is collected in `usage`. */
-export function standaloneCaller(model: GatewayModel, usage: CallUsage[] = [], script?: readonly ScriptStep[]): ModelCaller {
+export function standaloneCaller(
+  model: GatewayModel,
+  usage: CallUsage[] = [],
+  script?: readonly ScriptStep[],
+): ModelCaller {
   let next = 0;
   const cursor: ScriptCursor = { take: async () => next++, delivered: async () => undefined };
   return {
@@ -58,6 +62,7 @@ export function scriptGateway() {
     },
   });
   /** Serve a sandbox started elsewhere (by an earlier process), as a restarted daemon does. */
-  const serve = async (controlDir: string, script: readonly ScriptStep[]) => gateway.open(controlDir, scriptCaller(script));
+  const serve = async (controlDir: string, script: readonly ScriptStep[]) =>
+    gateway.open(controlDir, scriptCaller(script));
   return { wrap, serve, close: () => gateway.closeAll() };
 }

@@ -1,4 +1,4 @@
-import { request, type ClientRequest, type IncomingMessage } from "node:http";
+import { type ClientRequest, type IncomingMessage, request } from "node:http";
 import { createWaitList } from "./wait-list.ts";
 
 export interface SseMessage {
@@ -21,7 +21,11 @@ export interface SseConnection {
   request: ClientRequest;
 }
 
-export function openEvents(base: string, runId: string, options: { lastEventId?: number; query?: string; token?: string } = {}): Promise<SseConnection> {
+export function openEvents(
+  base: string,
+  runId: string,
+  options: { lastEventId?: number; query?: string; token?: string } = {},
+): Promise<SseConnection> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = { accept: "text/event-stream" };
     if (options.lastEventId !== undefined) headers["last-event-id"] = String(options.lastEventId);
@@ -36,15 +40,28 @@ export function openEvents(base: string, runId: string, options: { lastEventId?:
         response: res,
         request: req,
         waitFor: (match, timeoutMs = 20_000) =>
-          waits.until(() => connection.messages.find(match), timeoutMs, () => `no matching event; saw ${connection.messages.map((m) => m.event).join(",")}`),
+          waits.until(
+            () => connection.messages.find(match),
+            timeoutMs,
+            () => `no matching event; saw ${connection.messages.map((m) => m.event).join(",")}`,
+          ),
         waitUntil: async (condition, timeoutMs = 20_000, what = "condition") => {
-          await waits.until(() => (condition() ? true : undefined), timeoutMs, () => `timed out waiting for ${what}`);
+          await waits.until(
+            () => (condition() ? true : undefined),
+            timeoutMs,
+            () => `timed out waiting for ${what}`,
+          );
         },
         close: () => req.destroy(),
       };
       readFrames(res, (frame) => {
         if (frame.comment !== undefined) connection.comments.push(frame.comment);
-        if (frame.data !== undefined) connection.messages.push({ id: frame.id, event: frame.event ?? "message", data: frame.data as SseMessage["data"] });
+        if (frame.data !== undefined)
+          connection.messages.push({
+            id: frame.id,
+            event: frame.event ?? "message",
+            data: frame.data as SseMessage["data"],
+          });
         waits.wake();
       });
       const end = () => {

@@ -1,4 +1,4 @@
-import { createServer, connect, type Server, type Socket } from "node:net";
+import { connect, createServer, type Server, type Socket } from "node:net";
 
 export interface TcpProxy {
   url: string;
@@ -49,7 +49,7 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
     },
     close: () =>
       new Promise<void>((resolve) => {
-        for (const [client, upstream] of pairs) (client.destroy(), upstream.destroy());
+        for (const [client, upstream] of pairs) client.destroy(), upstream.destroy();
         server.close(() => resolve());
       }),
   };

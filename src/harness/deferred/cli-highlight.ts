@@ -9,5 +9,7 @@ import type * as CliHighlight from "cli-highlight";
 const load = (name: string) => createRequire(__filename)(name) as typeof CliHighlight;
 
 export const highlight: typeof CliHighlight.highlight = (...args) => load("cli-highlight").highlight(...args);
-export const supportsLanguage: typeof CliHighlight.supportsLanguage = (...args) => load("cli-highlight").supportsLanguage(...args);
-export const listLanguages: typeof CliHighlight.listLanguages = (...args) => load("cli-highlight").listLanguages(...args);
+export const supportsLanguage: typeof CliHighlight.supportsLanguage = (...args) =>
+  load("cli-highlight").supportsLanguage(...args);
+export const listLanguages: typeof CliHighlight.listLanguages = (...args) =>
+  load("cli-highlight").listLanguages(...args);

@@ -26,7 +26,8 @@ export const DOCS_ASSET_NAMES: readonly string[] = Object.keys(ASSETS);
  * The page may load only from the daemon: nothing it fetches, runs or shows can come from another
  * host. swagger-ui sets inline styles and draws icons from `data:` URLs; its scripts are files.
  */
-const PAGE_POLICY = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
+const PAGE_POLICY =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
 
 /**
  * `GET /docs` (swagger-ui showing `/openapi.json`) and `GET /docs/:asset`, from package files: no

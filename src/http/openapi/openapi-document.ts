@@ -2,11 +2,19 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { SWARMD_ROOT } from "../../harness/launch.ts";
-import { MAX_MATCH_LENGTH } from "../../spec/approve.ts";
 import { AgentSpecSchema, BudgetSchema, SpendCapsSchema, TOOL_NAMES } from "../../spec/agent-spec.ts";
-import { CreateRunBody, PermissionAnswerBody, PromptBody, ScopeBody, SpawnBody, SteerBody, StopBody } from "../schemas.ts";
+import { MAX_MATCH_LENGTH } from "../../spec/approve.ts";
+import {
+  CreateRunBody,
+  PermissionAnswerBody,
+  PromptBody,
+  ScopeBody,
+  SpawnBody,
+  SteerBody,
+  StopBody,
+} from "../schemas.ts";
 import { DOCS_ASSET_NAMES } from "./docs-page.ts";
-import { OPERATIONS, type Answer, type Operation } from "./operations.ts";
+import { type Answer, OPERATIONS, type Operation } from "./operations.ts";
 import * as answers from "./response-schemas.ts";
 import { STREAM_MESSAGE_SCHEMAS } from "./stream-schemas.ts";
 
@@ -20,7 +28,9 @@ export interface OpenApiDocument extends JsonObject {
   components: { schemas: Record<string, JsonObject>; securitySchemes: JsonObject };
 }
 
-const StreamMessageSchema = z.union(STREAM_MESSAGE_SCHEMAS.map(([, schema]) => schema)).describe("One message of the event stream: its SSE `id` (persisted events only), `event` and parsed `data`.");
+const StreamMessageSchema = z
+  .union(STREAM_MESSAGE_SCHEMAS.map(([, schema]) => schema))
+  .describe("One message of the event stream: its SSE `id` (persisted events only), `event` and parsed `data`.");
 
 /**
  * Named schemas of `components.schemas`: the request schemas the routes parse with and the answer
@@ -64,9 +74,18 @@ const COMPONENTS: Record<string, z.ZodType> = {
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 
 const PATH_PARAMETERS: Record<string, { description: string; schema: JsonObject }> = {
-  runId: { description: "A run's id, `r_<hex>`. Any other form is answered as an unknown run (404).", schema: { type: "string", pattern: "^r_[0-9a-f]+$" } },
-  agentId: { description: "An agent's id, `a_<hex>`. Any other form is answered as an unknown agent (404).", schema: { type: "string", pattern: "^a_[0-9a-f]+$" } },
-  requestId: { description: "An approval request's id, `p_<hex>`. Any other form is answered as an unknown request (404).", schema: { type: "string", pattern: "^p_[0-9a-f]+$" } },
+  runId: {
+    description: "A run's id, `r_<hex>`. Any other form is answered as an unknown run (404).",
+    schema: { type: "string", pattern: "^r_[0-9a-f]+$" },
+  },
+  agentId: {
+    description: "An agent's id, `a_<hex>`. Any other form is answered as an unknown agent (404).",
+    schema: { type: "string", pattern: "^a_[0-9a-f]+$" },
+  },
+  requestId: {
+    description: "An approval request's id, `p_<hex>`. Any other form is answered as an unknown request (404).",
+    schema: { type: "string", pattern: "^p_[0-9a-f]+$" },
+  },
   asset: { description: "One of the docs page's files.", schema: { type: "string", enum: [...DOCS_ASSET_NAMES] } },
 };
 
@@ -84,14 +103,19 @@ const SHARED_ERRORS = {
 export function createOpenApiDocument(): OpenApiDocument {
   const registry = z.registry<{ id: string }>();
   for (const [id, schema] of Object.entries(COMPONENTS)) registry.add(schema, { id });
-  const generated = z.toJSONSchema(registry, { io: "input", unrepresentable: "any", uri: (id) => `#/components/schemas/${id}` });
+  const generated = z.toJSONSchema(registry, {
+    io: "input",
+    unrepresentable: "any",
+    uri: (id) => `#/components/schemas/${id}`,
+  });
   const schemas: Record<string, JsonObject> = {};
   for (const [id, schema] of Object.entries(generated.schemas)) schemas[id] = withoutDialect(schema as JsonObject);
   describeWhatZodCannot(schemas);
 
   const names = new Map<z.ZodType, string>(Object.entries(COMPONENTS).map(([id, schema]) => [schema, id]));
   const paths: OpenApiDocument["paths"] = {};
-  for (const operation of OPERATIONS) (paths[operation.path] ??= {})[operation.method] = describeOperation(operation, names);
+  for (const operation of OPERATIONS)
+    (paths[operation.path] ??= {})[operation.method] = describeOperation(operation, names);
 
   return {
     openapi: "3.1.0",
@@ -99,7 +123,7 @@ export function createOpenApiDocument(): OpenApiDocument {
       title: "swarmd",
       version: packageVersion(),
       description:
-        "Runs trees of sandboxed AI coding agents and controls them from the outside (docs/spec.md). Bodies are JSON; every refusal is `{\"error\": message}`. " +
+        'Runs trees of sandboxed AI coding agents and controls them from the outside (docs/spec.md). Bodies are JSON; every refusal is `{"error": message}`. ' +
         "Node's own refusals of bytes that are not HTTP are 400, 408 and 431 in the same form, on any route.",
     },
     tags: [
@@ -114,7 +138,11 @@ export function createOpenApiDocument(): OpenApiDocument {
     components: {
       schemas,
       securitySchemes: {
-        bearerAuth: { type: "http", scheme: "bearer", description: "`SWARM_TOKEN`. Without it set, the daemon listens on loopback only and needs no token." },
+        bearerAuth: {
+          type: "http",
+          scheme: "bearer",
+          description: "`SWARM_TOKEN`. Without it set, the daemon listens on loopback only and needs no token.",
+        },
       },
     },
   };
@@ -123,13 +151,15 @@ export function createOpenApiDocument(): OpenApiDocument {
 function describeOperation(operation: Operation, names: ReadonlyMap<z.ZodType, string>): JsonObject {
   const nameOf = (schema: z.ZodType): string => {
     const name = names.get(schema);
-    if (name === undefined) throw new Error(`${operation.operationId}: a body or answer schema that is not in components.schemas`);
+    if (name === undefined)
+      throw new Error(`${operation.operationId}: a body or answer schema that is not in components.schemas`);
     return name;
   };
   const parameters = [...pathParameters(operation.path), ...queryParameters(operation), ...headerParameters(operation)];
   const responses: JsonObject = {};
   for (const [status, answer] of Object.entries(operation.ok)) responses[status] = successResponse(answer, nameOf);
-  for (const [status, description] of Object.entries(errorStatuses(operation))) responses[status] = errorResponse(Number(status), description);
+  for (const [status, description] of Object.entries(errorStatuses(operation)))
+    responses[status] = errorResponse(Number(status), description);
   return {
     operationId: operation.operationId,
     tags: [operation.tag],
@@ -138,7 +168,12 @@ function describeOperation(operation: Operation, names: ReadonlyMap<z.ZodType, s
     ...(operation.open ? { security: [] } : {}),
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(operation.body
-      ? { requestBody: { required: operation.body.optional !== true, content: { "application/json": { schema: ref(nameOf(operation.body.schema)) } } } }
+      ? {
+          requestBody: {
+            required: operation.body.optional !== true,
+            content: { "application/json": { schema: ref(nameOf(operation.body.schema)) } },
+          },
+        }
       : {}),
     responses,
   };
@@ -160,11 +195,15 @@ function errorStatuses(operation: Operation): Record<number, string> {
 
 function successResponse(answer: Answer, nameOf: (schema: z.ZodType) => string): JsonObject {
   if ("empty" in answer) return { description: answer.description };
-  if ("json" in answer) return { description: answer.description, content: { "application/json": { schema: ref(nameOf(answer.json)) } } };
+  if ("json" in answer)
+    return { description: answer.description, content: { "application/json": { schema: ref(nameOf(answer.json)) } } };
   if (answer.media === "text/event-stream") {
     // OpenAPI 3.1 has no way to type the items of a stream (3.2's `itemSchema`); each message's
     // shape is `StreamMessage`, named here for readers and tools that look.
-    return { description: answer.description, content: { "text/event-stream": { schema: answer.schema, "x-item-schema": ref("StreamMessage") } } };
+    return {
+      description: answer.description,
+      content: { "text/event-stream": { schema: answer.schema, "x-item-schema": ref("StreamMessage") } },
+    };
   }
   return { description: answer.description, content: { [answer.media]: { schema: answer.schema } } };
 }
@@ -172,7 +211,13 @@ function successResponse(answer: Answer, nameOf: (schema: z.ZodType) => string):
 function errorResponse(status: number, description: string): JsonObject {
   return {
     description,
-    ...(status === 401 ? { headers: { "WWW-Authenticate": { description: "Always `Bearer`.", schema: { type: "string", const: "Bearer" } } } } : {}),
+    ...(status === 401
+      ? {
+          headers: {
+            "WWW-Authenticate": { description: "Always `Bearer`.", schema: { type: "string", const: "Bearer" } },
+          },
+        }
+      : {}),
     content: { "application/json": { schema: ref("Error") } },
   };
 }
@@ -187,11 +232,23 @@ function pathParameters(path: string): JsonObject[] {
 
 function queryParameters({ operationId, query }: Operation): JsonObject[] {
   if (query === undefined) return [];
-  return objectMembers(operationId, query.schema, query.describe).map(({ name, required, schema, description }) => ({ name, in: "query", required, description, schema }));
+  return objectMembers(operationId, query.schema, query.describe).map(({ name, required, schema, description }) => ({
+    name,
+    in: "query",
+    required,
+    description,
+    schema,
+  }));
 }
 
 function headerParameters({ headers = {} }: Operation): JsonObject[] {
-  return Object.entries(headers).map(([name, { schema, describe }]) => ({ name, in: "header", required: false, description: describe, schema: withoutDialect(toJson(schema)) }));
+  return Object.entries(headers).map(([name, { schema, describe }]) => ({
+    name,
+    in: "header",
+    required: false,
+    description: describe,
+    schema: withoutDialect(toJson(schema)),
+  }));
 }
 
 /** The members of a query object, each described: a parameter the route reads but nobody described is a build error. */
@@ -206,7 +263,8 @@ function objectMembers(operationId: string, schema: z.ZodObject, describe: Recor
   });
 }
 
-const toJson = (schema: z.ZodType): JsonObject => z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as JsonObject;
+const toJson = (schema: z.ZodType): JsonObject =>
+  z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as JsonObject;
 
 /** `$schema` and `$id` belong to standalone schemas; inside an OpenAPI 3.1 document the dialect is the document's. */
 function withoutDialect({ $schema: _schema, $id: _id, ...rest }: JsonObject): JsonObject {
@@ -222,13 +280,19 @@ function describeWhatZodCannot(schemas: Record<string, JsonObject>): void {
   const spec = schemas.AgentSpec;
   const properties = spec?.properties as Record<string, JsonObject> | undefined;
   const approve = properties?.approve;
-  if (spec === undefined || approve === undefined) throw new Error("AgentSpec without approve: update describeWhatZodCannot");
+  if (spec === undefined || approve === undefined)
+    throw new Error("AgentSpec without approve: update describeWhatZodCannot");
   spec.oneOf = [{ required: ["model"] }, { required: ["script"] }];
   const rule = z.union([
     z.literal("*").describe("Every tool call."),
     z.strictObject({
       tool: z.enum(TOOL_NAMES),
-      match: z.string().min(1).max(MAX_MATCH_LENGTH).optional().describe("A JavaScript regular expression tested against the call's arguments as JSON."),
+      match: z
+        .string()
+        .min(1)
+        .max(MAX_MATCH_LENGTH)
+        .optional()
+        .describe("A JavaScript regular expression tested against the call's arguments as JSON."),
     }),
   ]);
   approve.items = withoutDialect(toJson(rule));

@@ -36,7 +36,11 @@ import {
 import { STREAM_DESCRIPTION } from "./stream-schemas.ts";
 
 /** A success answer: a JSON body (a zod schema), a body of another media type, or none. */
-export type Answer = { description: string } & ({ json: z.ZodType } | { media: string; schema: Record<string, unknown> } | { empty: true });
+export type Answer = { description: string } & (
+  | { json: z.ZodType }
+  | { media: string; schema: Record<string, unknown> }
+  | { empty: true }
+);
 
 export interface Operation {
   method: "get" | "post" | "delete";
@@ -80,7 +84,13 @@ export const OPERATIONS: readonly Operation[] = [
     operationId: "getOpenApiDocument",
     tag: "service",
     summary: "This document",
-    ok: { 200: { description: "The OpenAPI 3.1 description of the daemon's routes.", media: "application/json", schema: { type: "object" } } },
+    ok: {
+      200: {
+        description: "The OpenAPI 3.1 description of the daemon's routes.",
+        media: "application/json",
+        schema: { type: "object" },
+      },
+    },
     errors: {},
   },
   {
@@ -99,7 +109,8 @@ export const OPERATIONS: readonly Operation[] = [
     operationId: "getDocsPage",
     tag: "service",
     summary: "The API docs page",
-    description: "swagger-ui, served from the daemon's own files, showing `/openapi.json`. The page and its files need no token; it asks for one when `/openapi.json` answers 401.",
+    description:
+      "swagger-ui, served from the daemon's own files, showing `/openapi.json`. The page and its files need no token; it asks for one when `/openapi.json` answers 401.",
     open: true,
     ok: { 200: { description: "The page.", media: "text/html", schema: { type: "string" } } },
     errors: {},
@@ -120,7 +131,8 @@ export const OPERATIONS: readonly Operation[] = [
     operationId: "getConsole",
     tag: "service",
     summary: "The operator console",
-    description: "The web console (runs, the live spawn tree, the event log, controls), built into the installation. The page and its files need no token; the page asks for one and sends it on every call it makes. 503 when the console was not built.",
+    description:
+      "The web console (runs, the live spawn tree, the event log, controls), built into the installation. The page and its files need no token; the page asks for one and sends it on every call it makes. 503 when the console was not built.",
     open: true,
     ok: { 200: { description: "The page.", media: "text/html", schema: { type: "string" } } },
     errors: { 503: "The console is not built (`npm run build:console`)." },
@@ -132,7 +144,13 @@ export const OPERATIONS: readonly Operation[] = [
     tag: "service",
     summary: "A file of the console",
     open: true,
-    ok: { 200: { description: "The file (script or style sheet), named by its content.", media: "*/*", schema: { type: "string" } } },
+    ok: {
+      200: {
+        description: "The file (script or style sheet), named by its content.",
+        media: "*/*",
+        schema: { type: "string" },
+      },
+    },
     errors: { 404: "No such file." },
   },
   {
@@ -141,10 +159,13 @@ export const OPERATIONS: readonly Operation[] = [
     operationId: "createRun",
     tag: "runs",
     summary: "Create a run",
-    description: "Creates the root agent and provisions its sandbox in the background; `prompt`, when given, is its first turn.",
+    description:
+      "Creates the root agent and provisions its sandbox in the background; `prompt`, when given, is its first turn.",
     body: { schema: CreateRunBody },
     ok: { 202: { description: "The run was created; its root is provisioning.", json: CreateRunResponseSchema } },
-    errors: { 400: "Invalid body, the spec above the daemon's limits, or a `model` the service does not know or does not carry." },
+    errors: {
+      400: "Invalid body, the spec above the daemon's limits, or a `model` the service does not know or does not carry.",
+    },
   },
   {
     method: "get",
@@ -153,7 +174,12 @@ export const OPERATIONS: readonly Operation[] = [
     tag: "runs",
     summary: "List runs",
     description: "Every run the daemon knows, newest first, with its agents counted by state.",
-    query: { schema: RunListQuery, describe: { limit: `Most runs to answer, an integer 1..${MAX_RUN_LIST_LIMIT} (default ${DEFAULT_RUN_LIST_LIMIT}).` } },
+    query: {
+      schema: RunListQuery,
+      describe: {
+        limit: `Most runs to answer, an integer 1..${MAX_RUN_LIST_LIMIT} (default ${DEFAULT_RUN_LIST_LIMIT}).`,
+      },
+    },
     ok: { 200: { description: "The runs.", json: RunListSchema } },
     errors: { 400: `\`limit\` not an integer 1..${MAX_RUN_LIST_LIMIT}.` },
   },
@@ -173,11 +199,15 @@ export const OPERATIONS: readonly Operation[] = [
     operationId: "deleteRun",
     tag: "runs",
     summary: "Stop a run, or purge it",
-    description: "Stops every live agent of the run, leaves first. The ledger and results are kept unless `purge=true`, which then removes the run for good.",
-    query: { schema: DeleteRunQuery, describe: { purge: "`true` removes the run, its ledger and results for good; `false` (default) keeps them." } },
+    description:
+      "Stops every live agent of the run, leaves first. The ledger and results are kept unless `purge=true`, which then removes the run for good.",
+    query: {
+      schema: DeleteRunQuery,
+      describe: { purge: "`true` removes the run, its ledger and results for good; `false` (default) keeps them." },
+    },
     ok: { 204: { description: "The run is stopped (and purged when asked).", empty: true } },
     errors: {
-      400: '`purge` other than `true` or `false`.',
+      400: "`purge` other than `true` or `false`.",
       404: "Run does not exist (or was purged).",
       503: "A sandbox could not be closed (`RUNTIME_UNAVAILABLE`); the purge finishes on the next start.",
     },
@@ -189,9 +219,27 @@ export const OPERATIONS: readonly Operation[] = [
     tag: "events",
     summary: "Event stream of the whole run (SSE)",
     description: STREAM_DESCRIPTION,
-    query: { schema: EventsQuery, describe: { lastEventId: "Replay persisted events after this `seq` (the `Last-Event-ID` header wins when both are given)." } },
-    headers: { "Last-Event-ID": { schema: LastEventIdHeader, describe: "Replay persisted events after this `seq`: what a reconnecting EventSource sends. With neither, the stream starts at the run's first event." } },
-    ok: { 200: { description: "A Server-Sent Events stream that stays open until the client leaves, the daemon stops or the run is purged.", media: "text/event-stream", schema: { type: "string" } } },
+    query: {
+      schema: EventsQuery,
+      describe: {
+        lastEventId: "Replay persisted events after this `seq` (the `Last-Event-ID` header wins when both are given).",
+      },
+    },
+    headers: {
+      "Last-Event-ID": {
+        schema: LastEventIdHeader,
+        describe:
+          "Replay persisted events after this `seq`: what a reconnecting EventSource sends. With neither, the stream starts at the run's first event.",
+      },
+    },
+    ok: {
+      200: {
+        description:
+          "A Server-Sent Events stream that stays open until the client leaves, the daemon stops or the run is purged.",
+        media: "text/event-stream",
+        schema: { type: "string" },
+      },
+    },
     errors: { 400: "Malformed `Last-Event-ID` or `lastEventId`.", 404: "Run does not exist." },
   },
   {
@@ -211,9 +259,15 @@ export const OPERATIONS: readonly Operation[] = [
     operationId: "spawnAgent",
     tag: "runs",
     summary: "Spawn a child",
-    description: "Forks a live parent's sandbox. A spawn a budget refuses still answers 202; the child then ends `budget-exceeded`.",
+    description:
+      "Forks a live parent's sandbox. A spawn a budget refuses still answers 202; the child then ends `budget-exceeded`.",
     body: { schema: SpawnBody },
-    ok: { 202: { description: "The child was accepted (`spawning` while it waits for `waitFor`).", json: SpawnResponseSchema } },
+    ok: {
+      202: {
+        description: "The child was accepted (`spawning` while it waits for `waitFor`).",
+        json: SpawnResponseSchema,
+      },
+    },
     errors: {
       400: "Invalid body, `waitFor` names an agent outside this run, the spec asks for more than the parent has, or a `model` the service does not know or does not carry.",
       404: "The run does not exist, or `parentAgentId` is not an agent of this run.",
@@ -226,7 +280,12 @@ export const OPERATIONS: readonly Operation[] = [
     operationId: "getAgent",
     tag: "agents",
     summary: "An agent's view",
-    ok: { 200: { description: "The agent view with its budget and, when the harness answers in time, its session statistics.", json: AgentDetailSchema } },
+    ok: {
+      200: {
+        description: "The agent view with its budget and, when the harness answers in time, its session statistics.",
+        json: AgentDetailSchema,
+      },
+    },
     errors: { 404: "Agent does not exist." },
   },
   {
@@ -273,8 +332,15 @@ export const OPERATIONS: readonly Operation[] = [
     summary: "Steer the current turn",
     description: `${SCOPE} With \`subtree\` the named agent gets one message with a table of its children. ${CONTROL}`,
     body: { schema: SteerBody },
-    ok: { 202: { description: "One result per member, and how the message reached the agent.", json: SteerResponseSchema } },
-    errors: { 400: "Invalid body or scope.", 404: "No such agent.", 409: "Agent not live, or draining (`AGENT_DRAINING`).", 502: "The harness did not accept the message (`HARNESS_REJECTED`)." },
+    ok: {
+      202: { description: "One result per member, and how the message reached the agent.", json: SteerResponseSchema },
+    },
+    errors: {
+      400: "Invalid body or scope.",
+      404: "No such agent.",
+      409: "Agent not live, or draining (`AGENT_DRAINING`).",
+      502: "The harness did not accept the message (`HARNESS_REJECTED`).",
+    },
   },
   {
     method: "post",
@@ -285,7 +351,12 @@ export const OPERATIONS: readonly Operation[] = [
     description: `${SCOPE} The body is optional. ${CONTROL}`,
     body: { schema: ScopeBody, optional: true },
     ok: { 202: { description: "One result per member, parents first.", json: ControlResponseSchema } },
-    errors: { 400: "Invalid scope.", 404: "No such agent.", 409: "Agent not live.", 502: "The sandbox could not be paused (scope `agent` only)." },
+    errors: {
+      400: "Invalid scope.",
+      404: "No such agent.",
+      409: "Agent not live.",
+      502: "The sandbox could not be paused (scope `agent` only).",
+    },
   },
   {
     method: "post",
@@ -312,7 +383,10 @@ export const OPERATIONS: readonly Operation[] = [
     description: `${SCOPE} \`mode\` is \`abort\` (default) or \`drain\`; \`drainTimeoutMs\` is for \`drain\` only. The body is optional. A stop of an ended agent answers \`noop\`.`,
     body: { schema: StopBody, optional: true },
     ok: { 202: { description: "One result per member (leaves first for an abort).", json: ControlResponseSchema } },
-    errors: { 400: "Invalid `mode`, `scope` or `drainTimeoutMs`, or `drainTimeoutMs` without `mode: \"drain\"`.", 404: "No such agent." },
+    errors: {
+      400: 'Invalid `mode`, `scope` or `drainTimeoutMs`, or `drainTimeoutMs` without `mode: "drain"`.',
+      404: "No such agent.",
+    },
   },
   {
     method: "get",
@@ -321,7 +395,12 @@ export const OPERATIONS: readonly Operation[] = [
     tag: "agents",
     summary: "Read or wait for an agent's result",
     description: "Other query parameters are ignored. A client that disconnects ends its wait.",
-    query: { schema: ResultQuery, describe: { wait: `Seconds to hold the request while the result is pending, an integer 0..${MAX_WAIT_SECONDS} (default 0).` } },
+    query: {
+      schema: ResultQuery,
+      describe: {
+        wait: `Seconds to hold the request while the result is pending, an integer 0..${MAX_WAIT_SECONDS} (default 0).`,
+      },
+    },
     ok: {
       200: { description: "Settled: the newest settled turn's result.", json: SettledResultSchema },
       202: { description: "Still pending after the wait.", json: PendingResultSchema },
@@ -336,7 +415,12 @@ export const OPERATIONS: readonly Operation[] = [
     summary: "Answer an approval request",
     description: "Resolves a pending request of the agent; two answers at once: one wins, the other is the 409.",
     body: { schema: PermissionAnswerBody },
-    ok: { 202: { description: "The request as resolved, after `permission_resolved` is committed.", json: PermissionViewSchema } },
+    ok: {
+      202: {
+        description: "The request as resolved, after `permission_resolved` is committed.",
+        json: PermissionViewSchema,
+      },
+    },
     errors: {
       400: "`decision` other than `allow` or `deny`, an empty or too long `message`, another field.",
       404: "No such agent, or no such request of the agent (`PERMISSION_NOT_FOUND`).",

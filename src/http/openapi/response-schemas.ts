@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { AGENT_STATES } from "../../swarm-api.ts";
 import type {
   AgentDetail,
   AgentView,
@@ -15,6 +14,7 @@ import type {
   SpendView,
   Usage,
 } from "../../swarm-api.ts";
+import { AGENT_STATES } from "../../swarm-api.ts";
 
 /**
  * The answers of spec section 4 as zod schemas, for `GET /openapi.json`. Objects are strict, so a
@@ -31,7 +31,9 @@ const RequestId = z.string().describe("Form `p_<hex>`.");
 const AgentStateSchema = z.enum(AGENT_STATES);
 const OutcomeSchema = z.enum(["success", "failed", "aborted", "budget-exceeded", "lost"]);
 
-export const ErrorBodySchema = z.strictObject({ error: z.string() }).describe("Every refusal: the message, and nothing else (spec section 7).");
+export const ErrorBodySchema = z
+  .strictObject({ error: z.string() })
+  .describe("Every refusal: the message, and nothing else (spec section 7).");
 export const HealthSchema = z.strictObject({ ok: z.literal(true) });
 
 export const UsageSchema = z
@@ -79,7 +81,10 @@ export const AgentViewSchema = z
 
 export const AgentDetailSchema = AgentViewSchema.extend({
   budget: SpendViewSchema,
-  sessionStats: z.record(z.string(), z.unknown()).optional().describe("pi-coding-agent's session statistics, when the harness answers within 2 s."),
+  sessionStats: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe("pi-coding-agent's session statistics, when the harness answers within 2 s."),
 });
 
 export const RunSnapshotSchema = z.strictObject({
@@ -95,19 +100,31 @@ export const RunSummarySchema = z.strictObject({
   rootAgentId: AgentId,
   specName: z.string().describe("The root's spec name."),
   createdAt: Epoch,
-  states: z.record(AgentStateSchema, Int.min(0)).describe("How many of its agents are in each state, every state named."),
+  states: z
+    .record(AgentStateSchema, Int.min(0))
+    .describe("How many of its agents are in each state, every state named."),
   agents: Int.min(0),
   live: Int.min(0),
   usage: UsageSchema,
 });
 export const RunListSchema = z.strictObject({ runs: z.array(RunSummarySchema).describe("Newest first.") });
 
-export const CreateRunResponseSchema = z.strictObject({ runId: RunId, rootAgentId: AgentId, state: z.literal("provisioning") });
+export const CreateRunResponseSchema = z.strictObject({
+  runId: RunId,
+  rootAgentId: AgentId,
+  state: z.literal("provisioning"),
+});
 export const SpawnResponseSchema = z.strictObject({ agentId: AgentId, state: z.enum(["provisioning", "spawning"]) });
 
 export const ControlResponseSchema = z
   .strictObject({
-    results: z.array(z.strictObject({ agentId: AgentId, outcome: z.enum(["applied", "noop", "failed"]), error: z.string().optional() })),
+    results: z.array(
+      z.strictObject({
+        agentId: AgentId,
+        outcome: z.enum(["applied", "noop", "failed"]),
+        error: z.string().optional(),
+      }),
+    ),
   })
   .describe("One result per affected agent, in the order they were processed.");
 const DeliverySchema = z.enum(["steer", "turn", "queued"] satisfies Delivery[]);
@@ -129,7 +146,9 @@ export const PermissionViewSchema = z.strictObject({
   by: z.enum(["operator", "stop", "run-deleted", "timeout"]).nullable(),
   resolvedAt: Epoch.nullable(),
 });
-export const PermissionListSchema = z.strictObject({ permissions: z.array(PermissionViewSchema).describe("Oldest first.") });
+export const PermissionListSchema = z.strictObject({
+  permissions: z.array(PermissionViewSchema).describe("Oldest first."),
+});
 
 export const ResultViewSchema = z.strictObject({
   agentId: AgentId,
@@ -141,14 +160,21 @@ export const ResultViewSchema = z.strictObject({
 /** The 200 of the result route. */
 export const SettledResultSchema = ResultViewSchema.extend({ state: z.literal("settled"), outcome: OutcomeSchema });
 /** The 202 of the result route: still pending after the wait. */
-export const PendingResultSchema = ResultViewSchema.extend({ state: z.literal("pending"), outcome: z.null(), resultRef: z.null(), result: z.null() });
+export const PendingResultSchema = ResultViewSchema.extend({
+  state: z.literal("pending"),
+  outcome: z.null(),
+  resultRef: z.null(),
+  result: z.null(),
+});
 
 export const MachineViewSchema = z.strictObject({
   agentId: AgentId,
   running: z.boolean().describe("Whether the daemon runs a machine for the agent now."),
   value: z.unknown().describe("XState's `snapshot.value`; null without a machine."),
   tags: z.array(z.string()),
-  transitions: z.array(z.strictObject({ at: Epoch, event: z.string(), value: z.unknown() })).describe("The latest transitions, oldest first."),
+  transitions: z
+    .array(z.strictObject({ at: Epoch, event: z.string(), value: z.unknown() }))
+    .describe("The latest transitions, oldest first."),
 });
 
 /** The same type, optional fields included (intersections flattened first, as zod's are). */

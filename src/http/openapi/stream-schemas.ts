@@ -3,7 +3,14 @@ import { HARNESS_RECORDED_EVENT_NAMES, type HarnessEventType } from "../../harne
 import { RunEventSchema } from "../../ledger/run-events.ts";
 
 /** Harness events sent live and never stored (spec section 6.2): no `id`, never replayed. */
-export const EPHEMERAL_EVENT_TYPES = ["text", "thinking", "tool_update", "message_start", "message_end", "queue_update"] as const satisfies readonly HarnessEventType[];
+export const EPHEMERAL_EVENT_TYPES = [
+  "text",
+  "thinking",
+  "tool_update",
+  "message_start",
+  "message_end",
+  "queue_update",
+] as const satisfies readonly HarnessEventType[];
 
 /** Persisted events of the ledger's own (spec section 6.1), in the order of `run-events.ts`. */
 export const LIFECYCLE_EVENT_TYPES: readonly string[] = RunEventSchema.options.flatMap((option) => {
@@ -11,7 +18,10 @@ export const LIFECYCLE_EVENT_TYPES: readonly string[] = RunEventSchema.options.f
   return type instanceof z.ZodLiteral ? [String(type.value)] : [];
 });
 
-const Id = z.string().regex(/^\d+$/).describe("The event's ledger `seq`; send it back as `Last-Event-ID` to resume after it.");
+const Id = z
+  .string()
+  .regex(/^\d+$/)
+  .describe("The event's ledger `seq`; send it back as `Last-Event-ID` to resume after it.");
 const Stamp = { seq: z.number().int().min(1), at: z.number().int().min(0) };
 
 /**
@@ -29,7 +39,9 @@ export const STREAM_MESSAGE_SCHEMAS: ReadonlyArray<readonly [name: string, schem
   }),
   [
     "StreamEvent.ephemeral",
-    z.strictObject({ event: z.enum(EPHEMERAL_EVENT_TYPES), data: z.looseObject({ agentId: z.string() }) }).describe("Live only: no `id`, lost while disconnected."),
+    z
+      .strictObject({ event: z.enum(EPHEMERAL_EVENT_TYPES), data: z.looseObject({ agentId: z.string() }) })
+      .describe("Live only: no `id`, lost while disconnected."),
   ],
 ];
 

@@ -1,9 +1,18 @@
 import type { ServerResponse } from "node:http";
 import type { FastifyInstance } from "fastify";
-import type { SwarmApi } from "../../swarm-api.ts";
 import { SpendCapsSchema } from "../../spec/agent-spec.ts";
+import type { SwarmApi } from "../../swarm-api.ts";
 import { parseOrThrow } from "../../validation.ts";
-import { agentIdParam, PermissionAnswerBody, permissionIdParam, PromptBody, ResultQuery, ScopeBody, SteerBody, StopBody } from "../schemas.ts";
+import {
+  agentIdParam,
+  PermissionAnswerBody,
+  PromptBody,
+  permissionIdParam,
+  ResultQuery,
+  ScopeBody,
+  SteerBody,
+  StopBody,
+} from "../schemas.ts";
 
 type AgentParams = { Params: { agentId: string } };
 
@@ -12,7 +21,9 @@ export function agentRoutes(app: FastifyInstance, swarm: SwarmApi): void {
   app.get<AgentParams>("/agents/:agentId", async (request) => swarm.getAgent(agentIdParam(request.params.agentId)));
 
   // The agent's machine: state value, tags, latest transitions (an offline stand-in for the Stately inspector).
-  app.get<AgentParams>("/agents/:agentId/machine", async (request) => swarm.getMachine(agentIdParam(request.params.agentId)));
+  app.get<AgentParams>("/agents/:agentId/machine", async (request) =>
+    swarm.getMachine(agentIdParam(request.params.agentId)),
+  );
 
   app.post<AgentParams>("/agents/:agentId/budget", async (request) => {
     const agentId = agentIdParam(request.params.agentId);
@@ -50,12 +61,15 @@ export function agentRoutes(app: FastifyInstance, swarm: SwarmApi): void {
     return reply.code(202).send(await swarm.stop(agentId, body));
   });
 
-  app.post<{ Params: { agentId: string; requestId: string } }>("/agents/:agentId/permissions/:requestId", async (request, reply) => {
-    const agentId = agentIdParam(request.params.agentId);
-    const requestId = permissionIdParam(request.params.requestId);
-    const answer = parseOrThrow(PermissionAnswerBody, request.body, "body");
-    return reply.code(202).send(await swarm.resolvePermission(agentId, requestId, answer));
-  });
+  app.post<{ Params: { agentId: string; requestId: string } }>(
+    "/agents/:agentId/permissions/:requestId",
+    async (request, reply) => {
+      const agentId = agentIdParam(request.params.agentId);
+      const requestId = permissionIdParam(request.params.requestId);
+      const answer = parseOrThrow(PermissionAnswerBody, request.body, "body");
+      return reply.code(202).send(await swarm.resolvePermission(agentId, requestId, answer));
+    },
+  );
 
   app.get<AgentParams>("/agents/:agentId/result", async (request, reply) => {
     const agentId = agentIdParam(request.params.agentId);

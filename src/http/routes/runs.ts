@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import type { SwarmApi } from "../../swarm-api.ts";
 import { parseOrThrow } from "../../validation.ts";
-import { CreateRunBody, DeleteRunQuery, PermissionsQuery, runIdParam, RunListQuery, SpawnBody } from "../schemas.ts";
+import { CreateRunBody, DeleteRunQuery, PermissionsQuery, RunListQuery, runIdParam, SpawnBody } from "../schemas.ts";
 
 export interface RunRouteDeps {
   swarm: SwarmApi;
@@ -22,7 +22,9 @@ export function runRoutes(app: FastifyInstance, { swarm, endStreams }: RunRouteD
     return swarm.listRuns(limit);
   });
 
-  app.get<{ Params: { runId: string } }>("/runs/:runId", async (request) => swarm.getRun(runIdParam(request.params.runId)));
+  app.get<{ Params: { runId: string } }>("/runs/:runId", async (request) =>
+    swarm.getRun(runIdParam(request.params.runId)),
+  );
 
   app.delete<{ Params: { runId: string } }>("/runs/:runId", async (request, reply) => {
     const runId = runIdParam(request.params.runId);

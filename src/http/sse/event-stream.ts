@@ -116,7 +116,10 @@ export class EventStream {
     if (cutOff) this.#o.raw.destroy();
     this.#o.sse.close();
     if (reason === "slow-consumer" || this.#droppedEphemeral > 0) {
-      this.#o.log.info({ runId: this.#o.runId, reason, lastSent: this.#lastSent, droppedEphemeral: this.#droppedEphemeral }, "event stream closed");
+      this.#o.log.info(
+        { runId: this.#o.runId, reason, lastSent: this.#lastSent, droppedEphemeral: this.#droppedEphemeral },
+        "event stream closed",
+      );
     }
     for (const callback of this.#onClose.splice(0)) callback(reason);
   }
@@ -156,7 +159,10 @@ export class EventStream {
     this.#queue.push(e);
     if (this.#queue.length < this.#o.slowConsumerLimit) return;
     if (this.#blocked) {
-      this.#o.log.warn({ runId: this.#o.runId, lag: this.#queue.length }, "event stream client is not reading; closing");
+      this.#o.log.warn(
+        { runId: this.#o.runId, lag: this.#queue.length },
+        "event stream client is not reading; closing",
+      );
       this.close("slow-consumer");
       return;
     }

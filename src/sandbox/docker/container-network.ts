@@ -12,8 +12,14 @@ import type { SandboxFolders } from "./sandbox-folder.ts";
  * ends it when the sandbox is closed (the engine knows nothing of it). Throws
  * `SANDBOX_PROVISION_FAILED`, leaving no slirp4netns behind; the caller removes the container.
  */
-export async function attachContainerNetwork(container: Docker.Container, sandboxId: string, folders: SandboxFolders, signal: AbortSignal): Promise<void> {
-  const fail = (why: string, cause?: unknown) => new SwarmError("SANDBOX_PROVISION_FAILED", `Sandbox ${sandboxId}'s network: ${why}`, { cause });
+export async function attachContainerNetwork(
+  container: Docker.Container,
+  sandboxId: string,
+  folders: SandboxFolders,
+  signal: AbortSignal,
+): Promise<void> {
+  const fail = (why: string, cause?: unknown) =>
+    new SwarmError("SANDBOX_PROVISION_FAILED", `Sandbox ${sandboxId}'s network: ${why}`, { cause });
   const missing = userNetUnavailable();
   if (missing !== undefined) throw fail(missing);
   const { State } = await container.inspect();

@@ -48,8 +48,14 @@ const IDLE_COMMAND = ["sleep", "infinity"];
  * idle command turns into the agent's user with no capability at once.
  */
 const AS_AGENT = [
-  "/usr/bin/setpriv", `--reuid=${SANDBOX_USER.uid}`, `--regid=${SANDBOX_USER.gid}`, "--clear-groups",
-  "--inh-caps=-all", "--bounding-set=-all", "--nnp", "--",
+  "/usr/bin/setpriv",
+  `--reuid=${SANDBOX_USER.uid}`,
+  `--regid=${SANDBOX_USER.gid}`,
+  "--clear-groups",
+  "--inh-caps=-all",
+  "--bounding-set=-all",
+  "--nnp",
+  "--",
 ];
 
 export interface ContainerOptionsInput {

@@ -1,20 +1,20 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import { SwarmError, type ErrorCode } from "../../errors.ts";
+import { type ErrorCode, SwarmError } from "../../errors.ts";
 import { CONTROL_FILES } from "../../harness/protocol.ts";
 import { copyTree } from "../copy-tree.ts";
+import { startDiskWatch } from "../disk-watch.ts";
 import { assertInputNames } from "../input-names.ts";
 import { createKeyedLock } from "../keyed-lock.ts";
 import { DEFAULT_SANDBOX_LIMITS, type ProvisionRequest, type SandboxInfo, type SandboxRuntime } from "../runtime.ts";
-import { startDiskWatch } from "../disk-watch.ts";
 import { connectSocket, MAX_SOCKET_PATH_BYTES } from "../socket-connect.ts";
 import { waitForHarness } from "../wait-for-harness.ts";
-import { engineError, openEngine, type DockerEndpoint } from "./engine.ts";
+import { type DockerEndpoint, engineError, openEngine } from "./engine.ts";
 import { execHarness, execRunning, killHarness } from "./harness-exec.ts";
-import { SANDBOX_ID, ownerIdOf } from "./labels.ts";
-import { sandboxContainers, type OwnedContainer } from "./sandbox-containers.ts";
-import { sandboxFolders, type SandboxRecord } from "./sandbox-folder.ts";
+import { ownerIdOf, SANDBOX_ID } from "./labels.ts";
+import { type OwnedContainer, sandboxContainers } from "./sandbox-containers.ts";
+import { type SandboxRecord, sandboxFolders } from "./sandbox-folder.ts";
 import { defaultSandboxImage } from "./sandbox-image.ts";
 
 export interface DockerRuntimeOptions {
@@ -64,13 +64,24 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
 
   /** Make the folder then the container; anything that fails after the folder exists removes both. */
   const create = async (req: ProvisionRequest, make: () => Promise<OwnedContainer>): Promise<SandboxInfo> => {
-    if (!SANDBOX_ID.test(req.sandboxId)) throw new SwarmError("SANDBOX_PROVISION_FAILED", `Not a usable sandbox id: ${JSON.stringify(req.sandboxId)}.`);
+    if (!SANDBOX_ID.test(req.sandboxId))
+      throw new SwarmError("SANDBOX_PROVISION_FAILED", `Not a usable sandbox id: ${JSON.stringify(req.sandboxId)}.`);
     const socketPath = join(folders.controlDir(req.sandboxId), CONTROL_FILES.socket);
     if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH_BYTES) {
-      throw new SwarmError("SANDBOX_PROVISION_FAILED", `The harness socket path ${socketPath} is longer than Unix sockets allow; use a shorter data folder path.`);
+      throw new SwarmError(
+        "SANDBOX_PROVISION_FAILED",
+        `The harness socket path ${socketPath} is longer than Unix sockets allow; use a shorter data folder path.`,
+      );
     }
-    if (await containers.find(req.sandboxId)) throw new SwarmError("SANDBOX_EXISTS", `Sandbox ${req.sandboxId} already exists.`);
-    const record: SandboxRecord = { sandboxId: req.sandboxId, runId: req.runId, agentId: req.agentId, env: req.env ?? {}, diskMiB: (req.limits ?? DEFAULT_SANDBOX_LIMITS).diskMiB };
+    if (await containers.find(req.sandboxId))
+      throw new SwarmError("SANDBOX_EXISTS", `Sandbox ${req.sandboxId} already exists.`);
+    const record: SandboxRecord = {
+      sandboxId: req.sandboxId,
+      runId: req.runId,
+      agentId: req.agentId,
+      env: req.env ?? {},
+      diskMiB: (req.limits ?? DEFAULT_SANDBOX_LIMITS).diskMiB,
+    };
     await folders.create(record, req.spec);
     try {
       return (await make()).info;
@@ -91,14 +102,23 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
    * is of one moment. Its /inputs starts empty like any sandbox's.
    */
   const fork = (parentSandboxId: string, req: ProvisionRequest, signal: AbortSignal) =>
-    guarded(signal, "SANDBOX_PROVISION_FAILED", `Forking sandbox ${parentSandboxId} into ${req.sandboxId} failed`, async () => {
-      const { image } = await containers.live(parentSandboxId);
-      return create(req, async () => {
-        await serialized(parentSandboxId, () => whilePaused(parentSandboxId, () => copyTree(folders.workDir(parentSandboxId), folders.workDir(req.sandboxId), signal)));
-        signal.throwIfAborted();
-        return containers.createAndStart(req, image, signal);
-      });
-    });
+    guarded(
+      signal,
+      "SANDBOX_PROVISION_FAILED",
+      `Forking sandbox ${parentSandboxId} into ${req.sandboxId} failed`,
+      async () => {
+        const { image } = await containers.live(parentSandboxId);
+        return create(req, async () => {
+          await serialized(parentSandboxId, () =>
+            whilePaused(parentSandboxId, () =>
+              copyTree(folders.workDir(parentSandboxId), folders.workDir(req.sandboxId), signal),
+            ),
+          );
+          signal.throwIfAborted();
+          return containers.createAndStart(req, image, signal);
+        });
+      },
+    );
 
   /** Run `work` with the sandbox paused, and leave it as it was (a frozen one stays frozen). */
   const whilePaused = async <T>(sandboxId: string, work: () => Promise<T>): Promise<T> => {
@@ -140,7 +160,11 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
           if (existsSync(socketPath)) return;
           return untilListening(record.harnessExecId);
         }
-        if (info.status === "frozen") throw new SwarmError("HARNESS_START_FAILED", `Sandbox ${sandboxId} is frozen: thaw it before starting its harness.`);
+        if (info.status === "frozen")
+          throw new SwarmError(
+            "HARNESS_START_FAILED",
+            `Sandbox ${sandboxId} is frozen: thaw it before starting its harness.`,
+          );
         const harnessExecId = await execHarness(container, controlDir, record.env);
         await folders.update({ ...record, harnessExecId, hibernatedAt: undefined });
         try {
@@ -164,7 +188,8 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
       guarded(signal, "INTERNAL", `Hibernating sandbox ${sandboxId} failed`, async () => {
         const { container, info, record } = await containers.live(sandboxId);
         if (!record?.harnessExecId) return; // never started, or hibernated already
-        if (info.status === "frozen") throw new SwarmError("SANDBOX_FROZEN", `Sandbox ${sandboxId} is frozen: a paused agent is not hibernated.`);
+        if (info.status === "frozen")
+          throw new SwarmError("SANDBOX_FROZEN", `Sandbox ${sandboxId} is frozen: a paused agent is not hibernated.`);
         await killHarness(docker, container, record.harnessExecId);
         await rm(join(folders.controlDir(sandboxId), CONTROL_FILES.socket), { force: true });
         await folders.update({ ...record, harnessExecId: undefined, hibernatedAt: new Date().toISOString() });
@@ -172,19 +197,23 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
     );
 
   const setPaused = (sandboxId: string, signal: AbortSignal, paused: boolean) =>
-    guarded(signal, paused ? "SANDBOX_FREEZE_FAILED" : "SANDBOX_THAW_FAILED", `${paused ? "Freezing" : "Thawing"} sandbox ${sandboxId} failed`, () =>
-      serialized(sandboxId, async () => {
-        const { container, info } = await containers.live(sandboxId);
-        // A hibernated sandbox has nothing to suspend: its wake waits for the agent's resume.
-        if (info.status === "hibernated" || (info.status === "frozen") === paused) return;
-        try {
-          await (paused ? container.pause({ abortSignal: signal }) : container.unpause({ abortSignal: signal }));
-        } catch (err) {
-          // Another caller may have won the race; what matters is the state now.
-          const now = await containers.find(sandboxId);
-          if ((now?.info.status === "frozen") !== paused) throw err;
-        }
-      }),
+    guarded(
+      signal,
+      paused ? "SANDBOX_FREEZE_FAILED" : "SANDBOX_THAW_FAILED",
+      `${paused ? "Freezing" : "Thawing"} sandbox ${sandboxId} failed`,
+      () =>
+        serialized(sandboxId, async () => {
+          const { container, info } = await containers.live(sandboxId);
+          // A hibernated sandbox has nothing to suspend: its wake waits for the agent's resume.
+          if (info.status === "hibernated" || (info.status === "frozen") === paused) return;
+          try {
+            await (paused ? container.pause({ abortSignal: signal }) : container.unpause({ abortSignal: signal }));
+          } catch (err) {
+            // Another caller may have won the race; what matters is the state now.
+            const now = await containers.find(sandboxId);
+            if ((now?.info.status === "frozen") !== paused) throw err;
+          }
+        }),
     );
 
   // /work is a host folder: its quota is kept by the same watch as the process runtime's.
@@ -193,7 +222,15 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
     log: options.log ?? ((message) => process.stderr.write(`swarmd: ${message}\n`)),
     list: async () =>
       (await folders.list()).flatMap((r) =>
-        r.harnessExecId && !r.stoppedFor ? [{ sandboxId: r.sandboxId, dirs: [folders.workDir(r.sandboxId)], limitBytes: (r.diskMiB ?? DEFAULT_SANDBOX_LIMITS.diskMiB) * 1024 * 1024 }] : [],
+        r.harnessExecId && !r.stoppedFor
+          ? [
+              {
+                sandboxId: r.sandboxId,
+                dirs: [folders.workDir(r.sandboxId)],
+                limitBytes: (r.diskMiB ?? DEFAULT_SANDBOX_LIMITS.diskMiB) * 1024 * 1024,
+              },
+            ]
+          : [],
       ),
     stop: (sandboxId, reason) =>
       serialized(sandboxId, async () => {
@@ -219,7 +256,8 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
     connect: (sandboxId, signal) => connectSocket(join(folders.controlDir(sandboxId), CONTROL_FILES.socket), signal),
     freeze: (sandboxId, signal) => setPaused(sandboxId, signal, true),
     thaw: (sandboxId, signal) => setPaused(sandboxId, signal, false),
-    close: (sandboxId, signal) => guarded(signal, "INTERNAL", `Closing sandbox ${sandboxId} failed`, () => containers.remove(sandboxId)),
+    close: (sandboxId, signal) =>
+      guarded(signal, "INTERNAL", `Closing sandbox ${sandboxId} failed`, () => containers.remove(sandboxId)),
     inspect: (sandboxId, signal) =>
       guarded(signal, "INTERNAL", `Inspecting sandbox ${sandboxId} failed`, async () => {
         const found = await containers.find(sandboxId);

@@ -1,5 +1,5 @@
 import Docker from "dockerode";
-import { SwarmError, errorMessage, type ErrorCode } from "../../errors.ts";
+import { type ErrorCode, errorMessage, SwarmError } from "../../errors.ts";
 
 /** Where the Docker engine listens. Default: `DOCKER_HOST`, else the default Unix socket. */
 export interface DockerEndpoint {
@@ -15,7 +15,17 @@ export interface Engine {
   where: string;
 }
 
-const UNREACHABLE = new Set(["ECONNREFUSED", "ENOENT", "EACCES", "EPERM", "ECONNRESET", "EHOSTUNREACH", "ENETUNREACH", "ETIMEDOUT", "EPIPE"]);
+const UNREACHABLE = new Set([
+  "ECONNREFUSED",
+  "ENOENT",
+  "EACCES",
+  "EPERM",
+  "ECONNRESET",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ETIMEDOUT",
+  "EPIPE",
+]);
 
 export function openEngine(endpoint?: DockerEndpoint): Engine {
   const where = endpoint?.socketPath
@@ -28,7 +38,11 @@ export function openEngine(endpoint?: DockerEndpoint): Engine {
   try {
     return { docker: endpoint ? new Docker(endpoint) : new Docker(), where };
   } catch (err) {
-    throw new SwarmError("RUNTIME_UNAVAILABLE", `Docker engine settings are not usable (${where}): ${errorMessage(err)}`, { cause: err });
+    throw new SwarmError(
+      "RUNTIME_UNAVAILABLE",
+      `Docker engine settings are not usable (${where}): ${errorMessage(err)}`,
+      { cause: err },
+    );
   }
 }
 
@@ -51,7 +65,11 @@ export function engineError(engine: Engine, err: unknown, code: ErrorCode, what:
   if (err instanceof SwarmError) return err;
   if ((err as { name?: unknown } | null)?.name === "AbortError") return err;
   if (isUnreachable(err)) {
-    return new SwarmError("RUNTIME_UNAVAILABLE", `Docker engine not reachable at ${engine.where}: ${errorMessage(err)}. Start dockerd or set DOCKER_HOST.`, { cause: err });
+    return new SwarmError(
+      "RUNTIME_UNAVAILABLE",
+      `Docker engine not reachable at ${engine.where}: ${errorMessage(err)}. Start dockerd or set DOCKER_HOST.`,
+      { cause: err },
+    );
   }
   return new SwarmError(code, `${what}: ${errorMessage(err).trim()}`, { cause: err });
 }

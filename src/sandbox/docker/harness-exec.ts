@@ -13,18 +13,35 @@ const POLL_MS = 50;
  * return the exec id. The stale socket of an earlier harness is removed first, so the socket file
  * existing later means this harness bound it.
  */
-export async function execHarness(container: Docker.Container, hostControlDir: string, env: Record<string, string>): Promise<string> {
+export async function execHarness(
+  container: Docker.Container,
+  hostControlDir: string,
+  env: Record<string, string>,
+): Promise<string> {
   await rm(join(hostControlDir, CONTROL_FILES.socket), { force: true });
   await rm(join(hostControlDir, CONTROL_FILES.pid), { force: true });
   const control = IN_CONTAINER.control;
-  const argv = harnessArgv({ controlDir: control, workDir: IN_CONTAINER.work, swarmdRoot: IN_CONTAINER.swarmdRoot, nodePath: "node", agentUser: SANDBOX_USER });
+  const argv = harnessArgv({
+    controlDir: control,
+    workDir: IN_CONTAINER.work,
+    swarmdRoot: IN_CONTAINER.swarmdRoot,
+    nodePath: "node",
+    agentUser: SANDBOX_USER,
+  });
   const script = `echo $$ > ${control}/${CONTROL_FILES.pid}; exec "$@" > ${control}/${CONTROL_FILES.output} 2>&1`;
   // Started as root, the one process of the container that holds HARNESS_CAPS, and made the harness's
   // user at once, keeping only them (ambient, so node has them); its agent's tools drop them all.
   const caps = HARNESS_CAPS.map((c) => `+${c}`).join(",");
   const asHarness = [
-    "/usr/bin/setpriv", `--reuid=${HARNESS_USER.uid}`, `--regid=${HARNESS_USER.gid}`, "--clear-groups",
-    `--inh-caps=-all,${caps}`, `--ambient-caps=-all,${caps}`, `--bounding-set=-all,${caps}`, "--nnp", "--",
+    "/usr/bin/setpriv",
+    `--reuid=${HARNESS_USER.uid}`,
+    `--regid=${HARNESS_USER.gid}`,
+    "--clear-groups",
+    `--inh-caps=-all,${caps}`,
+    `--ambient-caps=-all,${caps}`,
+    `--bounding-set=-all,${caps}`,
+    "--nnp",
+    "--",
   ];
   const exec = await container.exec({
     Cmd: [...asHarness, "sh", "-c", script, "harness", ...argv],

@@ -26,7 +26,10 @@ export function containerNameOf(owner: string, sandboxId: string): string {
   return `swarmd-${owner}-${sandboxId}`;
 }
 
-export function sandboxLabels(owner: string, ids: { sandboxId: string; runId: string; agentId: string }): Record<string, string> {
+export function sandboxLabels(
+  owner: string,
+  ids: { sandboxId: string; runId: string; agentId: string },
+): Record<string, string> {
   return { [LABEL.owner]: owner, [LABEL.sandbox]: ids.sandboxId, [LABEL.run]: ids.runId, [LABEL.agent]: ids.agentId };
 }
 

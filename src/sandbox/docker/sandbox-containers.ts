@@ -1,11 +1,11 @@
 import type Docker from "dockerode";
 import { SwarmError } from "../../errors.ts";
 import { DEFAULT_SANDBOX_LIMITS, type ProvisionRequest, type SandboxInfo } from "../runtime.ts";
-import { containerOptions } from "./container-options.ts";
 import { attachContainerNetwork, releaseContainerNetwork } from "./container-network.ts";
+import { containerOptions } from "./container-options.ts";
 import { engineStatus } from "./engine.ts";
 import { execRunning } from "./harness-exec.ts";
-import { LABEL, SANDBOX_ID, containerNameOf, sandboxLabels, statusOfState } from "./labels.ts";
+import { containerNameOf, LABEL, SANDBOX_ID, sandboxLabels, statusOfState } from "./labels.ts";
 import type { SandboxFolders, SandboxRecord } from "./sandbox-folder.ts";
 
 export interface ContainerSettings {
@@ -36,7 +36,11 @@ export interface SandboxContainers {
   remove(sandboxId: string): Promise<void>;
 }
 
-export function sandboxContainers(docker: Docker, folders: SandboxFolders, settings: ContainerSettings): SandboxContainers {
+export function sandboxContainers(
+  docker: Docker,
+  folders: SandboxFolders,
+  settings: ContainerSettings,
+): SandboxContainers {
   const { owner } = settings;
   const ownedBy = [`${LABEL.owner}=${owner}`];
   const byName = (sandboxId: string) => docker.getContainer(containerNameOf(owner, sandboxId));
@@ -61,7 +65,13 @@ export function sandboxContainers(docker: Docker, folders: SandboxFolders, setti
       if (labels[LABEL.owner] !== owner) return undefined;
       const record = await folders.read(sandboxId);
       const status = await statusOf(State.Status, record);
-      const info = { sandboxId, runId: labels[LABEL.run] ?? "", agentId: labels[LABEL.agent] ?? "", status, ...(status === "gone" && record?.stoppedFor ? { reason: record.stoppedFor } : {}) };
+      const info = {
+        sandboxId,
+        runId: labels[LABEL.run] ?? "",
+        agentId: labels[LABEL.agent] ?? "",
+        status,
+        ...(status === "gone" && record?.stoppedFor ? { reason: record.stoppedFor } : {}),
+      };
       return { container, info, image: Image, record };
     } catch (err) {
       if (engineStatus(err) === 404) return undefined;
@@ -104,7 +114,11 @@ export function sandboxContainers(docker: Docker, folders: SandboxFolders, setti
         container = await docker.createContainer(options);
       } catch (err) {
         if (engineStatus(err) === 404) {
-          throw new SwarmError("SANDBOX_PROVISION_FAILED", `Image ${image} is not on this Docker engine (swarmd never pulls): build it with \`make sandbox-image\`.`, { cause: err });
+          throw new SwarmError(
+            "SANDBOX_PROVISION_FAILED",
+            `Image ${image} is not on this Docker engine (swarmd never pulls): build it with \`make sandbox-image\`.`,
+            { cause: err },
+          );
         }
         throw err;
       }
@@ -112,7 +126,11 @@ export function sandboxContainers(docker: Docker, folders: SandboxFolders, setti
       await container.start();
       signal.throwIfAborted();
       if (req.network === true) await attachContainerNetwork(container, req.sandboxId, folders, signal);
-      return { container, image, info: { sandboxId: req.sandboxId, runId: req.runId, agentId: req.agentId, status: "running" } };
+      return {
+        container,
+        image,
+        info: { sandboxId: req.sandboxId, runId: req.runId, agentId: req.agentId, status: "running" },
+      };
     },
     async list() {
       const found = await docker.listContainers({ all: true, filters: { label: ownedBy } });
@@ -126,7 +144,8 @@ export function sandboxContainers(docker: Docker, folders: SandboxFolders, setti
       );
       const withContainer = new Set(infos.map((i) => i.sandboxId));
       for (const r of records.values()) {
-        if (!withContainer.has(r.sandboxId)) infos.push({ sandboxId: r.sandboxId, runId: r.runId, agentId: r.agentId, status: "gone" });
+        if (!withContainer.has(r.sandboxId))
+          infos.push({ sandboxId: r.sandboxId, runId: r.runId, agentId: r.agentId, status: "gone" });
       }
       return infos;
     },

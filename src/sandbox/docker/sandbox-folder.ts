@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { chown, mkdir, readdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { SwarmError, errorMessage } from "../../errors.ts";
+import { errorMessage, SwarmError } from "../../errors.ts";
 import { CONTROL_FILES } from "../../harness/protocol.ts";
 import type { UserNetProcess } from "../network/user-net.ts";
 import { isRefusedControlFile, readControlFile } from "../safe-read.ts";
@@ -67,7 +67,11 @@ export function sandboxFolders(root: string): SandboxFolders {
       await chown(path, user.uid, user.gid);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== "EPERM") throw err;
-      throw new SwarmError("SANDBOX_PROVISION_FAILED", `The docker runtime gives each sandbox's folders to uids ${SANDBOX_USER.uid} and ${HARNESS_USER.uid}, which needs the daemon to run as root: ${errorMessage(err)}`, { cause: err });
+      throw new SwarmError(
+        "SANDBOX_PROVISION_FAILED",
+        `The docker runtime gives each sandbox's folders to uids ${SANDBOX_USER.uid} and ${HARNESS_USER.uid}, which needs the daemon to run as root: ${errorMessage(err)}`,
+        { cause: err },
+      );
     }
   };
   /** Replaced atomically: a reader (the disk watch, a restarted service) sees the old record or the new one. */
@@ -78,7 +82,9 @@ export function sandboxFolders(root: string): SandboxFolders {
   };
   const read = async (id: string): Promise<SandboxRecord | undefined> => {
     try {
-      return JSON.parse((await readControlFile(join(dir(id), RECORD), MAX_RECORD_BYTES)).toString("utf8")) as SandboxRecord;
+      return JSON.parse(
+        (await readControlFile(join(dir(id), RECORD), MAX_RECORD_BYTES)).toString("utf8"),
+      ) as SandboxRecord;
     } catch (err) {
       // A symlink, FIFO or oversized file is not a record this service wrote.
       if ((err as NodeJS.ErrnoException).code === "ENOENT" || isRefusedControlFile(err)) return undefined;
@@ -95,8 +101,11 @@ export function sandboxFolders(root: string): SandboxFolders {
       try {
         await mkdir(dir(id), { mode: 0o700 });
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === "EEXIST") throw new SwarmError("SANDBOX_EXISTS", `Sandbox ${id} already exists.`);
-        throw new SwarmError("SANDBOX_PROVISION_FAILED", `Cannot create the sandbox folder: ${errorMessage(err)}`, { cause: err });
+        if ((err as NodeJS.ErrnoException).code === "EEXIST")
+          throw new SwarmError("SANDBOX_EXISTS", `Sandbox ${id} already exists.`);
+        throw new SwarmError("SANDBOX_PROVISION_FAILED", `Cannot create the sandbox folder: ${errorMessage(err)}`, {
+          cause: err,
+        });
       }
       // The harness binds its socket and writes its log in control/ and reads the spec; the agent cannot.
       await mkdir(controlDir(id), { mode: 0o700 });

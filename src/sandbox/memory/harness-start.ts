@@ -12,13 +12,22 @@ import { controlDirOf, liveSandbox, type SandboxTable } from "./sandbox-table.ts
  * harness's: `HARNESS_START_FAILED` with the harness's own words. A start aborted while in flight
  * leaves no harness behind.
  */
-export async function startSandboxHarness(table: SandboxTable, sandboxId: string, startDelayMs: number, signal: AbortSignal): Promise<void> {
+export async function startSandboxHarness(
+  table: SandboxTable,
+  sandboxId: string,
+  startDelayMs: number,
+  signal: AbortSignal,
+): Promise<void> {
   const sandbox = liveSandbox(table, sandboxId);
   if (sandbox.harness) return;
   if (startDelayMs > 0) await delay(startDelayMs, undefined, { signal }).catch(() => signal.throwIfAborted());
   signal.throwIfAborted();
   const spec = AgentSpecSchema.safeParse(sandbox.spec);
-  if (!spec.success) throw new SwarmError("HARNESS_START_FAILED", `the harness exited before its socket accepted connections: ${spec.error.message}`);
+  if (!spec.success)
+    throw new SwarmError(
+      "HARNESS_START_FAILED",
+      `the harness exited before its socket accepted connections: ${spec.error.message}`,
+    );
   sandbox.session ??= SessionManager.inMemory(WORK_DIR);
   const harness = await startMemoryHarness({
     spec: spec.data,

@@ -1,4 +1,4 @@
-import { eventLine, type EventLog } from "../../harness/event-log.ts";
+import { type EventLog, eventLine } from "../../harness/event-log.ts";
 
 /**
  * The harness's event log kept in memory: the same lines, `hseq` gap-free from 1 and the same

@@ -6,7 +6,16 @@ import { createFreezeGate } from "./freeze-gate.ts";
 import { startSandboxHarness } from "./harness-start.ts";
 import { createMemoryEventLog } from "./memory-event-log.ts";
 import { emptyFiles, forkFiles, writeInputFiles } from "./sandbox-files.ts";
-import { controlDirOf, createSandboxTable, infoOf, isSandboxId, liveSandbox, ownedSandbox, type MemorySandbox, type SandboxTable } from "./sandbox-table.ts";
+import {
+  controlDirOf,
+  createSandboxTable,
+  infoOf,
+  isSandboxId,
+  liveSandbox,
+  type MemorySandbox,
+  ownedSandbox,
+  type SandboxTable,
+} from "./sandbox-table.ts";
 
 export interface MemoryRuntimeOptions {
   /** The sandboxes of an earlier runtime (its `table`) to take over, as a restarted service does. */
@@ -39,7 +48,8 @@ export function createMemoryRuntime(options: MemoryRuntimeOptions = {}): MemoryR
   const add = (req: ProvisionRequest, files: ReturnType<typeof emptyFiles>, signal: AbortSignal): SandboxInfo => {
     signal.throwIfAborted();
     if (sandboxes.has(req.sandboxId)) throw new SwarmError("SANDBOX_EXISTS", `sandbox ${req.sandboxId} already exists`);
-    if (!isSandboxId(req.sandboxId)) throw new SwarmError("SANDBOX_PROVISION_FAILED", `sandbox id ${JSON.stringify(req.sandboxId)} is not a UUID`);
+    if (!isSandboxId(req.sandboxId))
+      throw new SwarmError("SANDBOX_PROVISION_FAILED", `sandbox id ${JSON.stringify(req.sandboxId)} is not a UUID`);
     // Its control folder exists from now on, as on every runtime (the daemon serves its model socket there).
     openMemoryControl(controlDir(req.sandboxId));
     const sandbox: MemorySandbox = {
@@ -72,7 +82,11 @@ export function createMemoryRuntime(options: MemoryRuntimeOptions = {}): MemoryR
       signal.throwIfAborted();
       const parent = liveSandbox(table, parentSandboxId);
       const files = await forkFiles(parent.files).catch((err: unknown) => {
-        throw new SwarmError("SANDBOX_PROVISION_FAILED", `copying the files of ${parentSandboxId}: ${errorMessage(err)}`, { cause: err });
+        throw new SwarmError(
+          "SANDBOX_PROVISION_FAILED",
+          `copying the files of ${parentSandboxId}: ${errorMessage(err)}`,
+          { cause: err },
+        );
       });
       return add(req, files, signal);
     },
@@ -83,7 +97,8 @@ export function createMemoryRuntime(options: MemoryRuntimeOptions = {}): MemoryR
       await writeInputFiles(ownedSandbox(table, sandboxId).files, files);
     },
 
-    startHarness: (sandboxId, signal) => lock(sandboxId, () => startSandboxHarness(table, sandboxId, options.startDelayMs ?? 0, signal)),
+    startHarness: (sandboxId, signal) =>
+      lock(sandboxId, () => startSandboxHarness(table, sandboxId, options.startDelayMs ?? 0, signal)),
 
     // The harness ends; its files, event log and pi session stay in the record for the next start.
     hibernate: (sandboxId, signal) =>
@@ -93,7 +108,8 @@ export function createMemoryRuntime(options: MemoryRuntimeOptions = {}): MemoryR
         const harness = sandbox.harness;
         if (!harness) return;
         // As on every runtime: a paused agent is not hibernated (ending the harness opens its gate).
-        if (sandbox.gate.frozen) throw new SwarmError("SANDBOX_FROZEN", `sandbox ${sandboxId} is frozen: a paused agent is not hibernated`);
+        if (sandbox.gate.frozen)
+          throw new SwarmError("SANDBOX_FROZEN", `sandbox ${sandboxId} is frozen: a paused agent is not hibernated`);
         sandbox.harness = undefined;
         sandbox.hibernated = true;
         await harness.kill();

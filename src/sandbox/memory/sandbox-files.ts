@@ -16,7 +16,10 @@ export function emptyFiles(): InMemoryFs {
 export async function forkFiles(parent: InMemoryFs): Promise<InMemoryFs> {
   const files = emptyFiles();
   // Sorted, a folder comes before what it holds.
-  const paths = parent.getAllPaths().filter((path) => path.startsWith(`${WORK_DIR}/`)).sort();
+  const paths = parent
+    .getAllPaths()
+    .filter((path) => path.startsWith(`${WORK_DIR}/`))
+    .sort();
   for (const path of paths) {
     const stat = await parent.lstat(path);
     if (stat.isSymbolicLink) await files.symlink(await parent.readlink(path), path);

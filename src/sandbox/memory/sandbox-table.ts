@@ -49,7 +49,8 @@ export const isSandboxId = (sandboxId: string) => UUID.test(sandboxId);
 
 /** The name of a sandbox's control folder (a key of the in-memory folders, never a folder on disk), or `SANDBOX_NOT_FOUND`. */
 export function controlDirOf(table: SandboxTable, sandboxId: string): string {
-  if (!isSandboxId(sandboxId)) throw new SwarmError("SANDBOX_NOT_FOUND", `${JSON.stringify(sandboxId)} is not a sandbox id`);
+  if (!isSandboxId(sandboxId))
+    throw new SwarmError("SANDBOX_NOT_FOUND", `${JSON.stringify(sandboxId)} is not a sandbox id`);
   return join(table.root, sandboxId, "control");
 }
 
@@ -58,7 +59,12 @@ export function createSandboxTable(): SandboxTable {
 }
 
 export function infoOf(sandbox: MemorySandbox): SandboxInfo {
-  const info: SandboxInfo = { sandboxId: sandbox.sandboxId, runId: sandbox.runId, agentId: sandbox.agentId, status: "running" };
+  const info: SandboxInfo = {
+    sandboxId: sandbox.sandboxId,
+    runId: sandbox.runId,
+    agentId: sandbox.agentId,
+    status: "running",
+  };
   if (sandbox.gone) return { ...info, status: "gone", reason: "its harness shut down" };
   if (sandbox.hibernated) return { ...info, status: "hibernated" };
   return sandbox.gate.frozen ? { ...info, status: "frozen" } : info;

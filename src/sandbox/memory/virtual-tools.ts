@@ -1,10 +1,10 @@
 import { setTimeout as delay } from "node:timers/promises";
 import {
+  type BashOperations,
   createBashToolDefinition,
   createEditToolDefinition,
   createReadToolDefinition,
   createWriteToolDefinition,
-  type BashOperations,
   type ToolDefinition,
 } from "@mariozechner/pi-coding-agent";
 import { Bash, type InMemoryFs } from "just-bash";

@@ -1,5 +1,5 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import { accessSync, constants, closeSync, openSync, readFileSync, readlinkSync, statSync } from "node:fs";
+import { type ChildProcess, spawn } from "node:child_process";
+import { accessSync, closeSync, constants, openSync, readFileSync, readlinkSync, statSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
@@ -55,9 +55,7 @@ function findCommand(name: string): string | undefined {
     try {
       accessSync(join(dir, name), constants.X_OK);
       return join(dir, name);
-    } catch {
-      continue;
-    }
+    } catch {}
   }
   return undefined;
 }
@@ -67,7 +65,9 @@ const TOOLS = ["slirp4netns", "nsenter", "ip"] as const;
 /** Why networked sandboxes cannot be made here (a missing command), or `undefined` when they can. */
 export function userNetUnavailable(): string | undefined {
   const missing = TOOLS.filter((t) => findCommand(t) === undefined);
-  return missing.length === 0 ? undefined : `a networked sandbox needs ${missing.join(", ")} on the host (apt-get install -y slirp4netns iproute2 util-linux)`;
+  return missing.length === 0
+    ? undefined
+    : `a networked sandbox needs ${missing.join(", ")} on the host (apt-get install -y slirp4netns iproute2 util-linux)`;
 }
 
 function tool(name: (typeof TOOLS)[number]): string {
@@ -94,7 +94,8 @@ function isLoopback(address: string): boolean {
 function assertForeignNetns(targetPid: number): void {
   const target = statSync(`/proc/${targetPid}/ns/net`);
   const own = statSync("/proc/self/ns/net");
-  if (target.ino === own.ino && target.dev === own.dev) throw new Error(`process ${targetPid} shares the service's network namespace`);
+  if (target.ino === own.ino && target.dev === own.dev)
+    throw new Error(`process ${targetPid} shares the service's network namespace`);
 }
 
 /** A child's exit as one line, for error messages. */
@@ -131,7 +132,8 @@ export async function blockHostAddresses(targetPid: number, addresses: string[])
   child.stderr?.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
   child.stdin?.end(batch);
   const how = await ended(child);
-  if (child.exitCode !== 0) throw new Error(`blocking the host's addresses in the sandbox's namespace ${how}: ${stderr.trim()}`);
+  if (child.exitCode !== 0)
+    throw new Error(`blocking the host's addresses in the sandbox's namespace ${how}: ${stderr.trim()}`);
 }
 
 export interface AttachOptions {
@@ -163,7 +165,14 @@ export async function attachUserNet(options: AttachOptions): Promise<UserNetProc
   signal.throwIfAborted();
   assertForeignNetns(targetPid);
 
-  const args = ["--configure", "--mtu=65520", "--disable-host-loopback", "--enable-sandbox", "--enable-seccomp", "--ready-fd=3"];
+  const args = [
+    "--configure",
+    "--mtu=65520",
+    "--disable-host-loopback",
+    "--enable-sandbox",
+    "--enable-seccomp",
+    "--ready-fd=3",
+  ];
   if (options.exitFd) args.push("--exit-fd=4");
   const log = openSync(options.logFile, "w", 0o600);
   let child: ChildProcess;

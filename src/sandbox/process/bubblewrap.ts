@@ -15,9 +15,28 @@ const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx
  * and no more: the agent has no business reading the host's /etc/shadow or ssh keys.
  */
 const ETC_FILES = [
-  "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "passwd", "group", "hosts", "host.conf",
-  "resolv.conf", "nsswitch.conf", "gai.conf", "ssl", "ca-certificates", "pki", "localtime", "timezone",
-  "os-release", "mime.types", "bash.bashrc", "profile", "inputrc", "gitconfig",
+  "ld.so.cache",
+  "ld.so.conf",
+  "ld.so.conf.d",
+  "alternatives",
+  "passwd",
+  "group",
+  "hosts",
+  "host.conf",
+  "resolv.conf",
+  "nsswitch.conf",
+  "gai.conf",
+  "ssl",
+  "ca-certificates",
+  "pki",
+  "localtime",
+  "timezone",
+  "os-release",
+  "mime.types",
+  "bash.bashrc",
+  "profile",
+  "inputrc",
+  "gitconfig",
 ].map((f) => `/etc/${f}`);
 
 const under = (path: string, dir: string) => path === dir || path.startsWith(`${dir}/`);
@@ -36,7 +55,23 @@ export function findBubblewrap(only?: string): string | undefined {
     }
     const probe = spawnSync(
       bwrap,
-      ["--ro-bind", "/", "/", "--unshare-pid", "--unshare-net", "--new-session", "--cap-drop", "ALL", "--proc", "/proc", "--dev", "/dev", "/bin/sh", "-c", "exit 0"],
+      [
+        "--ro-bind",
+        "/",
+        "/",
+        "--unshare-pid",
+        "--unshare-net",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "/bin/sh",
+        "-c",
+        "exit 0",
+      ],
       { stdio: "ignore", timeout: 10_000 },
     );
     return probe.status === 0 ? bwrap : undefined;
@@ -101,7 +136,15 @@ const HARNESS_FILES = [HARNESS_DIR, "node_modules", "package.json"];
  * Deliberately no `--die-with-parent`: the harness must outlive the service.
  */
 export function bubblewrapCommand(plan: BubblewrapPlan): BubblewrapCommand {
-  const args: string[] = ["--args", String(ARGS_FD), "--unshare-pid", "--unshare-ipc", "--new-session", "--cap-drop", "ALL"];
+  const args: string[] = [
+    "--args",
+    String(ARGS_FD),
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--new-session",
+    "--cap-drop",
+    "ALL",
+  ];
   // Always a network namespace of its own: a networked sandbox's only way out is the user-mode stack
   // the service attaches (src/sandbox/network/user-net.ts) while bwrap waits on NET_BLOCK_FD.
   args.push("--unshare-net");
@@ -126,7 +169,20 @@ export function bubblewrapCommand(plan: BubblewrapPlan): BubblewrapCommand {
   for (const mount of mounts) args.push(...mount);
 
   args.push("--bind", plan.work, "/work", "--bind", plan.inputs, "/inputs", "--bind", plan.control, "/control");
-  args.push("--perms", "1777", "--size", String(plan.tmpBytes), "--tmpfs", "/tmp", "--proc", "/proc", "--dev", "/dev", "--chdir", "/work");
+  args.push(
+    "--perms",
+    "1777",
+    "--size",
+    String(plan.tmpBytes),
+    "--tmpfs",
+    "/tmp",
+    "--proc",
+    "/proc",
+    "--dev",
+    "/dev",
+    "--chdir",
+    "/work",
+  );
   // The root bwrap built the mount points in is a tmpfs: read-only too, so only the sandbox's own folders take writes.
   args.push("--remount-ro", "/");
   const fdArgs = ["--clearenv", ...Object.entries(plan.env).flatMap(([name, value]) => ["--setenv", name, value])];
@@ -136,8 +192,15 @@ export function bubblewrapCommand(plan: BubblewrapPlan): BubblewrapCommand {
   for (const cap of HARNESS_CAPS) args.push("--cap-add", `CAP_${cap.toUpperCase()}`);
   const caps = HARNESS_CAPS.map((c) => `+${c}`).join(",");
   const asHarness = [
-    "/usr/bin/setpriv", `--reuid=${plan.users.harness}`, `--regid=${plan.users.harness}`, "--clear-groups",
-    `--inh-caps=-all,${caps}`, `--ambient-caps=-all,${caps}`, `--bounding-set=-all,${caps}`, "--nnp", "--",
+    "/usr/bin/setpriv",
+    `--reuid=${plan.users.harness}`,
+    `--regid=${plan.users.harness}`,
+    "--clear-groups",
+    `--inh-caps=-all,${caps}`,
+    `--ambient-caps=-all,${caps}`,
+    `--bounding-set=-all,${caps}`,
+    "--nnp",
+    "--",
   ];
   return { prefix: [plan.bwrap, ...args, ...asHarness], fdArgs, swarmdRoot, nodePath };
 }
@@ -152,7 +215,11 @@ export function insidePaths(swarmdRoot: string, nodePath: string): { swarmdRoot:
   const inSystem = SYSTEM_DIRS.some((d) => under(nodePath, d));
   return {
     swarmdRoot: clashes(swarmdRoot) ? "/opt/swarmd" : swarmdRoot,
-    nodePath: inSystem ? nodePath : clashes(nodePath) || under(nodePath, swarmdRoot) ? join("/opt/swarmd-node", basename(nodePath)) : nodePath,
+    nodePath: inSystem
+      ? nodePath
+      : clashes(nodePath) || under(nodePath, swarmdRoot)
+        ? join("/opt/swarmd-node", basename(nodePath))
+        : nodePath,
   };
 }
 

@@ -1,9 +1,9 @@
 import { accessSync, constants, existsSync, mkdirSync } from "node:fs";
 import { mkdir, readFile, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { pollUntil } from "../poll.ts";
 import type { Freezer } from "./freezer.ts";
 import { FREEZER_DEADLINE_MS } from "./freezer.ts";
-import { pollUntil } from "../poll.ts";
 import { isAliveProc, readProc, signalPid } from "./proc-table.ts";
 import { isMissing } from "./sandbox-record.ts";
 
@@ -36,9 +36,7 @@ export function detectCgroupHierarchy(only?: CgroupKind): CgroupHierarchy | unde
       accessSync(join(base, candidate.control), constants.W_OK);
       accessSync(join(base, "cgroup.procs"), constants.W_OK);
       return { kind: candidate.kind, base };
-    } catch {
-      continue;
-    }
+    } catch {}
   }
   return undefined;
 }
@@ -68,10 +66,14 @@ export function createCgroupFreezer(kind: CgroupKind, dir: string): Freezer {
     }
   };
   const requestState = (frozen: boolean) =>
-    v2 ? writeFile(file("cgroup.freeze"), frozen ? "1" : "0") : writeFile(file("freezer.state"), frozen ? "FROZEN" : "THAWED");
+    v2
+      ? writeFile(file("cgroup.freeze"), frozen ? "1" : "0")
+      : writeFile(file("freezer.state"), frozen ? "FROZEN" : "THAWED");
   // v2 reports completion in cgroup.events; v1 shows FREEZING until every task is frozen.
   const reached = async (frozen: boolean) =>
-    v2 ? new RegExp(`^frozen ${frozen ? 1 : 0}$`, "m").test((await read("cgroup.events")) ?? "") : (await read("freezer.state")) === (frozen ? "FROZEN" : "THAWED");
+    v2
+      ? new RegExp(`^frozen ${frozen ? 1 : 0}$`, "m").test((await read("cgroup.events")) ?? "")
+      : (await read("freezer.state")) === (frozen ? "FROZEN" : "THAWED");
   const settle = async (frozen: boolean, signal: AbortSignal) => {
     await requestState(frozen);
     await pollUntil(async () => ((await reached(frozen)) ? true : undefined), {

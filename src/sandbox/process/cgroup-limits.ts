@@ -65,12 +65,12 @@ function v2Home(controller: LimitController, mountinfo: string): ControllerHome 
     try {
       mkdirSync(base, { recursive: true });
       // Controllers reach a child only through each parent's subtree_control.
-      if (!readWords(join(mount.point, "cgroup.subtree_control")).includes(controller)) writeFileSync(join(mount.point, "cgroup.subtree_control"), `+${controller}`);
-      if (!readWords(join(base, "cgroup.subtree_control")).includes(controller)) writeFileSync(join(base, "cgroup.subtree_control"), `+${controller}`);
+      if (!readWords(join(mount.point, "cgroup.subtree_control")).includes(controller))
+        writeFileSync(join(mount.point, "cgroup.subtree_control"), `+${controller}`);
+      if (!readWords(join(base, "cgroup.subtree_control")).includes(controller))
+        writeFileSync(join(base, "cgroup.subtree_control"), `+${controller}`);
       return { controller, version: 2, base };
-    } catch {
-      continue;
-    }
+    } catch {}
   }
   return undefined;
 }
@@ -83,9 +83,7 @@ function v1Home(controller: LimitController, mountinfo: string): ControllerHome 
       if (controller === "memory" && !existsSync(join(base, V1_SWAP_FILE))) continue; // swap could not be bounded
       accessSync(join(base, "cgroup.procs"), constants.W_OK);
       return { controller, version: 1, base };
-    } catch {
-      continue;
-    }
+    } catch {}
   }
   return undefined;
 }
@@ -119,9 +117,22 @@ function limitFiles(cgroup: LimitCgroup, limits: SandboxLimits): Array<[string, 
       return [["pids.max", String(limits.pids)]];
     case "memory":
       // v1 refuses a memsw limit below the memory limit, so the memory limit goes first.
-      return cgroup.version === 2 ? [["memory.max", String(memory)], ["memory.swap.max", "0"]] : [["memory.limit_in_bytes", String(memory)], [V1_SWAP_FILE, String(memory)]];
+      return cgroup.version === 2
+        ? [
+            ["memory.max", String(memory)],
+            ["memory.swap.max", "0"],
+          ]
+        : [
+            ["memory.limit_in_bytes", String(memory)],
+            [V1_SWAP_FILE, String(memory)],
+          ];
     case "cpu":
-      return cgroup.version === 2 ? [["cpu.max", `${quota} ${CPU_PERIOD_US}`]] : [["cpu.cfs_period_us", String(CPU_PERIOD_US)], ["cpu.cfs_quota_us", String(quota)]];
+      return cgroup.version === 2
+        ? [["cpu.max", `${quota} ${CPU_PERIOD_US}`]]
+        : [
+            ["cpu.cfs_period_us", String(CPU_PERIOD_US)],
+            ["cpu.cfs_quota_us", String(quota)],
+          ];
   }
 }
 
@@ -144,7 +155,14 @@ export async function applyLimits(cgroups: readonly LimitCgroup[], limits: Sandb
  */
 export function joinPrefix(procsFiles: readonly string[]): string[] {
   if (procsFiles.length === 0) return [];
-  return ["/bin/sh", "-c", 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 111; shift; done; shift; exec "$@"', "swarmd-limits", ...procsFiles, "--"];
+  return [
+    "/bin/sh",
+    "-c",
+    'while [ "$1" != -- ]; do echo $$ > "$1" || exit 111; shift; done; shift; exec "$@"',
+    "swarmd-limits",
+    ...procsFiles,
+    "--",
+  ];
 }
 
 /** The kernel's count of OOM kills and refused forks for the sandbox (what a limit stopped). */
@@ -163,7 +181,13 @@ export function limitEvents(cgroups: readonly LimitCgroup[]): { oomKills: number
 
 function readKeyValues(path: string): Record<string, number> {
   try {
-    return Object.fromEntries(readFileSync(path, "utf8").split("\n").map((l) => l.trim().split(/\s+/)).filter((p) => p.length === 2).map(([k, v]) => [k, Number(v)]));
+    return Object.fromEntries(
+      readFileSync(path, "utf8")
+        .split("\n")
+        .map((l) => l.trim().split(/\s+/))
+        .filter((p) => p.length === 2)
+        .map(([k, v]) => [k, Number(v)]),
+    );
   } catch {
     return {};
   }

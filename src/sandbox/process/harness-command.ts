@@ -1,13 +1,12 @@
 import { realpathSync } from "node:fs";
 import { dirname } from "node:path";
 import { harnessArgv, SWARMD_ROOT } from "../../harness/launch.ts";
+import { DEFAULT_SANDBOX_LIMITS } from "../runtime.ts";
+import { SYSTEM_PATH } from "../system-path.ts";
 import { bubblewrapCommand, insidePaths } from "./bubblewrap.ts";
 import type { SandboxLayout } from "./sandbox-layout.ts";
 import type { SandboxRecord } from "./sandbox-record.ts";
 import { SANDBOX_TAG_VAR } from "./sandbox-tag.ts";
-import { DEFAULT_SANDBOX_LIMITS } from "../runtime.ts";
-import { SYSTEM_PATH } from "../system-path.ts";
-
 
 /** How to start one sandbox's harness. */
 export interface HarnessCommand {
@@ -59,12 +58,19 @@ export function harnessCommand(options: HarnessCommandOptions): HarnessCommand {
   if (record.isolation === "none") {
     const env = { ...sandboxEnv(hostNode, layout.home), TMPDIR: layout.home };
     return {
-      argv: [...fileLimit, "/usr/bin/env", "-i", ...Object.entries(env).map(([k, v]) => `${k}=${v}`), ...harnessArgv({ controlDir: layout.control, workDir: layout.work, nodePath: hostNode })],
+      argv: [
+        ...fileLimit,
+        "/usr/bin/env",
+        "-i",
+        ...Object.entries(env).map(([k, v]) => `${k}=${v}`),
+        ...harnessArgv({ controlDir: layout.control, workDir: layout.work, nodePath: hostNode }),
+      ],
       hostEnv,
       cwd: layout.work,
     };
   }
-  if (options.bwrap === undefined) throw new Error("this sandbox was made with bubblewrap, which is not available any more");
+  if (options.bwrap === undefined)
+    throw new Error("this sandbox was made with bubblewrap, which is not available any more");
   const bwrap = bubblewrapCommand({
     bwrap: options.bwrap,
     work: layout.work,
@@ -79,7 +85,17 @@ export function harnessCommand(options: HarnessCommandOptions): HarnessCommand {
   });
   const agentUser = record.users && { uid: record.users.agent, gid: record.users.agent };
   return {
-    argv: [...fileLimit, ...bwrap.prefix, ...harnessArgv({ controlDir: "/control", workDir: "/work", swarmdRoot: bwrap.swarmdRoot, nodePath: bwrap.nodePath, agentUser })],
+    argv: [
+      ...fileLimit,
+      ...bwrap.prefix,
+      ...harnessArgv({
+        controlDir: "/control",
+        workDir: "/work",
+        swarmdRoot: bwrap.swarmdRoot,
+        nodePath: bwrap.nodePath,
+        agentUser,
+      }),
+    ],
     hostEnv,
     fdArgs: bwrap.fdArgs,
     cwd: layout.work,

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess, type StdioOptions } from "node:child_process";
+import { type ChildProcess, type StdioOptions, spawn } from "node:child_process";
 import { closeSync, openSync } from "node:fs";
 import type { Writable } from "node:stream";
 import { ARGS_FD } from "./bubblewrap.ts";
@@ -10,12 +10,18 @@ import type { HarnessCommand } from "./harness-command.ts";
  * processes get the command's fixed host environment; `fdArgs` go to bwrap through a pipe on
  * `ARGS_FD`, never on a command line.
  */
-export async function spawnDetached(command: HarnessCommand, prefix: string[], outputFile: string): Promise<ChildProcess> {
+export async function spawnDetached(
+  command: HarnessCommand,
+  prefix: string[],
+  outputFile: string,
+): Promise<ChildProcess> {
   const [file, ...args] = [...prefix, ...command.argv];
   if (file === undefined) throw new Error("empty harness command");
   const output = openSync(outputFile, "w", 0o600);
   try {
-    const stdio: Extract<StdioOptions, unknown[]> = command.fdArgs ? ["ignore", output, output, "pipe"] : ["ignore", output, output];
+    const stdio: Extract<StdioOptions, unknown[]> = command.fdArgs
+      ? ["ignore", output, output, "pipe"]
+      : ["ignore", output, output];
     // NET_INFO_FD, NET_BLOCK_FD and NET_HOLD_FD (4, 5, 6) follow ARGS_FD; sandbox-network.ts uses them.
     if (command.awaitsNetwork && command.fdArgs) stdio.push("pipe", "pipe", "pipe");
     const child = spawn(file, args, { detached: true, stdio, env: command.hostEnv, cwd: command.cwd });

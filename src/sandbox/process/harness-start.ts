@@ -1,14 +1,14 @@
 import { mkdir, rm } from "node:fs/promises";
 import { errorMessage, SwarmError } from "../../errors.ts";
+import { stopUserNet } from "../network/user-net.ts";
+import { DEFAULT_SANDBOX_LIMITS } from "../runtime.ts";
 import { waitForHarness } from "../wait-for-harness.ts";
+import { applyLimits, joinPrefix } from "./cgroup-limits.ts";
 import { harnessCommand } from "./harness-command.ts";
 import { exitOf, spawnDetached } from "./harness-launcher.ts";
-import { freezerOf, ownedRecord, statusOf, UNABORTABLE, type RuntimeContext } from "./runtime-context.ts";
-import { writeRecord, type SandboxRecord } from "./sandbox-record.ts";
+import { freezerOf, ownedRecord, type RuntimeContext, statusOf, UNABORTABLE } from "./runtime-context.ts";
 import { connectSandboxNetwork } from "./sandbox-network.ts";
-import { stopUserNet } from "../network/user-net.ts";
-import { applyLimits, joinPrefix } from "./cgroup-limits.ts";
-import { DEFAULT_SANDBOX_LIMITS } from "../runtime.ts";
+import { type SandboxRecord, writeRecord } from "./sandbox-record.ts";
 
 /**
  * End an idle harness and every process of its sandbox, keeping the folder (files, control folder
@@ -22,11 +22,17 @@ export function hibernateHarness(ctx: RuntimeContext, sandboxId: string, signal:
     if (record.harness === undefined) return; // never started, or hibernated already
     const status = await statusOf(record);
     if (status === "gone") throw new SwarmError("SANDBOX_GONE", `the processes of sandbox ${sandboxId} are gone`);
-    if (status === "frozen") throw new SwarmError("SANDBOX_FROZEN", `sandbox ${sandboxId} is frozen: a paused agent is not hibernated`);
+    if (status === "frozen")
+      throw new SwarmError("SANDBOX_FROZEN", `sandbox ${sandboxId} is frozen: a paused agent is not hibernated`);
     await freezerOf(record).killAll(UNABORTABLE);
     if (record.network) await stopUserNet(sandboxId, record.userNet);
     await rm(layout.socket, { force: true });
-    await writeRecord(layout, { ...record, harness: undefined, userNet: undefined, hibernatedAt: new Date().toISOString() });
+    await writeRecord(layout, {
+      ...record,
+      harness: undefined,
+      userNet: undefined,
+      hibernatedAt: new Date().toISOString(),
+    });
   });
 }
 
@@ -41,11 +47,13 @@ export function startHarness(ctx: RuntimeContext, sandboxId: string, signal: Abo
     const { layout, record } = await ownedRecord(ctx, sandboxId);
     if (record.harness !== undefined) {
       // Already started (maybe by an earlier service): no probe connection, it would replace the client.
-      if ((await statusOf(record)) === "gone") throw new SwarmError("SANDBOX_GONE", `the harness of sandbox ${sandboxId} is gone`);
+      if ((await statusOf(record)) === "gone")
+        throw new SwarmError("SANDBOX_GONE", `the harness of sandbox ${sandboxId} is gone`);
       return;
     }
     const freezer = freezerOf(record);
-    const fail = (err: unknown) => new SwarmError("HARNESS_START_FAILED", `harness of sandbox ${sandboxId}: ${errorMessage(err)}`, { cause: err });
+    const fail = (err: unknown) =>
+      new SwarmError("HARNESS_START_FAILED", `harness of sandbox ${sandboxId}: ${errorMessage(err)}`, { cause: err });
 
     const command = (() => {
       try {
@@ -60,22 +68,33 @@ export function startHarness(ctx: RuntimeContext, sandboxId: string, signal: Abo
     if (record.isolation === "none") await mkdir(layout.home, { recursive: true });
     signal.throwIfAborted();
 
-    const procsFiles = await applyLimits(record.limitCgroups ?? [], record.limits ?? DEFAULT_SANDBOX_LIMITS).catch((err: unknown) => {
-      throw fail(new Error(`cannot set its resource limits: ${errorMessage(err)}`));
-    });
+    const procsFiles = await applyLimits(record.limitCgroups ?? [], record.limits ?? DEFAULT_SANDBOX_LIMITS).catch(
+      (err: unknown) => {
+        throw fail(new Error(`cannot set its resource limits: ${errorMessage(err)}`));
+      },
+    );
     const prefix = [...joinPrefix(procsFiles), ...(await freezer.launchPrefix())];
     const child = await spawnDetached(command, prefix, layout.output).catch((err: unknown) => {
       throw fail(err);
     });
     if (child.pid === undefined) throw fail(new Error("the harness process has no pid"));
-    let started: SandboxRecord = { ...record, hibernatedAt: undefined, harness: { pid: child.pid, startedAt: new Date().toISOString() } };
+    let started: SandboxRecord = {
+      ...record,
+      hibernatedAt: undefined,
+      harness: { pid: child.pid, startedAt: new Date().toISOString() },
+    };
     await writeRecord(layout, started);
     try {
       if (command.awaitsNetwork) {
         started = { ...started, userNet: await connectSandboxNetwork(child, sandboxId, layout, signal) };
         await writeRecord(layout, started);
       }
-      await waitForHarness(layout.socket, { exited: () => exitOf(child), timeoutMs: ctx.harnessStartTimeoutMs, signal, outputFile: layout.output });
+      await waitForHarness(layout.socket, {
+        exited: () => exitOf(child),
+        timeoutMs: ctx.harnessStartTimeoutMs,
+        signal,
+        outputFile: layout.output,
+      });
     } catch (err) {
       await freezerOf(started).killAll(UNABORTABLE);
       if (record.network) await stopUserNet(sandboxId, started.userNet);

@@ -8,7 +8,11 @@ import type { SandboxLayout } from "./sandbox-layout.ts";
  * `inputs/` and renamed into it, so an agent reading /inputs while results arrive sees an old
  * file or a whole new one, never half of one.
  */
-export async function writeInputFiles(layout: SandboxLayout, files: Record<string, string>, signal: AbortSignal): Promise<void> {
+export async function writeInputFiles(
+  layout: SandboxLayout,
+  files: Record<string, string>,
+  signal: AbortSignal,
+): Promise<void> {
   await mkdir(layout.staging, { recursive: true });
   for (const [name, content] of Object.entries(files)) {
     signal.throwIfAborted();

@@ -21,7 +21,14 @@ export async function readProc(pid: number): Promise<ProcEntry | undefined> {
   }
   // The command name is in parentheses and may itself contain spaces or parentheses.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return { pid, state: fields[0] ?? "?", ppid: Number(fields[1]), pgid: Number(fields[2]), sid: Number(fields[3]), startTime: fields[19] ?? "" };
+  return {
+    pid,
+    state: fields[0] ?? "?",
+    ppid: Number(fields[1]),
+    pgid: Number(fields[2]),
+    sid: Number(fields[3]),
+    startTime: fields[19] ?? "",
+  };
 }
 
 export async function listProcs(): Promise<ProcEntry[]> {

@@ -2,21 +2,30 @@ import { mkdirSync, realpathSync } from "node:fs";
 import { readdir, rm } from "node:fs/promises";
 import { resolve } from "node:path";
 import { errorMessage, isSwarmError, SwarmError } from "../../errors.ts";
+import { type DiskWatch, startDiskWatch } from "../disk-watch.ts";
 import { assertInputNames } from "../input-names.ts";
 import { createKeyedLock } from "../keyed-lock.ts";
+import { stopUserNet } from "../network/user-net.ts";
 import { DEFAULT_SANDBOX_LIMITS, type SandboxInfo, type SandboxRuntime } from "../runtime.ts";
 import { connectSocket } from "../socket-connect.ts";
 import { findBubblewrap } from "./bubblewrap.ts";
 import { detectCgroupHierarchy } from "./cgroup-freezer.ts";
 import { detectLimitControllers, LIMIT_CONTROLLERS, releaseLimits } from "./cgroup-limits.ts";
 import { hibernateHarness, startHarness } from "./harness-start.ts";
-import { stopUserNet } from "../network/user-net.ts";
 import { writeInputFiles } from "./input-files.ts";
-import { findRecord, freezerOf, infoOf, layoutOf, liveRecord, ownedRecord, UNABORTABLE, type RuntimeContext } from "./runtime-context.ts";
+import {
+  findRecord,
+  freezerOf,
+  infoOf,
+  layoutOf,
+  liveRecord,
+  ownedRecord,
+  type RuntimeContext,
+  UNABORTABLE,
+} from "./runtime-context.ts";
 import { createSandbox, forkSandbox } from "./sandbox-create.ts";
 import { sandboxesDir } from "./sandbox-layout.ts";
-import { isMissing, writeRecord, type FreezerKind } from "./sandbox-record.ts";
-import { startDiskWatch, type DiskWatch } from "../disk-watch.ts";
+import { type FreezerKind, isMissing, writeRecord } from "./sandbox-record.ts";
 
 /** Where the runtime reports what it decided (pino and console both fit). */
 export interface RuntimeLogger {
@@ -73,15 +82,22 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
   const bwrap = findBubblewrap(options.bwrap);
   const isolation = options.isolation ?? "bubblewrap";
   if (isolation === "bubblewrap" && bwrap === undefined) {
-    throw new SwarmError("RUNTIME_UNAVAILABLE", `bubblewrap isolation is unavailable: ${options.bwrap ?? "bwrap"} is missing or cannot create namespaces here`);
+    throw new SwarmError(
+      "RUNTIME_UNAVAILABLE",
+      `bubblewrap isolation is unavailable: ${options.bwrap ?? "bwrap"} is missing or cannot create namespaces here`,
+    );
   }
   const wanted = options.freezer ?? "auto";
   const hierarchy = wanted === "signal" ? undefined : detectCgroupHierarchy(wanted === "auto" ? undefined : wanted);
-  if (wanted !== "auto" && wanted !== "signal" && hierarchy === undefined) throw new SwarmError("RUNTIME_UNAVAILABLE", `no writable ${wanted} freezer on this machine`);
+  if (wanted !== "auto" && wanted !== "signal" && hierarchy === undefined)
+    throw new SwarmError("RUNTIME_UNAVAILABLE", `no writable ${wanted} freezer on this machine`);
   const limitHomes = detectLimitControllers();
   const missing = LIMIT_CONTROLLERS.filter((c) => !limitHomes.some((h) => h.controller === c));
   if (isolation === "bubblewrap" && missing.length > 0) {
-    throw new SwarmError("RUNTIME_UNAVAILABLE", `sandbox resource limits are unavailable: no writable cgroup ${missing.join(", ")} controller here (run swarmd as root on a machine with cgroups, or set SWARM_ISOLATION=none to run unisolated and unbounded)`);
+    throw new SwarmError(
+      "RUNTIME_UNAVAILABLE",
+      `sandbox resource limits are unavailable: no writable cgroup ${missing.join(", ")} controller here (run swarmd as root on a machine with cgroups, or set SWARM_ISOLATION=none to run unisolated and unbounded)`,
+    );
   }
   const ctx: RuntimeContext = {
     dataDir,
@@ -94,16 +110,32 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
     harnessStartTimeoutMs: options.harnessStartTimeoutMs ?? 30_000,
     lock: createKeyedLock(),
   };
-  logger.info(`process runtime on ${dataDir}: isolation ${isolation}${bwrap ? ` (${bwrap})` : ""}, freezer ${ctx.freezer}${hierarchy ? ` (${hierarchy.base})` : ""}, limits ${limitHomes.map((h) => `${h.controller} v${h.version}`).join(", ") || "none"}`);
-  if (isolation === "none") logger.warn("isolation is turned off: sandboxes run UNISOLATED, with the host's network, processes and files, and see host paths instead of /work and /inputs");
-  if (ctx.freezer === "signal" && wanted === "auto") logger.warn("no writable cgroup freezer: sandboxes are paused with SIGSTOP/SIGCONT");
+  logger.info(
+    `process runtime on ${dataDir}: isolation ${isolation}${bwrap ? ` (${bwrap})` : ""}, freezer ${ctx.freezer}${hierarchy ? ` (${hierarchy.base})` : ""}, limits ${limitHomes.map((h) => `${h.controller} v${h.version}`).join(", ") || "none"}`,
+  );
+  if (isolation === "none")
+    logger.warn(
+      "isolation is turned off: sandboxes run UNISOLATED, with the host's network, processes and files, and see host paths instead of /work and /inputs",
+    );
+  if (ctx.freezer === "signal" && wanted === "auto")
+    logger.warn("no writable cgroup freezer: sandboxes are paused with SIGSTOP/SIGCONT");
 
   const diskWatch = startDiskWatch({
     intervalMs: options.diskWatchIntervalMs,
     log: (message) => logger.warn(message),
     list: async () => {
       const found = await Promise.all((await readdir(sandboxesDir(dataDir))).map((name) => findRecord(ctx, name)));
-      return found.flatMap((f) => (f?.record.harness && !f.record.stoppedFor ? [{ sandboxId: f.record.sandboxId, dirs: [f.layout.root], limitBytes: (f.record.limits ?? DEFAULT_SANDBOX_LIMITS).diskMiB * 1024 * 1024 }] : []));
+      return found.flatMap((f) =>
+        f?.record.harness && !f.record.stoppedFor
+          ? [
+              {
+                sandboxId: f.record.sandboxId,
+                dirs: [f.layout.root],
+                limitBytes: (f.record.limits ?? DEFAULT_SANDBOX_LIMITS).diskMiB * 1024 * 1024,
+              },
+            ]
+          : [],
+      );
     },
     stop: (sandboxId, reason) =>
       ctx.lock(sandboxId, async () => {
@@ -189,7 +221,9 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
           }
         } catch (err) {
           if (signal.aborted) throw signal.reason;
-          throw isSwarmError(err) ? err : new SwarmError("INTERNAL", `closing sandbox ${sandboxId}: ${errorMessage(err)}`, { cause: err });
+          throw isSwarmError(err)
+            ? err
+            : new SwarmError("INTERNAL", `closing sandbox ${sandboxId}: ${errorMessage(err)}`, { cause: err });
         }
         await rm(layout.root, { recursive: true, force: true });
       }),
@@ -206,10 +240,12 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
         if (isMissing(err)) return [];
         throw err;
       });
-      const infos = await Promise.all(names.map(async (name) => {
-        const found = await findRecord(ctx, name);
-        return found && infoOf(found.record);
-      }));
+      const infos = await Promise.all(
+        names.map(async (name) => {
+          const found = await findRecord(ctx, name);
+          return found && infoOf(found.record);
+        }),
+      );
       return infos.filter((i): i is SandboxInfo => i !== undefined);
     },
 

@@ -1,11 +1,11 @@
 import { SwarmError } from "../../errors.ts";
-import type { SandboxInfo } from "../runtime.ts";
-import { createCgroupFreezer, type CgroupHierarchy } from "./cgroup-freezer.ts";
-import { limitEvents, type ControllerHome } from "./cgroup-limits.ts";
-import type { Freezer } from "./freezer.ts";
 import type { KeyedLock } from "../keyed-lock.ts";
-import { isValidSandboxId, sandboxLayout, type SandboxLayout } from "./sandbox-layout.ts";
-import { readRecord, type FreezerKind, type SandboxRecord } from "./sandbox-record.ts";
+import type { SandboxInfo } from "../runtime.ts";
+import { type CgroupHierarchy, createCgroupFreezer } from "./cgroup-freezer.ts";
+import { type ControllerHome, limitEvents } from "./cgroup-limits.ts";
+import type { Freezer } from "./freezer.ts";
+import { isValidSandboxId, type SandboxLayout, sandboxLayout } from "./sandbox-layout.ts";
+import { type FreezerKind, readRecord, type SandboxRecord } from "./sandbox-record.ts";
 import { createSignalFreezer } from "./signal-freezer.ts";
 
 /** What the process runtime decided at creation, shared by its operations. */
@@ -33,14 +33,20 @@ export function layoutOf(ctx: RuntimeContext, sandboxId: string): SandboxLayout 
   return isValidSandboxId(sandboxId) ? sandboxLayout(ctx.dataDir, sandboxId) : undefined;
 }
 
-export async function findRecord(ctx: RuntimeContext, sandboxId: string): Promise<{ layout: SandboxLayout; record: SandboxRecord } | undefined> {
+export async function findRecord(
+  ctx: RuntimeContext,
+  sandboxId: string,
+): Promise<{ layout: SandboxLayout; record: SandboxRecord } | undefined> {
   const layout = layoutOf(ctx, sandboxId);
   const record = layout && (await readRecord(layout));
   return layout && record ? { layout, record } : undefined;
 }
 
 /** The sandbox's record, or `SANDBOX_NOT_FOUND`. */
-export async function ownedRecord(ctx: RuntimeContext, sandboxId: string): Promise<{ layout: SandboxLayout; record: SandboxRecord }> {
+export async function ownedRecord(
+  ctx: RuntimeContext,
+  sandboxId: string,
+): Promise<{ layout: SandboxLayout; record: SandboxRecord }> {
   const found = await findRecord(ctx, sandboxId);
   if (!found) throw new SwarmError("SANDBOX_NOT_FOUND", `no sandbox ${sandboxId} in ${ctx.dataDir}`);
   return found;
@@ -48,7 +54,8 @@ export async function ownedRecord(ctx: RuntimeContext, sandboxId: string): Promi
 
 /** The freezer the sandbox was made with (a restarted service may have chosen differently since). */
 export function freezerOf(record: SandboxRecord): Freezer {
-  if (record.freezer === "signal") return createSignalFreezer({ sandboxId: record.sandboxId, rootPid: record.harness?.pid });
+  if (record.freezer === "signal")
+    return createSignalFreezer({ sandboxId: record.sandboxId, rootPid: record.harness?.pid });
   if (record.cgroupDir === undefined) throw new Error(`sandbox ${record.sandboxId} has a cgroup freezer but no cgroup`);
   return createCgroupFreezer(record.freezer, record.cgroupDir);
 }
@@ -68,7 +75,13 @@ export async function statusOf(record: SandboxRecord): Promise<SandboxInfo["stat
 export async function infoOf(record: SandboxRecord): Promise<SandboxInfo> {
   const status = await statusOf(record);
   const reason = status === "gone" ? goneReason(record) : undefined;
-  return { sandboxId: record.sandboxId, runId: record.runId, agentId: record.agentId, status, ...(reason ? { reason } : {}) };
+  return {
+    sandboxId: record.sandboxId,
+    runId: record.runId,
+    agentId: record.agentId,
+    status,
+    ...(reason ? { reason } : {}),
+  };
 }
 
 /** What a limit did to a sandbox whose processes are gone, from the record and the kernel's counters. */
@@ -76,15 +89,20 @@ function goneReason(record: SandboxRecord): string | undefined {
   if (record.stoppedFor) return record.stoppedFor;
   const limits = record.limits;
   const { oomKills, forksRefused } = limitEvents(record.limitCgroups ?? []);
-  if (oomKills > 0) return `its sandbox ran out of memory (limit ${limits?.memoryMiB ?? "?"} MiB) and the kernel killed its harness`;
+  if (oomKills > 0)
+    return `its sandbox ran out of memory (limit ${limits?.memoryMiB ?? "?"} MiB) and the kernel killed its harness`;
   if (forksRefused > 0) return `its sandbox hit its process limit (${limits?.pids ?? "?"} processes)`;
   return undefined;
 }
 
 /** The record of a sandbox whose processes are not gone: else `SANDBOX_NOT_FOUND` / `SANDBOX_GONE`. */
-export async function liveRecord(ctx: RuntimeContext, sandboxId: string): Promise<{ layout: SandboxLayout; record: SandboxRecord }> {
+export async function liveRecord(
+  ctx: RuntimeContext,
+  sandboxId: string,
+): Promise<{ layout: SandboxLayout; record: SandboxRecord }> {
   const found = await ownedRecord(ctx, sandboxId);
-  if ((await statusOf(found.record)) === "gone") throw new SwarmError("SANDBOX_GONE", `the processes of sandbox ${sandboxId} are gone`);
+  if ((await statusOf(found.record)) === "gone")
+    throw new SwarmError("SANDBOX_GONE", `the processes of sandbox ${sandboxId} are gone`);
   return found;
 }
 

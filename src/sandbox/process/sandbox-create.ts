@@ -1,14 +1,14 @@
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { errorMessage, isSwarmError, SwarmError } from "../../errors.ts";
-import { DEFAULT_SANDBOX_LIMITS, type ProvisionRequest, type SandboxInfo } from "../runtime.ts";
-import { limitCgroupsFor } from "./cgroup-limits.ts";
 import { copyTree } from "../copy-tree.ts";
 import { userNetUnavailable } from "../network/user-net.ts";
-import { freezerOf, liveRecord, UNABORTABLE, type RuntimeContext } from "./runtime-context.ts";
+import { DEFAULT_SANDBOX_LIMITS, type ProvisionRequest, type SandboxInfo } from "../runtime.ts";
 import { MAX_SOCKET_PATH_BYTES } from "../socket-connect.ts";
-import { isValidSandboxId, sandboxLayout, type SandboxLayout } from "./sandbox-layout.ts";
-import { writeRecord, type SandboxRecord } from "./sandbox-record.ts";
+import { limitCgroupsFor } from "./cgroup-limits.ts";
+import { freezerOf, liveRecord, type RuntimeContext, UNABORTABLE } from "./runtime-context.ts";
+import { isValidSandboxId, type SandboxLayout, sandboxLayout } from "./sandbox-layout.ts";
+import { type SandboxRecord, writeRecord } from "./sandbox-record.ts";
 import { giveFolders, usersForRun } from "./sandbox-users.ts";
 
 /**
@@ -16,21 +16,37 @@ import { giveFolders, usersForRun } from "./sandbox-users.ts";
  * and write the ownership record last: a folder without a record was never handed out. Any
  * failure or abort removes the folder again.
  */
-export function createSandbox(ctx: RuntimeContext, req: ProvisionRequest, signal: AbortSignal, fill?: (layout: SandboxLayout) => Promise<void>): Promise<SandboxInfo> {
+export function createSandbox(
+  ctx: RuntimeContext,
+  req: ProvisionRequest,
+  signal: AbortSignal,
+  fill?: (layout: SandboxLayout) => Promise<void>,
+): Promise<SandboxInfo> {
   return ctx.lock(req.sandboxId, async () => {
     signal.throwIfAborted();
-    if (!isValidSandboxId(req.sandboxId)) throw new SwarmError("SANDBOX_PROVISION_FAILED", `sandbox id ${JSON.stringify(req.sandboxId)} is not a plain name`);
+    if (!isValidSandboxId(req.sandboxId))
+      throw new SwarmError(
+        "SANDBOX_PROVISION_FAILED",
+        `sandbox id ${JSON.stringify(req.sandboxId)} is not a plain name`,
+      );
     const noUserNet = req.network === true && ctx.isolation === "bubblewrap" ? userNetUnavailable() : undefined;
-    if (noUserNet !== undefined) throw new SwarmError("SANDBOX_PROVISION_FAILED", `sandbox ${req.sandboxId}: ${noUserNet}`);
+    if (noUserNet !== undefined)
+      throw new SwarmError("SANDBOX_PROVISION_FAILED", `sandbox ${req.sandboxId}: ${noUserNet}`);
     const layout = sandboxLayout(ctx.dataDir, req.sandboxId);
     if (Buffer.byteLength(layout.socket) > MAX_SOCKET_PATH_BYTES) {
-      throw new SwarmError("SANDBOX_PROVISION_FAILED", `the harness socket path ${layout.socket} is longer than ${MAX_SOCKET_PATH_BYTES} bytes; use a shorter data folder`);
+      throw new SwarmError(
+        "SANDBOX_PROVISION_FAILED",
+        `the harness socket path ${layout.socket} is longer than ${MAX_SOCKET_PATH_BYTES} bytes; use a shorter data folder`,
+      );
     }
     try {
       await mkdir(layout.root, { mode: 0o700 });
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "EEXIST") throw new SwarmError("SANDBOX_EXISTS", `sandbox ${req.sandboxId} already exists`);
-      throw new SwarmError("SANDBOX_PROVISION_FAILED", `cannot create ${layout.root}: ${errorMessage(err)}`, { cause: err });
+      if ((err as NodeJS.ErrnoException).code === "EEXIST")
+        throw new SwarmError("SANDBOX_EXISTS", `sandbox ${req.sandboxId} already exists`);
+      throw new SwarmError("SANDBOX_PROVISION_FAILED", `cannot create ${layout.root}: ${errorMessage(err)}`, {
+        cause: err,
+      });
     }
     try {
       await Promise.all([mkdir(layout.work), mkdir(layout.inputs), mkdir(layout.control, { mode: 0o700 })]);
@@ -62,7 +78,9 @@ export function createSandbox(ctx: RuntimeContext, req: ProvisionRequest, signal
       await rm(layout.root, { recursive: true, force: true });
       if (signal.aborted) throw signal.reason;
       if (isSwarmError(err)) throw err;
-      throw new SwarmError("SANDBOX_PROVISION_FAILED", `sandbox ${req.sandboxId}: ${errorMessage(err)}`, { cause: err });
+      throw new SwarmError("SANDBOX_PROVISION_FAILED", `sandbox ${req.sandboxId}: ${errorMessage(err)}`, {
+        cause: err,
+      });
     }
   });
 }
@@ -71,7 +89,12 @@ export function createSandbox(ctx: RuntimeContext, req: ProvisionRequest, signal
  * A new sandbox whose `work/` is a copy of the parent's. The parent is frozen for the copy so the
  * files are one moment's state, not a mix of before and after a write, then left as it was.
  */
-export async function forkSandbox(ctx: RuntimeContext, parentId: string, req: ProvisionRequest, signal: AbortSignal): Promise<SandboxInfo> {
+export async function forkSandbox(
+  ctx: RuntimeContext,
+  parentId: string,
+  req: ProvisionRequest,
+  signal: AbortSignal,
+): Promise<SandboxInfo> {
   signal.throwIfAborted();
   await liveRecord(ctx, parentId);
   return createSandbox(ctx, req, signal, (layout) =>
@@ -79,10 +102,11 @@ export async function forkSandbox(ctx: RuntimeContext, parentId: string, req: Pr
       const parent = await liveRecord(ctx, parentId);
       const freezer = freezerOf(parent.record);
       const freezeForCopy = parent.record.harness !== undefined && !(await freezer.isFrozen());
-      if (freezeForCopy) await freezer.freeze(signal).catch(async (err: unknown) => {
-        await freezer.thaw(UNABORTABLE);
-        throw err;
-      });
+      if (freezeForCopy)
+        await freezer.freeze(signal).catch(async (err: unknown) => {
+          await freezer.thaw(UNABORTABLE);
+          throw err;
+        });
       try {
         await copyTree(parent.layout.work, layout.work, signal);
       } finally {

@@ -21,7 +21,12 @@ export const userNetLog = (layout: SandboxLayout) => join(layout.root, "user-net
  * outlive the sandbox: its `--exit-fd` is the peer of `NET_HOLD_FD`, which only the sandbox's
  * processes hold. On failure the sandbox may go on without any way out; the caller kills it.
  */
-export async function connectSandboxNetwork(child: ChildProcess, sandboxId: string, layout: SandboxLayout, signal: AbortSignal): Promise<UserNetProcess> {
+export async function connectSandboxNetwork(
+  child: ChildProcess,
+  sandboxId: string,
+  layout: SandboxLayout,
+  signal: AbortSignal,
+): Promise<UserNetProcess> {
   const fds: readonly unknown[] = child.stdio;
   const info = fds[NET_INFO_FD] as Readable | null | undefined;
   const block = fds[NET_BLOCK_FD] as Writable | null | undefined;
@@ -58,7 +63,10 @@ function childPidOf(info: Readable, signal: AbortSignal): Promise<number> {
       reject(err);
     };
     const onAbort = () => fail(signal.reason);
-    const timer = setTimeout(() => fail(new Error(`bwrap did not report its child within ${INFO_TIMEOUT_MS} ms`)), INFO_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => fail(new Error(`bwrap did not report its child within ${INFO_TIMEOUT_MS} ms`)),
+      INFO_TIMEOUT_MS,
+    );
     signal.addEventListener("abort", onAbort, { once: true });
     info.setEncoding("utf8");
     info.on("data", (chunk: string) => {

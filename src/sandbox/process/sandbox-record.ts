@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { rename, writeFile } from "node:fs/promises";
 import { z } from "zod";
-import { isRefusedControlFile, readControlFile } from "../safe-read.ts";
 import { UserNetProcessSchema } from "../network/user-net.ts";
+import { isRefusedControlFile, readControlFile } from "../safe-read.ts";
 import type { SandboxLayout } from "./sandbox-layout.ts";
 
 /** Far above any record written here (the spec's env is the only part of any size). */
@@ -28,9 +28,19 @@ const SandboxRecordSchema = z.object({
   /** The sandbox's own cgroup (cgroup freezers only). */
   cgroupDir: z.string().optional(),
   /** Resource limits (absent in records made before limits existed: the defaults apply). */
-  limits: z.object({ pids: z.number(), memoryMiB: z.number(), cpus: z.number(), diskMiB: z.number(), tmpMiB: z.number() }).optional(),
+  limits: z
+    .object({ pids: z.number(), memoryMiB: z.number(), cpus: z.number(), diskMiB: z.number(), tmpMiB: z.number() })
+    .optional(),
   /** The cgroups that bound its pids, memory and CPU (one per hierarchy), made when the harness starts. */
-  limitCgroups: z.array(z.object({ controller: z.enum(["pids", "memory", "cpu"]), version: z.union([z.literal(1), z.literal(2)]), dir: z.string() })).optional(),
+  limitCgroups: z
+    .array(
+      z.object({
+        controller: z.enum(["pids", "memory", "cpu"]),
+        version: z.union([z.literal(1), z.literal(2)]),
+        dir: z.string(),
+      }),
+    )
+    .optional(),
   /** The sandbox's agent and harness users (sandbox-users.ts); absent: both run as the daemon's user. */
   users: z.object({ agent: z.number().int().positive(), harness: z.number().int().positive() }).optional(),
   /** Set when the runtime stopped the sandbox for breaking a limit (the disk watch): what its agent's end says. */

@@ -1,7 +1,7 @@
+import { pollUntil } from "../poll.ts";
 import type { Freezer } from "./freezer.ts";
 import { FREEZER_DEADLINE_MS } from "./freezer.ts";
-import { pollUntil } from "../poll.ts";
-import { hasEnvEntry, isAliveProc, isStopped, listProcs, signalPid, type ProcEntry } from "./proc-table.ts";
+import { hasEnvEntry, isAliveProc, isStopped, listProcs, type ProcEntry, signalPid } from "./proc-table.ts";
 import { sandboxTag } from "./sandbox-tag.ts";
 
 export interface SignalFreezerOptions {
@@ -21,7 +21,11 @@ export function createSignalFreezer(options: SignalFreezerOptions): Freezer {
 
   const memberEntries = async (): Promise<ProcEntry[]> => {
     const live = (await listProcs()).filter((e) => isAliveProc(e) && e.pid !== process.pid);
-    const tagged = await Promise.all(live.map(async (e) => (options.rootPid !== undefined && e.sid === options.rootPid) || (await hasEnvEntry(e.pid, tag))));
+    const tagged = await Promise.all(
+      live.map(
+        async (e) => (options.rootPid !== undefined && e.sid === options.rootPid) || (await hasEnvEntry(e.pid, tag)),
+      ),
+    );
     return live.filter((_, i) => tagged[i]);
   };
 

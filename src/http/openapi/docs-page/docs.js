@@ -1,7 +1,6 @@
 // swarmd's /docs page: loads the API description from this daemon (with the bearer token the
 // visitor gives, when the daemon wants one) and hands it to swagger-ui. Every request stays on this
 // origin: the description is passed in as an object and swagger-ui's online validator is off.
-"use strict";
 
 (() => {
   const TOKEN_KEY = "swarmd.token";
