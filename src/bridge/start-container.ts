@@ -80,6 +80,7 @@ export async function startContainer(
       .logs({ stdout: true, stderr: true, tail: 15 })
       .catch((err: unknown) => errorMessage(err));
     // Non-TTY logs are framed with 8-byte binary headers; drop the control bytes for a readable message.
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control bytes is the point (all but \t to \r)
     const text = String(logs).replace(/[\u0000-\u0008\u000e-\u001f]/g, "");
     return `stopped with status ${r.StatusCode ?? "?"}; the end of \`docker logs ${name}\`:\n${text}`;
   });

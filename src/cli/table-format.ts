@@ -11,7 +11,8 @@ export function age(ms: number): string {
 
 /** Text from the service or an agent, safe for one table cell: no line breaks or terminal controls. */
 export function oneLine(text: string): string {
-  return text.replace(/[\s\u0000-\u001f\u007f-\u009f]+/g, " ").trim();
+  // \p{Cc}: U+0000 to U+001F and U+007F to U+009F, the C0 and C1 controls.
+  return text.replace(/[\s\p{Cc}]+/gu, " ").trim();
 }
 
 export function clip(text: string, width: number): string {
@@ -21,7 +22,9 @@ export function clip(text: string, width: number): string {
 /** Cells padded to their column's widest, two spaces apart; the last column unpadded. */
 export function columns(rows: string[][]): string[] {
   const widths: number[] = [];
-  for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, cell.length)));
+  for (const row of rows) {
+    for (const [i, cell] of row.entries()) widths[i] = Math.max(widths[i] ?? 0, cell.length);
+  }
   return rows.map((row) =>
     row
       .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))

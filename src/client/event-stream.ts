@@ -119,8 +119,7 @@ async function* readEvents(res: IncomingMessage): AsyncGenerator<SwarmEvent> {
   let buffer = "";
   for await (const chunk of res as AsyncIterable<string>) {
     buffer += chunk.replace(/\r\n?/g, "\n");
-    let end: number;
-    while ((end = buffer.indexOf("\n\n")) >= 0) {
+    for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
       const event = parseFrame(buffer.slice(0, end));
       buffer = buffer.slice(end + 2);
       if (event) yield event;

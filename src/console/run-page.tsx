@@ -22,7 +22,11 @@ export function RunPage({ runId, selected }: { runId: string; selected: string |
   useEffect(() => {
     let frame = 0;
     const schedule = () => {
-      if (frame === 0) frame = requestAnimationFrame(() => ((frame = 0), redraw(0)));
+      if (frame !== 0) return;
+      frame = requestAnimationFrame(() => {
+        frame = 0;
+        redraw(0);
+      });
     };
     // Followed while the tab is shown: a hidden tab holds no connection (a browser allows six per
     // host) and catches up with Last-Event-ID when shown again.

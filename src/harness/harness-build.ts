@@ -152,7 +152,7 @@ function bundle(options: BuildOptions): { text: string; metafile: Metafile } {
   // esbuild escapes every non-ASCII character of code (its default charset): what is left is in
   // comments, so the boot can read the script as latin1, a one-byte string, half the memory of a
   // two-byte one per harness.
-  const text = (result.outputFiles?.[0]?.text ?? "").replace(/[^\x00-\x7f]/g, "?");
+  const text = (result.outputFiles?.[0]?.text ?? "").replace(/[\u0080-\uffff]/g, "?");
   const hash = createHash("sha256").update(text).digest("hex");
   return { text: `${HASH_LINE_PREFIX}${hash}\n${text}`, metafile: result.metafile! };
 }

@@ -143,7 +143,7 @@ class LevelLedger implements Ledger {
       }
     });
     if (written.ops.length > 0) this.#observe(group, written, committedAt);
-    group.forEach((req, i) => req.resolve(written.stored[i] ?? []));
+    for (const [i, req] of group.entries()) req.resolve(written.stored[i] ?? []);
   }
 
   #observe(group: AppendRequest[], written: Written, committedAt: number): void {

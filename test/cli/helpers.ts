@@ -54,7 +54,15 @@ export async function swarmInProcess(args: string[], env: Record<string, string>
   const { runCli } = await import("../../src/cli/main.ts");
   let stdout = "";
   let stderr = "";
-  const io = { out: (t: string) => void (stdout += t), err: (t: string) => void (stderr += t), isTTY: false };
+  const io = {
+    out: (t: string) => {
+      stdout += t;
+    },
+    err: (t: string) => {
+      stderr += t;
+    },
+    isTTY: false,
+  };
   const code = await runCli(args, { env, io });
   return { code, stdout, stderr };
 }

@@ -31,7 +31,11 @@ function follow(base: string, runId: string, token: string | null = null) {
     signal: stop.signal,
     backoffMs: [100],
   });
-  return { state, statuses, ids, stop: () => (stop.abort(), done), done };
+  const end = () => {
+    stop.abort();
+    return done;
+  };
+  return { state, statuses, ids, stop: end, done };
 }
 
 /** Waits until the followed state has folded everything the daemon had when asked. */

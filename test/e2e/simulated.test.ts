@@ -203,10 +203,12 @@ describe("simulated runtime over HTTP (SWARM_RUNTIME=simulated, a daemon process
       const created = await sleepy.call("POST", "/runs", { spec, prompt: "go", keepAlive: true });
       const agentId = created.body.rootAgentId as string;
       assert.equal((await sleepy.call("GET", `/agents/${agentId}/result?wait=30`)).body.result, "first kept\n");
-      let view: Json;
-      for (let tries = 0; !(view = (await sleepy.call("GET", `/agents/${agentId}`)).body).hibernated; tries++) {
+      const agentView = async (): Promise<Json> => (await sleepy.call("GET", `/agents/${agentId}`)).body;
+      let view = await agentView();
+      for (let tries = 0; !view.hibernated; tries++) {
         assert.ok(tries < 200, `the idle agent never hibernated: ${JSON.stringify(view)}`);
         await new Promise((r) => setTimeout(r, 50));
+        view = await agentView();
       }
       assert.equal(view.state, "running");
       assert.equal(view.sessionStats.userMessages, 1);
@@ -221,9 +223,11 @@ describe("simulated runtime over HTTP (SWARM_RUNTIME=simulated, a daemon process
         await new Promise((r) => setTimeout(r, 50));
       }
       // Running, or hibernated again with the stats of the session it had: either way both turns are in it.
-      for (let tries = 0; !(view = (await sleepy.call("GET", `/agents/${agentId}`)).body).sessionStats; tries++) {
+      view = await agentView();
+      for (let tries = 0; !view.sessionStats; tries++) {
         assert.ok(tries < 200, `no session stats: ${JSON.stringify(view)}`);
         await new Promise((r) => setTimeout(r, 50));
+        view = await agentView();
       }
       assert.equal(view.sessionStats.userMessages, 2, "the woken session holds the first turn too");
     } finally {

@@ -419,7 +419,10 @@ test("counts that are not non-negative safe integers are 0, and input never goes
 
 test("garbage bytes never throw and carry no usage", () => {
   let seed = 42;
-  const garbage = Uint8Array.from({ length: 200_000 }, () => (seed = (seed * 1103515245 + 12345) >>> 0) >>> 24);
+  const garbage = Uint8Array.from({ length: 200_000 }, () => {
+    seed = (seed * 1103515245 + 12345) >>> 0;
+    return seed >>> 24;
+  });
   for (const api of TAPPED_APIS) {
     for (const contentType of [SSE, "application/json"])
       assert.equal(tapUsage(api, contentType, garbage), null, `${api} ${contentType}`);
@@ -439,7 +442,7 @@ test("garbage bytes never throw and carry no usage", () => {
 test("an SSE line or event over 1 MiB is skipped, and what follows still counts", () => {
   const pad = "x".repeat(1_100_000);
   const huge = { type: "message_start", message: { usage: { input_tokens: 999 }, pad } };
-  const split = JSON.stringify(huge).match(/[^]{1,400000}/g) ?? [];
+  const split = JSON.stringify(huge).match(/[\s\S]{1,400000}/g) ?? [];
   const later = { type: "message_delta", usage: { output_tokens: 3 } };
   const overLongLine = `event: message_start\ndata: ${JSON.stringify(huge)}\n\n`;
   const overLongEvent = `event: message_start\n${split.map((part) => `data: ${part}\n`).join("")}\n`;

@@ -18,8 +18,12 @@ const TOKEN = "tok-3f9a1c77e2b04d5d9e8a";
 function reachable(host: string, port: number): Promise<boolean> {
   return new Promise((done) => {
     const socket = connect({ host, port });
-    socket.setTimeout(3_000, () => (socket.destroy(), done(false)));
-    socket.on("connect", () => (socket.destroy(), done(true)));
+    const settle = (accepted: boolean) => {
+      socket.destroy();
+      done(accepted);
+    };
+    socket.setTimeout(3_000, () => settle(false));
+    socket.on("connect", () => settle(true));
     socket.on("error", () => done(false));
   });
 }
@@ -98,11 +102,16 @@ describe("access control", () => {
       const timer = setTimeout(() => fail(new Error(`the daemon did not start: ${output}`)), 60_000);
       const onData = (chunk: Buffer) => {
         output += chunk.toString();
-        if (output.includes("swarmd listening on")) clearTimeout(timer), done();
+        if (!output.includes("swarmd listening on")) return;
+        clearTimeout(timer);
+        done();
       };
       daemon.stdout.on("data", onData);
       daemon.stderr.on("data", onData);
-      daemon.on("exit", (code) => (clearTimeout(timer), fail(new Error(`the daemon exited (${code}): ${output}`))));
+      daemon.on("exit", (code) => {
+        clearTimeout(timer);
+        fail(new Error(`the daemon exited (${code}): ${output}`));
+      });
     });
 
     assert.deepEqual(await call(`http://127.0.0.1:${port}`, "GET", "/health").then((r) => [r.status, r.body]), [

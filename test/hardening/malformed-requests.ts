@@ -76,7 +76,7 @@ const BODY_ROUTES: readonly BodyRoute[] = [
       ["budget", { maxAgents: 1.5 }],
       ["budget", { maxAgents: 1e300 }],
       ["budget", { spawnDepth: "2" }],
-      ["budget", { maxAgents: -9_007_199_254_740_993 }],
+      ["budget", { maxAgents: -(2 ** 53) }], // one past -Number.MAX_SAFE_INTEGER
       ["budget", { tokens: 10 }],
     ],
     required: ["spec"],

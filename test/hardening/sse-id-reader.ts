@@ -64,8 +64,14 @@ export class IdReader {
       );
       this.#waiters.push({
         seq,
-        resolve: () => (clearTimeout(timer), resolve()),
-        reject: (err) => (clearTimeout(timer), reject(err)),
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        reject: (err) => {
+          clearTimeout(timer);
+          reject(err);
+        },
       });
     });
   }
@@ -86,7 +92,9 @@ export class IdReader {
     this.#tail = text.slice(start);
     const last = this.lastId ?? 0;
     if (this.#waiters.length === 0) return;
-    this.#waiters = this.#waiters.filter((w) => (w.seq <= last ? (w.resolve(), false) : true));
+    const reached = this.#waiters.filter((w) => w.seq <= last);
+    this.#waiters = this.#waiters.filter((w) => w.seq > last);
+    for (const w of reached) w.resolve();
   }
 
   #end(): void {

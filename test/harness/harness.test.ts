@@ -75,10 +75,10 @@ describe("harness", () => {
     const settled = await c.waitFor(isSettled);
     assert.equal(settledText(settled), "next call saw: change course");
     const toolEnd = c.events.find((e) => e.event === "tool_end");
-    assert.equal((toolEnd?.data as { output: string }).output, "slept\n", "the tool ran to its end");
+    assert.ok(toolEnd, "the tool ended");
+    assert.equal((toolEnd.data as { output: string }).output, "slept\n", "the tool ran to its end");
     const steerMessage = c.events.find(
-      (e) =>
-        e.event === "message_start" && (e.data as { role: string }).role === "user" && e.hseq > (toolEnd?.hseq ?? 0),
+      (e) => e.event === "message_start" && (e.data as { role: string }).role === "user" && e.hseq > toolEnd.hseq,
     );
     const secondCall = c.events.find((e) => e.event === "text");
     assert.ok(steerMessage && toolEnd && secondCall);
@@ -218,8 +218,7 @@ describe("harness", () => {
     let buffer = "";
     raw.on("data", (d: Buffer) => {
       buffer += d.toString();
-      let nl: number;
-      while ((nl = buffer.indexOf("\n")) >= 0) {
+      for (let nl = buffer.indexOf("\n"); nl >= 0; nl = buffer.indexOf("\n")) {
         const line = buffer.slice(0, nl);
         buffer = buffer.slice(nl + 1);
         const parsed = JSON.parse(line) as { type: string; success: boolean; error?: string };

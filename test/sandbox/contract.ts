@@ -174,7 +174,10 @@ export function runSandboxContract(
         const frozenAt = await counter(info.sandboxId);
         assert.ok(frozenAt !== undefined && frozenAt > 3);
         let answered = false;
-        const pending = client.request({ type: "get_state" }, 30_000).then((r) => ((answered = true), r));
+        const pending = client.request({ type: "get_state" }, 30_000).then((r) => {
+          answered = true;
+          return r;
+        });
         await sleep(700); // nothing to await: the point is that nothing happens for a while
         assert.equal(await counter(info.sandboxId), frozenAt, "the counter made no progress while frozen");
         assert.equal(answered, false, "a frozen harness does not answer");

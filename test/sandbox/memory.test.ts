@@ -73,7 +73,10 @@ describe("simulated runtime", () => {
     assert.equal((await rt.inspect(sandboxId, signal()))?.status, "frozen");
     const seen = client.events.length;
     let answered = false;
-    const state = client.request({ type: "get_state" }).then((r) => ((answered = true), r));
+    const state = client.request({ type: "get_state" }).then((r) => {
+      answered = true;
+      return r;
+    });
     await sleep(400); // past the tool's sleep: a running sandbox would have written its file by now
     assert.equal(answered, false, "a frozen harness does not answer");
     assert.equal(client.events.length, seen, `no event while frozen, got ${lastEvent(client)}`);

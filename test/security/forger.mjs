@@ -15,8 +15,7 @@ createServer((socket) => {
   socket.on("error", () => undefined);
   socket.on("data", (chunk) => {
     buffer += chunk;
-    let nl;
-    while ((nl = buffer.indexOf("\n")) >= 0) {
+    for (let nl = buffer.indexOf("\n"); nl >= 0; nl = buffer.indexOf("\n")) {
       const text = buffer.slice(0, nl);
       buffer = buffer.slice(nl + 1);
       let message;

@@ -34,6 +34,7 @@ const PROBE = [
   "Promise.all(process.argv.slice(1).map((t) => new Promise((done) => {",
   '  const i = t.lastIndexOf(":"); const host = t.slice(0, i).replace(/^\\[|\\]$/g, "");',
   "  const s = net.connect({ host, port: Number(t.slice(i + 1)) });",
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a template literal of the probe's source, run by node -e
   "  const end = (m) => { s.destroy(); done(`PROBE ${t} ${m}`); };",
   '  s.setTimeout(3000, () => end("TIMEOUT")); s.on("connect", () => end("CONNECTED")); s.on("error", (e) => end(e.code));',
   '}))).then((lines) => console.log(lines.join("\\n")));',

@@ -13,7 +13,9 @@ import { taggedUserNets } from "../../src/sandbox/network/user-net.ts";
 
 describe("security: a sandbox cannot pose as a neighbour's network helper", () => {
   const started: ChildProcess[] = [];
-  after(() => started.forEach((p) => p.kill("SIGKILL")));
+  after(() => {
+    for (const p of started) p.kill("SIGKILL");
+  });
 
   const start = async (argv: string[], env: Record<string, string>) => {
     const child = spawn(argv[0]!, argv.slice(1), { env: { PATH: "/usr/bin:/bin", ...env }, stdio: "ignore" });

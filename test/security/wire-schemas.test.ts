@@ -95,7 +95,11 @@ describe("harness wire schemas: every line from a sandbox is checked, nothing th
     assert.ok(JSON.stringify(capped).length < 1000);
     let deep: Record<string, unknown> = {};
     const root = deep;
-    for (let i = 0; i < 100_000; i++) deep = (deep.next = {}) as Record<string, unknown>;
+    for (let i = 0; i < 100_000; i++) {
+      const next: Record<string, unknown> = {};
+      deep.next = next;
+      deep = next;
+    }
     assert.equal(capEventData(root).truncated, true, "data too deep to serialize is replaced, not thrown");
   });
 });

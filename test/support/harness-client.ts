@@ -32,8 +32,7 @@ export function createTestHarnessClient(socket: Duplex): TestHarnessClient {
   let buffer = "";
   socket.on("data", (chunk: Buffer) => {
     buffer += decoder.write(chunk);
-    let newline: number;
-    while ((newline = buffer.indexOf("\n")) !== -1) {
+    for (let newline = buffer.indexOf("\n"); newline !== -1; newline = buffer.indexOf("\n")) {
       const line = buffer.slice(0, newline);
       buffer = buffer.slice(newline + 1);
       if (line.trim() === "") continue;

@@ -100,7 +100,7 @@ export async function startHarness(spec: Record<string, unknown>): Promise<Harne
       return connection;
     },
     async stop() {
-      connections.forEach((c) => c.close());
+      for (const c of connections) c.close();
       if (child.exitCode === null) {
         const exited = new Promise((resolve) => child.once("exit", resolve));
         child.kill("SIGKILL");

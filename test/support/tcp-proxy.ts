@@ -49,7 +49,10 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
     },
     close: () =>
       new Promise<void>((resolve) => {
-        for (const [client, upstream] of pairs) client.destroy(), upstream.destroy();
+        for (const [client, upstream] of pairs) {
+          client.destroy();
+          upstream.destroy();
+        }
         server.close(() => resolve());
       }),
   };

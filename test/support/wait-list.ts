@@ -10,7 +10,9 @@ export interface WaitList {
 export function createWaitList(): WaitList {
   const waiters = new Set<() => void>();
   return {
-    wake: () => waiters.forEach((w) => w()),
+    wake: () => {
+      for (const w of waiters) w();
+    },
     until: (find, timeoutMs, describe) =>
       new Promise((resolve, reject) => {
         const check = () => {

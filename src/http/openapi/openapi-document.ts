@@ -114,8 +114,11 @@ export function createOpenApiDocument(): OpenApiDocument {
 
   const names = new Map<z.ZodType, string>(Object.entries(COMPONENTS).map(([id, schema]) => [schema, id]));
   const paths: OpenApiDocument["paths"] = {};
-  for (const operation of OPERATIONS)
-    (paths[operation.path] ??= {})[operation.method] = describeOperation(operation, names);
+  for (const operation of OPERATIONS) {
+    const methods = paths[operation.path] ?? {};
+    methods[operation.method] = describeOperation(operation, names);
+    paths[operation.path] = methods;
+  }
 
   return {
     openapi: "3.1.0",

@@ -111,7 +111,7 @@ export function createCgroupFreezer(kind: CgroupKind, dir: string): Freezer {
       await pollUntil(
         async () => {
           const pids = await members();
-          pids.forEach((pid) => signalPid(pid, "SIGKILL"));
+          for (const pid of pids) signalPid(pid, "SIGKILL");
           return pids.length === 0 ? true : undefined;
         },
         { timeoutMs: FREEZER_DEADLINE_MS, intervalMs: 10, signal, what: `every process of ${dir} to die` },
