@@ -17,7 +17,7 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
-import { DEFAULT_START_CONCURRENCY } from "../actors/start-queue.ts";
+import { DEFAULT_START_CONCURRENCY } from "../src/config.ts";
 import { errorMessage } from "../src/errors.ts";
 import type { Ledger, LedgerEvent, LiveEvent } from "../src/ledger/ledger.ts";
 import { createDockerRuntime } from "../src/sandbox/docker/docker-runtime.ts";

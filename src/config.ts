@@ -1,13 +1,19 @@
 import { BlockList, isIP } from "node:net";
+import { availableParallelism } from "node:os";
 import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
-import { DEFAULT_START_CONCURRENCY } from "../actors/start-queue.ts";
 import { SwarmError } from "./errors.ts";
 import { DEFAULT_PACING, type PacingConfig } from "./gateway/pacing.ts";
 import { DEFAULT_SANDBOX_LIMITS, type RuntimeKind, type SandboxLimits } from "./sandbox/runtime.ts";
 
 /** An agent idle this long between turns hibernates: its harness ends, its session and files stay. */
 export const DEFAULT_HIBERNATE_AFTER_MS = 60_000;
+
+/**
+ * Sandbox and harness starts under way at once by default (SWARM_START_CONCURRENCY): one per core,
+ * as a start is mostly one core's work. The start line (actors/start-queue.ts) takes the number.
+ */
+export const DEFAULT_START_CONCURRENCY = Math.max(1, availableParallelism());
 
 const Env = z.object({
   SWARM_HOST: z.string().min(1).default("127.0.0.1"),

@@ -15,7 +15,7 @@ import { loadModelCatalog } from "./gateway/models.ts";
 import { Pacing } from "./gateway/pacing.ts";
 import { ensureHarnessBundle } from "./harness/launch.ts";
 import { buildServer } from "./http/build-server.ts";
-import { openLedger } from "./ledger/ledger.ts";
+import { openLedger } from "./ledger/level-ledger.ts";
 import { createLogger } from "./log/logger.ts";
 import { DaemonMetrics } from "./metrics/daemon-metrics.ts";
 import { observeRuntime } from "./metrics/observed-runtime.ts";

@@ -1,7 +1,15 @@
 import { errorMessage } from "../errors.ts";
 import { openEngine, pingEngine } from "../sandbox/docker/engine.ts";
 import { defaultSandboxImage } from "../sandbox/docker/sandbox-image.ts";
-import type { Listen } from "./start-service.ts";
+
+/** What the daemon needs to listen where `SWARM_URL` points. */
+export interface Listen {
+  host: string;
+  port: number;
+  dataDir: string;
+  /** The checkout whose `src/main.ts` runs (what `make run` runs). */
+  root: string;
+}
 
 export interface StartedContainer {
   info: { containerId: string; containerName: string; image: string; log: string };

@@ -4,7 +4,7 @@ import { isAbsolute, join, resolve } from "node:path";
 import type { Endpoint } from "../client/endpoint.ts";
 import type { SwarmClient } from "../client/swarm-client.ts";
 import { SWARMD_ROOT } from "../harness/launch.ts";
-import { startContainer } from "./start-container.ts";
+import { type Listen, startContainer } from "./start-container.ts";
 
 export interface StartRequest {
   runtime: "process" | "docker";
@@ -29,15 +29,6 @@ export interface StartedService {
   dataDir?: string;
   /** Where the daemon's own log goes (a file, or `docker logs <name>`). */
   log?: string;
-}
-
-/** What the daemon needs to listen where `SWARM_URL` points. */
-export interface Listen {
-  host: string;
-  port: number;
-  dataDir: string;
-  /** The checkout whose `src/main.ts` runs (what `make run` runs). */
-  root: string;
 }
 
 /**

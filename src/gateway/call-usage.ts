@@ -1,6 +1,6 @@
 import { calculateCost } from "@mariozechner/pi-ai";
+import type { GatewayModel } from "./gateway-model.ts";
 import type { CallUsage } from "./model-caller.ts";
-import type { GatewayModel } from "./models.ts";
 import type { TokenCounts } from "./usage-tap.ts";
 
 /** A finished call's usage record, priced with pi-ai's own formula and the model's prices. */

@@ -1,5 +1,5 @@
 import type { ScriptStep } from "../spec/agent-spec.ts";
-import type { GatewayModel } from "./models.ts";
+import type { GatewayModel } from "./gateway-model.ts";
 
 /** One model call's usage as recorded (`model_usage`), with cost from pi-ai's prices for the model. */
 export interface CallUsage {

@@ -1,15 +1,9 @@
 import { existsSync } from "node:fs";
-import type { Api, Model } from "@mariozechner/pi-ai";
 import { AuthStorage, ModelRegistry } from "@mariozechner/pi-coding-agent";
 import { SwarmError } from "../errors.ts";
+import type { GatewayModel } from "./gateway-model.ts";
 import { SCRIPTED_MODEL } from "./scripted-model.ts";
-import { isTappedApi, TAPPED_APIS, type TappedApi } from "./usage-tap.ts";
-
-/** The wire APIs the gateway carries: the ones whose usage it can read, so every call is metered. */
-export type CarriedApi = TappedApi;
-
-/** A model the gateway can carry: pi-ai's `Model` on one of the carried APIs. */
-export type GatewayModel = Model<Api> & { api: CarriedApi };
+import { isTappedApi, TAPPED_APIS } from "./usage-tap.ts";
 
 /** What a provider call needs that the sandbox never sees: the key and the provider's own headers. */
 export interface Credentials {

@@ -1,4 +1,4 @@
-import type { GatewayModel } from "./models.ts";
+import type { GatewayModel } from "./gateway-model.ts";
 
 /**
  * The model a spec's `script` answers as: swarmd's own upstream in the daemon, spoken to over the

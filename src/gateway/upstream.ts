@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { Agent, type Dispatcher, request } from "undici";
-import type { Credentials, GatewayModel } from "./models.ts";
+import type { GatewayModel } from "./gateway-model.ts";
+import type { Credentials } from "./models.ts";
 
 /**
  * The only headers of the harness's request that go upstream: what pi-ai's provider clients send

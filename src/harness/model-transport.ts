@@ -1,6 +1,6 @@
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
-import { GATEWAY_HOST } from "../gateway/harness-model.ts";
+import { GATEWAY_HOST } from "./model-file.ts";
 
 /** Where one harness's model calls go: its sandbox's gateway socket, or a connection made in this process (a simulated sandbox's). */
 export type ModelRoute = { socketPath: string } | { dial: () => Duplex };

@@ -2,8 +2,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import type { AuthStorage } from "@mariozechner/pi-coding-agent";
-import { GATEWAY_HOST, HarnessModelFileSchema } from "../gateway/harness-model.ts";
 import { memoryControl } from "./memory-control.ts";
+import { GATEWAY_HOST, HarnessModelFileSchema } from "./model-file.ts";
 import { routeModelCalls } from "./model-transport.ts";
 import { CONTROL_FILES } from "./protocol.ts";
 

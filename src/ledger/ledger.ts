@@ -1,8 +1,8 @@
 /**
  * The ledger port: the durable, ordered record of every persisted event of every run (spec §2.6,
  * §6). One writer, atomic group-committed batches, a gap-free `seq` per run starting at 1.
- * The LevelDB adapter lives in `level-ledger.ts`; `openLedger` is re-exported here so callers
- * import the contract and the factory from one place.
+ * The LevelDB adapter, `openLedger`, lives in `level-ledger.ts`, which imports this contract; the
+ * contract does not import it back (no cycle: `make check` runs dependency-cruiser).
  */
 
 /** One persisted event of a run. */
@@ -183,5 +183,3 @@ export interface LedgerOptions {
    */
   onCommit?: (batch: CommittedBatch) => void;
 }
-
-export { openLedger } from "./level-ledger.ts";

@@ -4,14 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, type TestContext, test } from "node:test";
 import { isSwarmError } from "../../src/errors.ts";
-import {
-  type Ledger,
-  type LedgerEvent,
-  type LedgerOptions,
-  type LiveEvent,
-  type NewEvent,
-  openLedger,
-} from "../../src/ledger/ledger.ts";
+import type { Ledger, LedgerEvent, LedgerOptions, LiveEvent, NewEvent } from "../../src/ledger/ledger.ts";
+import { openLedger } from "../../src/ledger/level-ledger.ts";
 import { rawLedgerKeys } from "../support/raw-ledger.ts";
 
 // Folders go once every test is over, so no folder is removed under a ledger still closing.

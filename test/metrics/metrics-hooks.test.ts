@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { isSwarmError } from "../../src/errors.ts";
-import { type CommittedBatch, openLedger } from "../../src/ledger/ledger.ts";
+import type { CommittedBatch } from "../../src/ledger/ledger.ts";
+import { openLedger } from "../../src/ledger/level-ledger.ts";
 import { observeRuntime } from "../../src/metrics/observed-runtime.ts";
 import { createMemoryRuntime } from "../../src/sandbox/memory/memory-runtime.ts";
 

@@ -1,6 +1,7 @@
 import { ModelGateway } from "../../src/gateway/gateway.ts";
+import type { GatewayModel } from "../../src/gateway/gateway-model.ts";
 import type { CallUsage, ModelCaller, ScriptCursor } from "../../src/gateway/model-caller.ts";
-import { type GatewayModel, loadModelCatalog } from "../../src/gateway/models.ts";
+import { loadModelCatalog } from "../../src/gateway/models.ts";
 import { SCRIPTED_MODEL } from "../../src/gateway/scripted-model.ts";
 import type { SandboxRuntime } from "../../src/sandbox/runtime.ts";
 import type { ScriptStep } from "../../src/spec/agent-spec.ts";
