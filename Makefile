@@ -8,11 +8,12 @@ SETUP_MACHINE := scripts/setup-machine.sh
 
 # The web console, built by Vite from src/console (and the daemon's files it imports) into dist/console,
 # which the daemon serves at /. `npm ci` builds it too (the `prepare` script); this rebuilds it when a
-# source is newer.
+# source is newer. The daemon's files are the console bundle of .dependency-cruiser.mjs, which
+# `make check` holds to this list.
 CONSOLE := dist/console/index.html
 CONSOLE_SOURCES := $(shell find src/console src/views -type f) src/swarm-api.ts src/ledger/run-events.ts src/harness/protocol.ts
 
-.PHONY: run test check bench sandbox-image install
+.PHONY: run test check check-types check-lint check-layers format bench sandbox-image install
 
 install: $(NODE_STAMP) $(CONSOLE)
 
@@ -32,9 +33,28 @@ TESTS ?= $(shell find test -name "*.test.ts" | sort)
 test: $(NODE_STAMP) $(CONSOLE)
 	$(SETUP_MACHINE) --tests && node --import tsx --test --test-concurrency=1 $(TESTS)
 
-check: $(NODE_STAMP)
+# What CI runs (.ci/run): the types, Biome (format, organised imports and lint, warnings failing too;
+# nothing written) and the layer rules.
+# `make -k check` runs all three when one fails.
+check: check-types check-lint check-layers
+
+check-types: $(NODE_STAMP)
 	npx tsc --noEmit -p .
 	npx tsc --noEmit -p src/console
+
+check-lint: $(NODE_STAMP)
+	npx biome ci --error-on-warnings .
+
+# dependency-cruiser over every folder with JS or TS: no import cycles, and each layer imports only
+# what docs/design.md ("Allowed imports") allows; the rules are in .dependency-cruiser.mjs.
+LAYER_PATHS := src actors machines test bench bin scripts
+
+check-layers: $(NODE_STAMP)
+	npx depcruise $(LAYER_PATHS) --config .dependency-cruiser.mjs --output-type err-long
+
+# Rewrites the tree as Biome wants it: formatting, organised imports and the lint fixes Biome calls safe.
+format: $(NODE_STAMP)
+	npx biome check --write .
 
 # Benchmarks, not tests: they print markdown tables (README "Benchmarks"); BENCH_* variables in bench/*.ts.
 bench: $(NODE_STAMP)
