@@ -86,7 +86,7 @@ test("every route and success status of spec section 4 is in the document", asyn
   const { app } = setup();
   t.after(() => app.close());
   const operations = operationsOf(await documentOf(app));
-  const rows = [...SPEC_MD.matchAll(/^\| (GET|POST|DELETE) \| `([^`]+)` \| (\d{3})(.*)$/gm)];
+  const rows = [...SPEC_MD.matchAll(/^\| (GET|POST|DELETE) +\| `([^`]+)` +\| (\d{3})(.*)$/gm)];
   assert.ok(rows.length >= 16, `found ${rows.length} route rows in docs/spec.md section 4`);
   for (const [, method, path, status, rest] of rows) {
     const operation = operations.get(`${method} ${path}`);
@@ -102,7 +102,7 @@ test("every refusal of spec section 7 is documented on its route, with the error
   t.after(() => app.close());
   const doc = await documentOf(app);
   const operations = operationsOf(doc);
-  const rows = [...SPEC_MD.matchAll(/^\| (GET|POST|DELETE) (\/\S+) \| (\d{3}) \|/gm)];
+  const rows = [...SPEC_MD.matchAll(/^\| (GET|POST|DELETE) (\/\S+) +\| (\d{3}) +\|/gm)];
   assert.ok(rows.length >= 30, `found ${rows.length} route refusals in docs/spec.md section 7`);
   for (const [, method, path, status] of rows) {
     const response = operations.get(`${method} ${path}`)?.responses[status ?? ""] as
