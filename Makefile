@@ -10,7 +10,7 @@ SETUP_MACHINE := scripts/setup-machine.sh
 # which the daemon serves at /. `npm ci` builds it too (the `prepare` script); this rebuilds it when a
 # source is newer.
 CONSOLE := dist/console/index.html
-CONSOLE_SOURCES := $(shell find src/console src/views -type f) src/swarm-api.ts src/ledger/run-events.ts src/harness/protocol.ts
+CONSOLE_SOURCES := $(shell find src/console src/views -type f) src/swarm-api.ts src/api/limits.ts src/ledger/run-events.ts src/harness/protocol.ts
 
 .PHONY: run test check bench sandbox-image install
 
