@@ -82,13 +82,15 @@ export function queryValue(schema: z.ZodType): z.ZodType {
   return schema.description === undefined ? value : value.describe(schema.description);
 }
 
-/** What a client sends on a route: its path parameters, query values and body. */
-export type RouteRequest<O extends Operation> = ([ParamNames<O["path"]>] extends [never]
-  ? { params?: undefined }
-  : { params: { [K in ParamNames<O["path"]>]: string } }) & {
-  query?: { [K in keyof QueryShape<O>]?: z.input<QueryShape<O>[K] & z.ZodType> };
-  body?: [BodySchema<O>] extends [never] ? undefined : z.input<BodySchema<O>>;
-};
+/** What a client sends on a route: its path parameters, query values and body (any of them, for a route not known). */
+export type RouteRequest<O extends Operation> = string extends O["path"]
+  ? { params?: Record<string, string>; query?: Record<string, unknown>; body?: unknown }
+  : ([ParamNames<O["path"]>] extends [never]
+      ? { params?: undefined }
+      : { params: { [K in ParamNames<O["path"]>]: string } }) & {
+      query?: { [K in keyof QueryShape<O>]?: z.input<QueryShape<O>[K] & z.ZodType> };
+      body?: [BodySchema<O>] extends [never] ? undefined : z.input<BodySchema<O>>;
+    };
 
 type AnswerValue<A> = A extends { json: infer S extends z.ZodType }
   ? z.output<S>
