@@ -35,7 +35,7 @@ export const AgentIdValue = z.string().min(1, "must not be empty");
 export const ScopeSchema = z
   .enum(["agent", "subtree"], { error: 'must be "agent" or "subtree"' })
   .default("agent")
-  .describe('"agent" (default) acts on this agent only; "subtree" on it and every agent spawned under it.');
+  .describe('"agent" (default) acts on this agent only; "subtree" acts on it and every agent spawned under it.');
 
 /**
  * A query parameter holding a whole number: its text must match `digits`, then it is the number
