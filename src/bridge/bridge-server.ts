@@ -4,10 +4,8 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { SpecStore } from "../client/spec-store.ts";
 import type { SwarmClient } from "../client/swarm-client.ts";
 import { SWARMD_ROOT } from "../harness/launch.ts";
-import { registerAgentTools } from "./agent-tools.ts";
 import { registerLocalTools } from "./local-tools.ts";
-import { registerPermissionTools } from "./permission-tools.ts";
-import { registerRunTools } from "./run-tools.ts";
+import { registerRouteTools } from "./route-tools.ts";
 
 export interface BridgeDeps {
   client: SwarmClient;
@@ -17,8 +15,9 @@ export interface BridgeDeps {
 }
 
 /**
- * The MCP server of spec 4.13, not yet connected to a transport. It holds no state of its own:
+ * The MCP server of spec 4.14, not yet connected to a transport. It holds no state of its own:
  * every tool is one or a few calls to the service (the source of truth), or a local file operation.
+ * The route tools are those of src/api/tools.ts; the local ones are in local-tools.ts.
  */
 export function createBridgeServer(deps: BridgeDeps): McpServer {
   const server = new McpServer(
@@ -29,9 +28,7 @@ export function createBridgeServer(deps: BridgeDeps): McpServer {
     },
   );
   const tools = { client: deps.client, specs: deps.specs };
-  registerRunTools(server, tools);
-  registerAgentTools(server, tools);
-  registerPermissionTools(server, tools);
+  registerRouteTools(server, tools);
   registerLocalTools(server, tools, deps.env);
   return server;
 }

@@ -1,9 +1,41 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { z } from "zod";
+import { AgentSpecSchema } from "../spec/agent-spec.ts";
 import { reportProgress } from "./progress.ts";
-import type { ToolDeps } from "./run-tools.ts";
+import type { ToolDeps } from "./route-tools.ts";
 import { startService } from "./start-service.ts";
-import { SpecAddInput, SpecListInput, SpecRemoveInput, StartServiceInput } from "./tool-inputs.ts";
 import { guarded, toolOk } from "./tool-result.ts";
+
+/** Inputs of the tools that call no route (a route's tool takes its input from the route: src/api/tools.ts). */
+const StartServiceInput = z.object({
+  runtime: z
+    .enum(["process", "docker"])
+    .optional()
+    .describe(
+      'Sandbox runtime: "process" (embedded, the default unless SWARM_RUNTIME says otherwise) or "docker" (the daemon runs in a container and sandboxes are containers; needs a Docker engine).',
+    ),
+  waitSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(240)
+    .default(60)
+    .describe("How long to wait for the service to answer /health (default 60)."),
+});
+
+const SpecAddInput = z.object({
+  spec: AgentSpecSchema.describe(
+    'The agent spec to save (validated now): "name" plus exactly one of "model" or "script".',
+  ),
+  name: z.string().min(1).max(64).optional().describe("Name to save it under; defaults to the spec's own name."),
+  overwrite: z.boolean().default(true).describe("Replace a saved spec of the same name (default true)."),
+});
+
+const SpecListInput = z.object({});
+
+const SpecRemoveInput = z.object({
+  name: z.string().min(1).describe("Name of the saved spec to remove (see swarm_spec_list)."),
+});
 
 /** Tools that act on this machine, not through the service: start it, and the saved-spec cache. */
 export function registerLocalTools(server: McpServer, { client, specs }: ToolDeps, env: NodeJS.ProcessEnv): void {

@@ -55,3 +55,11 @@ export class SpecStoreError extends Error {
     this.name = "SpecStoreError";
   }
 }
+
+/** The event stream sent what the client will not hold (a message over its size limit); reconnecting would not help. */
+export class EventStreamError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "EventStreamError";
+  }
+}

@@ -1,7 +1,8 @@
-import type { ClientRequest, IncomingMessage } from "node:http";
-import { ServiceError } from "./client-errors.ts";
+import { createParser, type EventSourceMessage, type ParseError } from "eventsource-parser";
+import type { Dispatcher } from "undici";
+import { EventStreamError, ServiceError } from "./client-errors.ts";
 import type { Endpoint } from "./endpoint.ts";
-import { errorText, openRequest, parseJson, readBody, toTransportError } from "./http-call.ts";
+import { errorText, openRequest, parseJson, TimeoutError, toTransportError } from "./http-call.ts";
 
 /** One message of `GET /runs/:runId/events` (spec section 6). */
 export interface SwarmEvent {
@@ -26,13 +27,20 @@ export interface StreamOptions {
 const CONNECT_TIMEOUT_MS = 30_000;
 /** Reconnects in a row without receiving anything before giving up (spec 6.3: nothing is lost). */
 const MAX_RECONNECTS = 3;
+/**
+ * The most characters of one message the parser holds (its unfinished line and data). The daemon's
+ * largest message is an event's data (256 KiB for a harness event; a spawn's spec up to the body
+ * limit) with a few fields: far below this. A server sending more is refused, not buffered.
+ */
+export const MAX_MESSAGE_CHARS = 16 * 1024 * 1024;
 
 /**
  * The run's events, replayed after `afterSeq` and then live, for as long as the caller iterates.
  * When the service closes the connection (a slow-consumer cut-off, spec 6.5) it reconnects with
  * `Last-Event-ID` set to the last seq received, so persisted events are neither lost nor repeated.
- * Throws `ServiceError` for an error answer (404: no such run) and `ServiceUnreachableError` when
- * nothing answers; ends quietly when `signal` aborts.
+ * Throws `ServiceError` for an error answer (404: no such run), `ServiceUnreachableError` when
+ * nothing answers and `EventStreamError` for a message over `MAX_MESSAGE_CHARS`; ends quietly when
+ * `signal` aborts.
  */
 export async function* streamEvents(
   endpoint: Endpoint,
@@ -42,31 +50,27 @@ export async function* streamEvents(
   let lastSeq = options.afterSeq ?? 0;
   let failures = 0;
   while (!options.signal?.aborted) {
-    let connection: { req: ClientRequest; res: IncomingMessage };
-    try {
-      connection = await connect(endpoint, runId, lastSeq, options.signal);
-    } catch (err) {
-      if (options.signal?.aborted) return;
-      if (err instanceof ServiceError || ++failures > MAX_RECONNECTS) throw err;
-      await pause(250 * failures);
-      continue;
-    }
-    const stop = () => connection.req.destroy();
+    // One connection's own cancel: the caller's signal, or its end below.
+    const connection = new AbortController();
+    const stop = () => connection.abort();
     options.signal?.addEventListener("abort", stop, { once: true });
     let received = false;
     let cause: unknown = new Error("the event stream kept closing");
     try {
-      for await (const event of readEvents(connection.res)) {
+      const body = await connect(endpoint, runId, lastSeq, connection.signal);
+      for await (const event of readEvents(body)) {
         received = true;
         failures = 0;
         if (event.seq !== null) lastSeq = event.seq;
         yield event;
       }
     } catch (err) {
+      if (options.signal?.aborted) return;
+      if (err instanceof ServiceError || err instanceof EventStreamError) throw err;
       cause = err;
     } finally {
       options.signal?.removeEventListener("abort", stop);
-      connection.req.destroy();
+      connection.abort();
     }
     if (options.signal?.aborted) return;
     // A connection that delivered something was healthy; only back-to-back empty ones count.
@@ -77,71 +81,68 @@ export async function* streamEvents(
   }
 }
 
-function connect(
+/** Opens the stream after `afterSeq`: its body once the service answered 200. */
+async function connect(
   endpoint: Endpoint,
   runId: string,
   afterSeq: number,
-  signal?: AbortSignal,
-): Promise<{ req: ClientRequest; res: IncomingMessage }> {
-  const path = `/runs/${encodeURIComponent(runId)}/events`;
-  return new Promise((resolve, reject) => {
-    const call = {
-      method: "GET" as const,
-      path,
-      headers: { accept: "text/event-stream", "last-event-id": String(afterSeq) },
-    };
-    const req = openRequest(endpoint, call, (res) => {
-      clearTimeout(timer);
-      if (res.statusCode === 200) return resolve({ req, res });
-      const status = res.statusCode ?? 0;
-      readBody(res).then(
-        (text) => reject(new ServiceError(status, errorText(status, parseJson(text), text), call)),
-        (err: unknown) => reject(toTransportError(endpoint, err, signal)),
-      );
-    });
-    const timer = setTimeout(
-      () => req.destroy(new Error(`no answer within ${CONNECT_TIMEOUT_MS / 1000} s`)),
-      CONNECT_TIMEOUT_MS,
-    );
-    req.on("error", (err) => {
-      clearTimeout(timer);
-      reject(toTransportError(endpoint, err, signal));
-    });
-    if (signal?.aborted) req.destroy();
-    else signal?.addEventListener("abort", () => req.destroy(), { once: true });
-    req.end();
+  signal: AbortSignal,
+): Promise<Dispatcher.ResponseData["body"]> {
+  const call = {
+    method: "GET" as const,
+    path: `/runs/${encodeURIComponent(runId)}/events`,
+    headers: { accept: "text/event-stream", "last-event-id": String(afterSeq) },
+  };
+  const answered = new AbortController();
+  const timer = setTimeout(() => answered.abort(new TimeoutError(CONNECT_TIMEOUT_MS)), CONNECT_TIMEOUT_MS);
+  try {
+    const response = await openRequest(endpoint, { ...call, signal: AbortSignal.any([signal, answered.signal]) });
+    if (response.statusCode === 200) return response.body;
+    const text = await response.body.text();
+    throw new ServiceError(response.statusCode, errorText(response.statusCode, parseJson(text), text), call);
+  } catch (err) {
+    throw answered.signal.aborted ? answered.signal.reason : err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The messages of one connection, parsed by eventsource-parser, at most `MAX_MESSAGE_CHARS` held at a time. */
+async function* readEvents(body: AsyncIterable<Buffer>): AsyncGenerator<SwarmEvent> {
+  const decoder = new TextDecoder();
+  const parsed: SwarmEvent[] = [];
+  let refused: ParseError | undefined;
+  const parser = createParser({
+    maxBufferSize: MAX_MESSAGE_CHARS,
+    onEvent: (message) => {
+      const event = toSwarmEvent(message);
+      if (event) parsed.push(event);
+    },
+    onError: (error) => {
+      if (error.type === "max-buffer-size-exceeded") refused = error;
+    },
   });
-}
-
-/** SSE frames (`id:`, `event:`, `data:` lines, blank-line separated; `:` comments are heartbeats). */
-async function* readEvents(res: IncomingMessage): AsyncGenerator<SwarmEvent> {
-  res.setEncoding("utf8");
-  let buffer = "";
-  for await (const chunk of res as AsyncIterable<string>) {
-    buffer += chunk.replace(/\r\n?/g, "\n");
-    for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
-      const event = parseFrame(buffer.slice(0, end));
-      buffer = buffer.slice(end + 2);
-      if (event) yield event;
-    }
+  for await (const chunk of body) {
+    parser.feed(decoder.decode(chunk, { stream: true }));
+    if (refused)
+      throw new EventStreamError(
+        `the event stream sent a message over ${MAX_MESSAGE_CHARS} characters; it was not read`,
+        { cause: refused },
+      );
+    yield* parsed.splice(0);
   }
 }
 
+/** One SSE frame's text (`id:`, `event:`, `data:` lines; `:` comments are heartbeats) as an event, or undefined without data. */
 export function parseFrame(frame: string): SwarmEvent | undefined {
-  let id: string | undefined;
-  let type = "message";
-  const data: string[] = [];
-  for (const line of frame.split("\n")) {
-    if (line === "" || line.startsWith(":")) continue;
-    const colon = line.indexOf(":");
-    const field = colon < 0 ? line : line.slice(0, colon);
-    const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
-    if (field === "id") id = value;
-    else if (field === "event") type = value;
-    else if (field === "data") data.push(value);
-  }
-  if (data.length === 0) return undefined;
-  const parsed = parseJson(data.join("\n"));
+  let event: SwarmEvent | undefined;
+  createParser({ onEvent: (message) => (event ??= toSwarmEvent(message)) }).feed(`${frame}\n\n`);
+  return event;
+}
+
+/** A message as the client's callers read it: `agentId`, `seq` and `at` lifted out of `data`. */
+function toSwarmEvent(message: EventSourceMessage): SwarmEvent | undefined {
+  const parsed = parseJson(message.data);
   const fields: Record<string, unknown> =
     typeof parsed === "object" && parsed !== null ? { ...(parsed as Record<string, unknown>) } : { value: parsed };
   const agentId = typeof fields.agentId === "string" ? fields.agentId : null;
@@ -149,8 +150,9 @@ export function parseFrame(frame: string): SwarmEvent | undefined {
   delete fields.agentId;
   delete fields.seq;
   delete fields.at;
+  const id = message.id;
   const seq = id !== undefined && /^\d+$/.test(id) ? Number(id) : null;
-  return { seq, type, agentId, at: seq === null ? null : at, data: fields };
+  return { seq, type: message.event ?? "message", agentId, at: seq === null ? null : at, data: fields };
 }
 
 function pause(ms: number): Promise<void> {

@@ -1,5 +1,4 @@
-import { request as httpRequest, type IncomingMessage } from "node:http";
-import { request as httpsRequest } from "node:https";
+import { type Dispatcher, request } from "undici";
 import { ServiceError, ServiceUnreachableError } from "./client-errors.ts";
 import type { Endpoint } from "./endpoint.ts";
 
@@ -9,7 +8,8 @@ export interface HttpCall {
   body?: unknown;
   /**
    * Whole-call limit. Callers that ask the service to hold a request (result `wait`, spawns with
-   * `waitFor`) pass one longer than that hold; node:http has no hidden limit of its own below it.
+   * `waitFor`) pass one longer than that hold; undici's own header and body timeouts are turned
+   * off, so no hidden limit cuts below it.
    */
   timeoutMs: number;
   headers?: Record<string, string>;
@@ -24,64 +24,40 @@ export interface HttpReply {
 }
 
 /**
- * One JSON request to swarmd. Resolves with any 2xx answer; an error status rejects with
- * `ServiceError` carrying the service's `{"error"}` message; no answer rejects with
+ * One JSON request to swarmd, on undici. Resolves with any 2xx answer; an error status rejects
+ * with `ServiceError` carrying the service's `{"error"}` message; no answer rejects with
  * `ServiceUnreachableError` naming the address and where it was configured.
  */
-export function httpCall(endpoint: Endpoint, call: HttpCall): Promise<HttpReply> {
-  return new Promise((resolve, reject) => {
-    const res = (response: IncomingMessage) => {
-      readBody(response).then((text) => {
-        clearTimeout(timer);
-        const status = response.statusCode ?? 0;
-        const body = parseJson(text);
-        if (status >= 200 && status < 300) resolve({ status, body });
-        else reject(new ServiceError(status, errorText(status, body, text), call));
-      }, fail);
-    };
-    const req = openRequest(endpoint, call, res);
-    // Once timed out, whichever of request or response reports the cut first, it is a timeout.
-    let timedOut = false;
-    const fail = (err: unknown) => {
-      clearTimeout(timer);
-      reject(toTransportError(endpoint, timedOut ? new TimeoutError(call.timeoutMs) : err, call.signal));
-    };
-    const timer = setTimeout(() => {
-      timedOut = true;
-      req.destroy(new TimeoutError(call.timeoutMs));
-    }, call.timeoutMs);
-    req.on("error", fail);
-    if (call.signal) {
-      if (call.signal.aborted) req.destroy(call.signal.reason as Error);
-      else call.signal.addEventListener("abort", () => req.destroy(call.signal?.reason as Error), { once: true });
-    }
-    if (call.body !== undefined) req.write(JSON.stringify(call.body));
-    req.end();
-  });
+export async function httpCall(endpoint: Endpoint, call: HttpCall): Promise<HttpReply> {
+  const timeout = new AbortController();
+  const timer = setTimeout(() => timeout.abort(new TimeoutError(call.timeoutMs)), call.timeoutMs);
+  const signal = call.signal ? AbortSignal.any([call.signal, timeout.signal]) : timeout.signal;
+  try {
+    const response = await openRequest(endpoint, { ...call, signal });
+    const text = await response.body.text();
+    const body = parseJson(text);
+    if (response.statusCode >= 200 && response.statusCode < 300) return { status: response.statusCode, body };
+    throw new ServiceError(response.statusCode, errorText(response.statusCode, body, text), call);
+  } catch (err) {
+    // Once timed out, whichever step reports the cut, it is a timeout.
+    throw toTransportError(endpoint, timeout.signal.aborted ? timeout.signal.reason : err, call.signal);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Starts a request with the endpoint's address and token; shared with the event stream. */
-export function openRequest(
-  endpoint: Endpoint,
-  call: Omit<HttpCall, "timeoutMs">,
-  onResponse: (res: IncomingMessage) => void,
-) {
-  const url = new URL(`${endpoint.url}${call.path}`);
+export function openRequest(endpoint: Endpoint, call: Omit<HttpCall, "timeoutMs">): Promise<Dispatcher.ResponseData> {
   const headers: Record<string, string> = { accept: "application/json", ...call.headers };
   if (call.body !== undefined) headers["content-type"] = "application/json";
   if (endpoint.token) headers.authorization = `Bearer ${endpoint.token}`;
-  const send = url.protocol === "https:" ? httpsRequest : httpRequest;
-  return send(url, { method: call.method, headers }, onResponse);
-}
-
-export function readBody(res: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let text = "";
-    res.setEncoding("utf8");
-    res.on("data", (chunk: string) => (text += chunk));
-    res.on("end", () => resolve(text));
-    res.on("error", reject);
-    res.on("aborted", () => reject(new Error("the response was cut off")));
+  return request(`${endpoint.url}${call.path}`, {
+    method: call.method,
+    headers,
+    body: call.body === undefined ? undefined : JSON.stringify(call.body),
+    signal: call.signal,
+    headersTimeout: 0,
+    bodyTimeout: 0,
   });
 }
 
@@ -101,7 +77,7 @@ export function parseJson(text: string): unknown {
   }
 }
 
-class TimeoutError extends Error {
+export class TimeoutError extends Error {
   constructor(readonly ms: number) {
     super(`no answer within ${Math.round(ms / 1000)} s`);
   }

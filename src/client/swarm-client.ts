@@ -1,4 +1,18 @@
 import {
+  getAgent,
+  getAgentMachine,
+  getResult,
+  pauseAgent,
+  promptAgent,
+  resumeAgent,
+  setBudget,
+  steerAgent,
+  stopAgent,
+} from "../api/agents.ts";
+import type { AnswerOf, Operation, RouteRequest } from "../api/operation.ts";
+import { listPermissions, resolvePermission } from "../api/permissions.ts";
+import { createRun, deleteRun, getRun, listRuns, spawnAgent } from "../api/runs.ts";
+import {
   type AgentDetail,
   type ControlResponse,
   type CreateRunRequest,
@@ -21,7 +35,7 @@ import {
 } from "../swarm-api.ts";
 import type { Endpoint } from "./endpoint.ts";
 import { type StreamOptions, type SwarmEvent, streamEvents } from "./event-stream.ts";
-import { type HttpCall, httpCall } from "./http-call.ts";
+import { httpCall } from "./http-call.ts";
 
 /** Ordinary calls: the service answers these at once (a 2 s session-stats wait at most). */
 export const DEFAULT_TIMEOUT_MS = 30_000;
@@ -44,6 +58,11 @@ export interface SwarmClient {
   readonly endpoint: Endpoint;
   /** Whether `GET /health` answers 2xx within `timeoutMs`; never throws. */
   health(timeoutMs?: number): Promise<boolean>;
+  /**
+   * Any route of src/api/ with its path parameters, query values and body, answered with what the
+   * route's answer schema says (the bridge's route tools call this; the methods below do too).
+   */
+  call<O extends Operation>(route: O, request: RouteRequest<O>, options?: CallOptions): Promise<AnswerOf<O>>;
   createRun(request: CreateRunRequest, options?: CallOptions): Promise<CreateRunResponse>;
   /** Every run the service knows, newest first: at most `limit` (1..1000; the service's default is 100). */
   listRuns(limit?: number, options?: CallOptions): Promise<{ runs: RunSummary[] }>;
@@ -103,20 +122,21 @@ export interface SwarmClient {
 }
 
 export function createSwarmClient(endpoint: Endpoint): SwarmClient {
-  const call = async <T>(request: Omit<HttpCall, "timeoutMs"> & { timeoutMs?: number }): Promise<T> => {
-    const reply = await httpCall(endpoint, { timeoutMs: DEFAULT_TIMEOUT_MS, ...request });
-    return reply.body as T;
-  };
-  const run = (runId: string) => `/runs/${encodeURIComponent(runId)}`;
-  const agent = (agentId: string) => `/agents/${encodeURIComponent(agentId)}`;
-  const control = (agentId: string, action: string, body: object, signal?: AbortSignal) =>
-    call<ControlResponse>({
-      method: "POST",
-      path: `${agent(agentId)}/${action}`,
-      body,
-      signal,
-      timeoutMs: CASCADE_TIMEOUT_MS,
+  const call = async <O extends Operation>(
+    route: O,
+    request: RouteRequest<O>,
+    options?: CallOptions,
+  ): Promise<AnswerOf<O>> => {
+    const wide = request as RouteRequest<Operation>;
+    const reply = await httpCall(endpoint, {
+      method: route.method.toUpperCase() as "GET" | "POST" | "DELETE",
+      path: pathOf(route, wide),
+      body: wide.body,
+      signal: options?.signal,
+      timeoutMs: timeoutOf(route, wide),
     });
+    return reply.body as AnswerOf<O>;
+  };
 
   return {
     endpoint,
@@ -128,63 +148,67 @@ export function createSwarmClient(endpoint: Endpoint): SwarmClient {
         return false;
       }
     },
-    createRun: (request, options) => call({ method: "POST", path: "/runs", body: request, signal: options?.signal }),
-    listRuns: (limit, options) =>
-      call({ method: "GET", path: `/runs${limit === undefined ? "" : `?limit=${limit}`}`, signal: options?.signal }),
-    getRun: (runId, options) => call({ method: "GET", path: run(runId), signal: options?.signal }),
+    call,
+    createRun: (request, options) => call(createRun, { body: request }, options),
+    listRuns: (limit, options) => call(listRuns, { query: { limit } }, options),
+    getRun: (runId, options) => call(getRun, { params: { runId } }, options),
     async deleteRun(runId, options) {
-      const path = `${run(runId)}${options?.purge ? "?purge=true" : ""}`;
-      await call({ method: "DELETE", path, signal: options?.signal, timeoutMs: CASCADE_TIMEOUT_MS });
+      await call(deleteRun, { params: { runId }, query: { purge: options?.purge || undefined } }, options);
     },
-    // Spec 4.13: a caller's timeout must exceed the hold of a spawn with `waitFor`. This service
-    // answers such spawns at once, but one that holds them is given the longest hold the spec knows.
-    spawn: (runId, request, options) =>
-      call({
-        method: "POST",
-        path: `${run(runId)}/agents`,
-        body: request,
-        signal: options?.signal,
-        timeoutMs: request.waitFor?.length ? MAX_WAIT_SECONDS * 1000 + WAIT_MARGIN_MS : DEFAULT_TIMEOUT_MS,
-      }),
-    getAgent: (agentId, options) => call({ method: "GET", path: agent(agentId), signal: options?.signal }),
-    getMachine: (agentId, options) =>
-      call({ method: "GET", path: `${agent(agentId)}/machine`, signal: options?.signal }),
-    setBudget: (agentId, caps, options) =>
-      call({ method: "POST", path: `${agent(agentId)}/budget`, body: caps, signal: options?.signal }),
+    spawn: (runId, request, options) => call(spawnAgent, { params: { runId }, body: request }, options),
+    getAgent: (agentId, options) => call(getAgent, { params: { agentId } }, options),
+    getMachine: (agentId, options) => call(getAgentMachine, { params: { agentId } }, options),
+    setBudget: (agentId, caps, options) => call(setBudget, { params: { agentId }, body: caps }, options),
     async prompt(agentId, text, options) {
-      await call({ method: "POST", path: `${agent(agentId)}/prompt`, body: { text }, signal: options?.signal });
+      await call(promptAgent, { params: { agentId }, body: { text } }, options);
     },
-    steer: (agentId, request, options) =>
-      call({
-        method: "POST",
-        path: `${agent(agentId)}/steer`,
-        body: request,
-        signal: options?.signal,
-        timeoutMs: CASCADE_TIMEOUT_MS,
-      }),
-    pause: (agentId, scope = "agent", options) => control(agentId, "pause", { scope }, options?.signal),
-    resume: (agentId, scope = "agent", options) => control(agentId, "resume", { scope }, options?.signal),
-    stop: (agentId, request = {}, options) => control(agentId, "stop", request, options?.signal),
-    listPermissions: (runId, state, options) =>
-      call({
-        method: "GET",
-        path: `${run(runId)}/permissions${state ? `?state=${encodeURIComponent(state)}` : ""}`,
-        signal: options?.signal,
-      }),
+    steer: (agentId, request, options) => call(steerAgent, { params: { agentId }, body: request }, options),
+    pause: (agentId, scope = "agent", options) => call(pauseAgent, { params: { agentId }, body: { scope } }, options),
+    resume: (agentId, scope = "agent", options) => call(resumeAgent, { params: { agentId }, body: { scope } }, options),
+    stop: (agentId, request = {}, options) => call(stopAgent, { params: { agentId }, body: request }, options),
+    listPermissions: (runId, state, options) => call(listPermissions, { params: { runId }, query: { state } }, options),
     resolvePermission: (agentId, requestId, answer, options) =>
-      call({
-        method: "POST",
-        path: `${agent(agentId)}/permissions/${encodeURIComponent(requestId)}`,
-        body: answer,
-        signal: options?.signal,
-      }),
+      call(resolvePermission, { params: { agentId, requestId }, body: answer }, options),
     result: (agentId, waitSeconds = 0, options) =>
-      call({
-        method: "GET",
-        path: `${agent(agentId)}/result?wait=${waitSeconds}`,
-        signal: options?.signal,
-        timeoutMs: waitSeconds * 1000 + WAIT_MARGIN_MS,
-      }),
+      call(getResult, { params: { agentId }, query: { wait: waitSeconds } }, options),
     events: (runId, options) => streamEvents(endpoint, runId, options),
   };
+}
+
+/** The route's path with its parameters filled in, and its query values after `?`. */
+function pathOf(route: Operation, request: RouteRequest<Operation>): string {
+  const path = route.path.replace(/\{(\w+)\}/g, (_, name: string) => {
+    const value = request.params?.[name];
+    if (value === undefined) throw new Error(`${route.operationId}: no value for path parameter ${name}`);
+    return encodeURIComponent(value);
+  });
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(request.query ?? {}))
+    if (value !== undefined) query.set(name, String(value));
+  const search = query.toString();
+  return search === "" ? path : `${path}?${search}`;
+}
+
+/**
+ * How long the client waits for an answer: longer than any hold the request asks of the service.
+ * Spec 4.13: a caller's timeout must exceed the hold of a spawn with `waitFor`. This service answers
+ * such spawns at once, but one that holds them is given the longest hold the spec knows.
+ */
+function timeoutOf(route: Operation, request: RouteRequest<Operation>): number {
+  switch (route.operationId) {
+    case deleteRun.operationId:
+    case steerAgent.operationId:
+    case pauseAgent.operationId:
+    case resumeAgent.operationId:
+    case stopAgent.operationId:
+      return CASCADE_TIMEOUT_MS;
+    case spawnAgent.operationId: {
+      const waitFor = (request.body as { waitFor?: unknown[] } | undefined)?.waitFor;
+      return waitFor?.length ? MAX_WAIT_SECONDS * 1000 + WAIT_MARGIN_MS : DEFAULT_TIMEOUT_MS;
+    }
+    case getResult.operationId:
+      return Number(request.query?.wait ?? 0) * 1000 + WAIT_MARGIN_MS;
+    default:
+      return DEFAULT_TIMEOUT_MS;
+  }
 }

@@ -102,21 +102,36 @@ export type ScriptStep = z.infer<typeof ScriptStepSchema>;
 
 /** A request's `budget`: overrides of the spec's (or the parent's remaining) spawnDepth, maxAgents and spend caps. */
 export const BudgetSchema = z.strictObject({
-  spawnDepth: z.number().int().min(0).optional(),
-  maxAgents: z.number().int().min(0).optional(),
-  maxTokens: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
-  maxCostUsd: z.number().min(0).max(1e9).optional(),
+  spawnDepth: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe("How many levels of children may be spawned below (can only tighten the spec's or parent's budget)."),
+  maxAgents: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe("Most descendants allowed (can only tighten the spec's or parent's budget)."),
+  maxTokens: z
+    .number()
+    .int()
+    .min(0)
+    .max(Number.MAX_SAFE_INTEGER)
+    .optional()
+    .describe(
+      "Most tokens (input, output and cache, summed over every model call) the agent and all its descendants may use. Can only tighten the spec's cap or what the parent has left.",
+    ),
+  maxCostUsd: z
+    .number()
+    .min(0)
+    .max(1e9)
+    .optional()
+    .describe(
+      "Most US dollars the model calls of the agent and all its descendants may cost. Can only tighten the spec's cap or what the parent has left.",
+    ),
 });
-
-/** `POST /agents/:agentId/budget`: new absolute spend caps for the agent's subtree; `null` lifts its own cap. */
-export const SpendCapsSchema = z
-  .strictObject({
-    maxTokens: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).nullable().optional(),
-    maxCostUsd: z.number().min(0).max(1e9).nullable().optional(),
-  })
-  .refine((caps) => caps.maxTokens !== undefined || caps.maxCostUsd !== undefined, {
-    message: "must name maxTokens, maxCostUsd or both",
-  });
 
 export const DEFAULT_SPAWN_DEPTH = 2;
 export const DEFAULT_MAX_AGENTS = 16;

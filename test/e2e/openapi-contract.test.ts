@@ -2,7 +2,7 @@
  * The document against a live daemon: every operation of `GET /openapi.json` is called with valid
  * requests and with invalid ones, and each answer must carry a documented status and a body that
  * the documented schema accepts (JSON Schema, as any client reads it) and that the zod schema it
- * was generated from parses (so `response-schemas.ts` cannot drift from what the daemon sends).
+ * was generated from parses (so the answer schemas of `src/api/` cannot drift from what the daemon sends).
  * Scripted agents on the process runtime (or `SWARM_E2E_RUNTIME`).
  */
 import assert from "node:assert/strict";
@@ -10,9 +10,9 @@ import { readdirSync } from "node:fs";
 import { request } from "node:http";
 import { after, before, describe, it } from "node:test";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
+import { OPERATIONS } from "../../src/api/operations.ts";
 import { CONSOLE_DIR } from "../../src/http/console-page.ts";
 import type { JsonObject, OpenApiDocument } from "../../src/http/openapi/openapi-document.ts";
-import { OPERATIONS } from "../../src/http/openapi/operations.ts";
 import { type Daemon, type Json, startDaemon, waitForState } from "../support/daemon.ts";
 import { pollUntil } from "../support/poll.ts";
 import { openEvents } from "../support/sse-client.ts";

@@ -1,22 +1,17 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
+import * as agents from "../../api/agents.ts";
+import { STREAM_MESSAGE_SCHEMAS } from "../../api/events.ts";
+import { ErrorBodySchema, HealthSchema, PATH_PARAMS, SpendViewSchema, UsageSchema } from "../../api/fields.ts";
+import type { Answer, Operation } from "../../api/operation.ts";
+import { OPERATIONS } from "../../api/operations.ts";
+import * as permissions from "../../api/permissions.ts";
+import * as runs from "../../api/runs.ts";
 import { SWARMD_ROOT } from "../../harness/launch.ts";
-import { AgentSpecSchema, BudgetSchema, SpendCapsSchema, TOOL_NAMES } from "../../spec/agent-spec.ts";
+import { AgentSpecSchema, BudgetSchema, TOOL_NAMES } from "../../spec/agent-spec.ts";
 import { MAX_MATCH_LENGTH } from "../../spec/approve.ts";
-import {
-  CreateRunBody,
-  PermissionAnswerBody,
-  PromptBody,
-  ScopeBody,
-  SpawnBody,
-  SteerBody,
-  StopBody,
-} from "../schemas.ts";
 import { DOCS_ASSET_NAMES } from "./docs-page.ts";
-import { type Answer, OPERATIONS, type Operation } from "./operations.ts";
-import * as answers from "./response-schemas.ts";
-import { STREAM_MESSAGE_SCHEMAS } from "./stream-schemas.ts";
 
 /** A JSON Schema or OpenAPI object, as plain JSON. */
 export type JsonObject = { [key: string]: unknown };
@@ -33,59 +28,54 @@ const StreamMessageSchema = z
   .describe("One message of the event stream: its SSE `id` (persisted events only), `event` and parsed `data`.");
 
 /**
- * Named schemas of `components.schemas`: the request schemas the routes parse with and the answer
- * schemas of `response-schemas.ts`. A body or answer of `OPERATIONS` must be one of them.
+ * Names of `components.schemas` for the schemas of src/api/ (the request schemas the routes parse
+ * with, their answers, and shapes these share). A body or answer of `OPERATIONS` must be one of them.
  */
 const COMPONENTS: Record<string, z.ZodType> = {
   AgentSpec: AgentSpecSchema,
   Budget: BudgetSchema,
-  CreateRunRequest: CreateRunBody,
-  SpawnRequest: SpawnBody,
-  SpendCaps: SpendCapsSchema,
-  PromptRequest: PromptBody,
-  SteerRequest: SteerBody,
-  ScopeRequest: ScopeBody,
-  StopRequest: StopBody,
-  PermissionAnswer: PermissionAnswerBody,
-  Error: answers.ErrorBodySchema,
-  Health: answers.HealthSchema,
-  Usage: answers.UsageSchema,
-  SpendView: answers.SpendViewSchema,
-  AgentView: answers.AgentViewSchema,
-  AgentDetail: answers.AgentDetailSchema,
-  RunSnapshot: answers.RunSnapshotSchema,
-  RunSummary: answers.RunSummarySchema,
-  RunList: answers.RunListSchema,
-  CreateRunResponse: answers.CreateRunResponseSchema,
-  SpawnResponse: answers.SpawnResponseSchema,
-  ControlResponse: answers.ControlResponseSchema,
-  SteerResponse: answers.SteerResponseSchema,
-  PromptAccepted: answers.PromptAcceptedSchema,
-  BudgetAnswer: answers.BudgetAnswerSchema,
-  PermissionView: answers.PermissionViewSchema,
-  PermissionList: answers.PermissionListSchema,
-  SettledResult: answers.SettledResultSchema,
-  PendingResult: answers.PendingResultSchema,
-  MachineView: answers.MachineViewSchema,
+  CreateRunRequest: runs.CreateRunBody,
+  SpawnRequest: runs.SpawnBody,
+  SpendCaps: agents.SetBudgetBody,
+  PromptRequest: agents.PromptBody,
+  SteerRequest: agents.SteerBody,
+  ScopeRequest: agents.ScopeBody,
+  StopRequest: agents.StopBody,
+  PermissionAnswer: permissions.PermissionAnswerBody,
+  Error: ErrorBodySchema,
+  Health: HealthSchema,
+  Usage: UsageSchema,
+  SpendView: SpendViewSchema,
+  AgentView: agents.AgentViewSchema,
+  AgentDetail: agents.AgentDetailSchema,
+  RunSnapshot: runs.RunSnapshotSchema,
+  RunSummary: runs.RunSummarySchema,
+  RunList: runs.RunListSchema,
+  CreateRunResponse: runs.CreateRunResponseSchema,
+  SpawnResponse: runs.SpawnResponseSchema,
+  ControlResponse: agents.ControlResponseSchema,
+  SteerResponse: agents.SteerResponseSchema,
+  PromptAccepted: agents.PromptAcceptedSchema,
+  BudgetAnswer: agents.BudgetAnswerSchema,
+  PermissionView: permissions.PermissionViewSchema,
+  PermissionList: permissions.PermissionListSchema,
+  SettledResult: agents.SettledResultSchema,
+  PendingResult: agents.PendingResultSchema,
+  MachineView: agents.MachineViewSchema,
   ...Object.fromEntries(STREAM_MESSAGE_SCHEMAS),
   StreamMessage: StreamMessageSchema,
 };
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 
+/** Path parameters: the ids of `PATH_PARAMS`, and the name of a page's file. */
 const PATH_PARAMETERS: Record<string, { description: string; schema: JsonObject }> = {
-  runId: {
-    description: "A run's id, `r_<hex>`. Any other form is answered as an unknown run (404).",
-    schema: { type: "string", pattern: "^r_[0-9a-f]+$" },
-  },
-  agentId: {
-    description: "An agent's id, `a_<hex>`. Any other form is answered as an unknown agent (404).",
-    schema: { type: "string", pattern: "^a_[0-9a-f]+$" },
-  },
-  requestId: {
-    description: "An approval request's id, `p_<hex>`. Any other form is answered as an unknown request (404).",
-    schema: { type: "string", pattern: "^p_[0-9a-f]+$" },
-  },
+  ...Object.fromEntries(
+    Object.entries(PATH_PARAMS).map(([name, { pattern, description }]) => [
+      name,
+      { description, schema: { type: "string", pattern: pattern.source } },
+    ]),
+  ),
   asset: { description: "One of the docs page's files.", schema: { type: "string", enum: [...DOCS_ASSET_NAMES] } },
 };
 
@@ -235,7 +225,7 @@ function pathParameters(path: string): JsonObject[] {
 
 function queryParameters({ operationId, query }: Operation): JsonObject[] {
   if (query === undefined) return [];
-  return objectMembers(operationId, query.schema, query.describe).map(({ name, required, schema, description }) => ({
+  return objectMembers(operationId, query).map(({ name, required, schema, description }) => ({
     name,
     in: "query",
     required,
@@ -255,13 +245,12 @@ function headerParameters({ headers = {} }: Operation): JsonObject[] {
 }
 
 /** The members of a query object, each described: a parameter the route reads but nobody described is a build error. */
-function objectMembers(operationId: string, schema: z.ZodObject, describe: Record<string, string>) {
+function objectMembers(operationId: string, schema: z.ZodObject) {
   const json = toJson(schema);
   const properties = (json.properties ?? {}) as Record<string, JsonObject>;
   const required = new Set((json.required ?? []) as string[]);
-  return Object.entries(properties).map(([name, property]) => {
-    const description = describe[name];
-    if (description === undefined) throw new Error(`${operationId}: query parameter ${name} is not described`);
+  return Object.entries(properties).map(([name, { description, ...property }]) => {
+    if (typeof description !== "string") throw new Error(`${operationId}: query parameter ${name} is not described`);
     return { name, required: required.has(name), schema: property, description };
   });
 }

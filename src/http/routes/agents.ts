@@ -1,22 +1,17 @@
 import type { ServerResponse } from "node:http";
 import type { FastifyInstance } from "fastify";
-import { SpendCapsSchema } from "../../spec/agent-spec.ts";
+import { PromptBody, ResultQuery, ScopeBody, SetBudgetBody, SteerBody, StopBody } from "../../api/agents.ts";
+import { PermissionAnswerBody } from "../../api/permissions.ts";
 import type { SwarmApi } from "../../swarm-api.ts";
 import { parseOrThrow } from "../../validation.ts";
-import {
-  agentIdParam,
-  PermissionAnswerBody,
-  PromptBody,
-  permissionIdParam,
-  ResultQuery,
-  ScopeBody,
-  SteerBody,
-  StopBody,
-} from "../schemas.ts";
+import { agentIdParam, permissionIdParam } from "../path-params.ts";
 
 type AgentParams = { Params: { agentId: string } };
 
-/** Spec sections 4.6 to 4.12; control answers follow docs/design.md "Control responses". */
+/**
+ * Spec sections 4.6 to 4.12; control answers follow docs/design.md "Control responses". Each route
+ * parses with the schemas its operation in src/api/agents.ts names.
+ */
 export function agentRoutes(app: FastifyInstance, swarm: SwarmApi): void {
   app.get<AgentParams>("/agents/:agentId", async (request) => swarm.getAgent(agentIdParam(request.params.agentId)));
 
@@ -27,7 +22,7 @@ export function agentRoutes(app: FastifyInstance, swarm: SwarmApi): void {
 
   app.post<AgentParams>("/agents/:agentId/budget", async (request) => {
     const agentId = agentIdParam(request.params.agentId);
-    return swarm.setBudget(agentId, parseOrThrow(SpendCapsSchema, request.body, "body"));
+    return swarm.setBudget(agentId, parseOrThrow(SetBudgetBody, request.body, "body"));
   });
 
   app.post<AgentParams>("/agents/:agentId/prompt", async (request, reply) => {

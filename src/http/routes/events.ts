@@ -1,9 +1,10 @@
 import type { FastifyInstance } from "fastify";
+import { EventsQuery, LastEventIdHeader } from "../../api/events.ts";
 import { SwarmError } from "../../errors.ts";
 import type { SwarmApi } from "../../swarm-api.ts";
 import { parseOrThrow } from "../../validation.ts";
 import type { EventSource } from "../event-source.ts";
-import { EventsQuery, LastEventIdHeader, runIdParam } from "../schemas.ts";
+import { runIdParam } from "../path-params.ts";
 import { EventStream } from "../sse/event-stream.ts";
 import { SSE_HEADERS } from "../sse/sse-message.ts";
 

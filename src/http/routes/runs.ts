@@ -1,7 +1,9 @@
 import type { FastifyInstance } from "fastify";
+import { PermissionsQuery } from "../../api/permissions.ts";
+import { CreateRunBody, DeleteRunQuery, RunListQuery, SpawnBody } from "../../api/runs.ts";
 import type { SwarmApi } from "../../swarm-api.ts";
 import { parseOrThrow } from "../../validation.ts";
-import { CreateRunBody, DeleteRunQuery, PermissionsQuery, RunListQuery, runIdParam, SpawnBody } from "../schemas.ts";
+import { runIdParam } from "../path-params.ts";
 
 export interface RunRouteDeps {
   swarm: SwarmApi;
@@ -9,7 +11,7 @@ export interface RunRouteDeps {
   endStreams(runId: string): void;
 }
 
-/** Spec sections 4.1, 4.2, 4.3 and 4.5. */
+/** Spec sections 4.1, 4.2, 4.3 and 4.5, with the schemas their operations in src/api/ name. */
 export function runRoutes(app: FastifyInstance, { swarm, endStreams }: RunRouteDeps): void {
   app.post("/runs", async (request, reply) => {
     const body = parseOrThrow(CreateRunBody, request.body, "body");

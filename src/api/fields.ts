@@ -1,0 +1,79 @@
+import { z } from "zod";
+import { AGENT_STATES } from "./limits.ts";
+
+/** Shapes more than one route shares: ids, counts, scope, usage, spend, and the error body. */
+
+export const Int = z.number().int();
+export const Epoch = Int.min(0).describe("Epoch milliseconds.");
+export const RunId = z.string().describe("Form `r_<hex>`.");
+export const AgentId = z.string().describe("Form `a_<hex>`.");
+export const RequestId = z.string().describe("Form `p_<hex>`.");
+
+/** Path parameters of the routes (`{runId}` in an operation's path): the form each must have, and what it names. */
+export const PATH_PARAMS = {
+  runId: {
+    pattern: /^r_[0-9a-f]+$/,
+    description: "A run's id, `r_<hex>`. Any other form is answered as an unknown run (404).",
+  },
+  agentId: {
+    pattern: /^a_[0-9a-f]+$/,
+    description: "An agent's id, `a_<hex>`. Any other form is answered as an unknown agent (404).",
+  },
+  requestId: {
+    pattern: /^p_[0-9a-f]+$/,
+    description: "An approval request's id, `p_<hex>`. Any other form is answered as an unknown request (404).",
+  },
+} as const;
+export type PathParamName = keyof typeof PATH_PARAMS;
+
+export const AgentStateSchema = z.enum(AGENT_STATES);
+export const OutcomeSchema = z.enum(["success", "failed", "aborted", "budget-exceeded", "lost"]);
+
+/** A non-empty string field of a body. */
+export const Text = z.string().min(1, "must not be empty");
+export const AgentIdValue = z.string().min(1, "must not be empty");
+export const ScopeSchema = z
+  .enum(["agent", "subtree"], { error: 'must be "agent" or "subtree"' })
+  .default("agent")
+  .describe('"agent" (default) acts on this agent only; "subtree" acts on it and every agent spawned under it.');
+
+/**
+ * A query parameter holding a whole number: its text must match `digits`, then it is the number
+ * `value` checks. Clients that are not HTTP (the tool bridge) take `value` itself.
+ */
+export const queryInteger = <V extends z.ZodNumber>(digits: RegExp, value: V, message: string) =>
+  z.string().regex(digits, message).transform(Number).pipe(value);
+
+export type Scope = z.output<typeof ScopeSchema>;
+export type Outcome = z.output<typeof OutcomeSchema>;
+
+export const ErrorBodySchema = z
+  .strictObject({ error: z.string() })
+  .describe("Every refusal: the message, and nothing else (spec section 7).");
+export const HealthSchema = z.strictObject({ ok: z.literal(true) });
+
+export const UsageSchema = z
+  .strictObject({
+    inputTokens: Int.min(0),
+    outputTokens: Int.min(0),
+    cacheReadTokens: Int.min(0),
+    cacheWriteTokens: Int.min(0),
+    costUsd: z.number().min(0),
+    calls: Int.min(0),
+  })
+  .describe(
+    "Model usage summed over `model_usage` events (an agent's own, its subtree's, or a run's); `calls` is their number. Tokens of every kind count toward `maxTokens`.",
+  );
+
+export const SpendViewSchema = z
+  .strictObject({
+    maxTokens: Int.nullable(),
+    maxCostUsd: z.number().nullable(),
+    remainingTokens: Int.nullable(),
+    remainingCostUsd: z.number().nullable(),
+  })
+  .describe("The agent's own caps and what it may still spend under them and every ancestor's; null: no cap.");
+/** Model usage summed over calls (an agent's own, its subtree's, or a run's). */
+export type Usage = z.output<typeof UsageSchema>;
+/** An agent's spend caps and what is left of them (null: no cap on that dimension, here or above). */
+export type SpendView = z.output<typeof SpendViewSchema>;

@@ -1,0 +1,56 @@
+import {
+  getAgent,
+  getAgentMachine,
+  getResult,
+  pauseAgent,
+  promptAgent,
+  resumeAgent,
+  setBudget,
+  steerAgent,
+  stopAgent,
+} from "./agents.ts";
+import { streamRunEvents } from "./events.ts";
+import type { Operation } from "./operation.ts";
+import { listPermissions, resolvePermission } from "./permissions.ts";
+import { createRun, deleteRun, getRun, listRuns, spawnAgent } from "./runs.ts";
+import {
+  getConsole,
+  getConsoleAsset,
+  getDocsAsset,
+  getDocsPage,
+  getHealth,
+  getMetrics,
+  getOpenApiDocument,
+} from "./service.ts";
+
+/**
+ * Every route of spec section 4, in the document's order. Each is declared in the file of its
+ * resource (`runs.ts`, `agents.ts`, `permissions.ts`, `events.ts`, `service.ts`) with the schemas
+ * it parses and answers with; `GET /openapi.json` is generated from this list.
+ */
+export const OPERATIONS: readonly Operation[] = [
+  getHealth,
+  getOpenApiDocument,
+  getMetrics,
+  getDocsPage,
+  getDocsAsset,
+  getConsole,
+  getConsoleAsset,
+  createRun,
+  listRuns,
+  getRun,
+  deleteRun,
+  streamRunEvents,
+  listPermissions,
+  spawnAgent,
+  getAgent,
+  getAgentMachine,
+  setBudget,
+  promptAgent,
+  steerAgent,
+  pauseAgent,
+  resumeAgent,
+  stopAgent,
+  getResult,
+  resolvePermission,
+];

@@ -1,0 +1,197 @@
+import type { ROUTE_TOOLS, RouteToolName } from "../api/tools.ts";
+import { collectEvents } from "../client/collect-events.ts";
+import type { SpecStore } from "../client/spec-store.ts";
+import type { AgentSpec } from "../spec/agent-spec.ts";
+import { type ControlResponse, isLive, type PermissionView } from "../swarm-api.ts";
+import { reportProgress } from "./progress.ts";
+import type { ToolAnswer } from "./route-tools.ts";
+import { budgetText, usageText } from "./spend-text.ts";
+import { ToolInputError, toolOk } from "./tool-result.ts";
+
+/**
+ * How each route tool words its answer: a one-line summary for the model, and the data. The call
+ * itself is the table's (`call` sends the input to the tool's route); a tool only adds what the
+ * route cannot do: a saved spec by name, an event window, progress during a long wait.
+ */
+export const ANSWERS: { [K in RouteToolName]: ToolAnswer<(typeof ROUTE_TOOLS)[K]> } = {
+  async swarm_create_run(input, { call, specs }) {
+    const created = await call({ ...input, spec: resolveSpec(input, specs) });
+    return toolOk(`Run ${created.runId} created; root agent ${created.rootAgentId} is ${created.state}.`, {
+      ...created,
+    });
+  },
+
+  async swarm_list_runs(input, { call }) {
+    const { runs } = await call(input);
+    const list = runs.map((r) => `${r.runId} (${r.specName}, ${r.live} of ${r.agents} agent(s) live)`).join(", ");
+    return toolOk(`${runs.length} run(s), newest first${list ? `: ${list}` : ""}.`, { runs });
+  },
+
+  async swarm_get_run(input, { call }) {
+    const run = await call(input);
+    const live = run.agents.filter((a) => isLive(a.state)).length;
+    return toolOk(
+      `Run ${run.runId}: ${run.agents.length} agent(s), ${live} live, ${usageText(run.usage)}, as of event ${run.asOf}.`,
+      { ...run },
+    );
+  },
+
+  async swarm_delete_run(input, { call }) {
+    const { runId, purge } = input;
+    await call(input);
+    if (purge)
+      return toolOk(
+        `Run ${runId} purged: its live agents were aborted, then its events, results and sandboxes were removed.`,
+        { runId, deleted: true, purged: true },
+      );
+    return toolOk(`Run ${runId} deleted: its live agents were aborted; its events are kept.`, { runId, deleted: true });
+  },
+
+  // A window over the stream, not one request: collectEvents reads the snapshot and the stream.
+  async swarm_watch_events({ runId, ...window }, { client, extra }) {
+    const stop = reportProgress(extra, window.maxWaitSeconds, `watching ${runId}`);
+    try {
+      const got = await collectEvents(client, runId, { ...window, signal: extra.signal });
+      const summary = `${got.events.length} event(s) of ${runId}; lastSeq ${got.lastSeq}; stopped by ${got.stoppedBy}${got.runOver ? "; the run is over (every agent ended)" : ""}.`;
+      return toolOk(summary, { ...got });
+    } finally {
+      stop();
+    }
+  },
+
+  async swarm_spawn_agent(input, { call, specs }) {
+    const spawned = await call({ ...input, spec: resolveSpec(input, specs) });
+    return toolOk(`Agent ${spawned.agentId} spawned under ${input.parentAgentId}; it is ${spawned.state}.`, {
+      runId: input.runId,
+      ...spawned,
+    });
+  },
+
+  async swarm_get_agent(input, { call }) {
+    const agent = await call(input);
+    const paused = agent.pausedBy ? ` (paused by ${agent.pausedBy})` : "";
+    return toolOk(
+      `Agent ${agent.agentId} (${agent.specName}) is ${agent.state}${paused}${agent.outcome ? `, outcome ${agent.outcome}` : ""}; its subtree spent ${usageText(agent.subtreeUsage)}.`,
+      { ...agent },
+    );
+  },
+
+  async swarm_get_machine(input, { call }) {
+    const machine = await call(input);
+    const state = machine.running
+      ? `is in ${JSON.stringify(machine.value)} (tags: ${machine.tags.join(", ") || "none"})`
+      : "is not running (the agent ended before the daemon started)";
+    return toolOk(`The machine of ${machine.agentId} ${state}; ${machine.transitions.length} transition(s) recorded.`, {
+      ...machine,
+    });
+  },
+
+  async swarm_set_budget(input, { call }) {
+    const answer = await call(input);
+    return toolOk(`Budget of ${answer.agentId} set: ${budgetText(answer.budget)}.`, { ...answer });
+  },
+
+  async swarm_prompt_agent(input, { call }) {
+    await call(input);
+    return toolOk(`Prompt accepted by ${input.agentId}; a new turn is starting.`, {
+      agentId: input.agentId,
+      accepted: true,
+    });
+  },
+
+  async swarm_steer_agent(input, { call }) {
+    const steered = await call(input);
+    return toolOk(`Steer message delivered to ${input.agentId} as "${steered.delivery}".`, {
+      agentId: input.agentId,
+      ...steered,
+    });
+  },
+
+  swarm_pause_agent: control("Pause"),
+  swarm_resume_agent: control("Resume"),
+
+  async swarm_stop_agent(input, { call }) {
+    const { agentId, scope, mode } = input;
+    const answer = await call(input);
+    const what = mode === "drain" ? "Drain" : "Stop";
+    return toolOk(`${what} ${agentId}${scope === "subtree" ? " and its subtree" : ""}: ${membersLine(answer)}.`, {
+      agentId,
+      scope,
+      mode,
+      ...answer,
+    });
+  },
+
+  async swarm_get_result(input, { call, extra }) {
+    const { agentId, waitSeconds } = input;
+    const stop = reportProgress(extra, waitSeconds, `waiting for the result of ${agentId}`);
+    try {
+      const result = await call(input, { signal: extra.signal });
+      const summary =
+        result.state === "settled"
+          ? `Result of ${agentId} is settled with outcome ${result.outcome}.`
+          : `Result of ${agentId} is still pending after ${waitSeconds} s; call again to keep waiting.`;
+      return toolOk(summary, { ...result });
+    } finally {
+      stop();
+    }
+  },
+
+  async swarm_list_permissions(input, { call }) {
+    const { runId, state } = input;
+    const { permissions } = await call(input);
+    const which = state === "all" ? "" : `${state} `;
+    const list = permissions.map((p) => `${p.requestId} (${p.agentId} ${p.tool})`).join(", ");
+    return toolOk(`${permissions.length} ${which}approval request(s) in ${runId}${list ? `: ${list}` : ""}.`, {
+      runId,
+      state,
+      permissions,
+    });
+  },
+
+  async swarm_resolve_permission(input, { call }) {
+    const resolved = await call(input);
+    return toolOk(
+      `${verdict(resolved)} ${resolved.tool} call of ${resolved.agentId} (request ${resolved.requestId}).`,
+      { ...resolved },
+    );
+  },
+};
+
+/** Pause and resume: "Pause a_1 and its subtree: 2 applied". */
+function control(title: string): ToolAnswer<(typeof ROUTE_TOOLS)["swarm_pause_agent" | "swarm_resume_agent"]> {
+  return async (input, { call }) => {
+    const { agentId, scope } = input;
+    const answer = await call(input);
+    return toolOk(`${title} ${agentId}${scope === "subtree" ? " and its subtree" : ""}: ${membersLine(answer)}.`, {
+      agentId,
+      scope,
+      ...answer,
+    });
+  };
+}
+
+/** "2 applied, 1 failed (a_x: reason)". */
+function membersLine({ results }: ControlResponse): string {
+  const counts = new Map<string, number>();
+  for (const r of results) counts.set(r.outcome, (counts.get(r.outcome) ?? 0) + 1);
+  const failures = results
+    .filter((r) => r.outcome === "failed")
+    .map((r) => `${r.agentId}: ${r.error ?? "no reason given"}`);
+  const line = [...counts].map(([outcome, n]) => `${n} ${outcome}`).join(", ") || "no agents affected";
+  return failures.length > 0 ? `${line} (${failures.join("; ")})` : line;
+}
+
+function verdict(p: PermissionView): string {
+  return p.decision === "deny" ? `Denied${p.message ? ` ("${p.message}")` : ""}:` : "Allowed:";
+}
+
+/** Exactly one of an inline spec or a saved one's name. */
+function resolveSpec(input: { spec?: AgentSpec; specName?: string }, specs: SpecStore): AgentSpec {
+  if (input.spec && input.specName) throw new ToolInputError("Give either spec or specName, not both.");
+  if (input.spec) return input.spec;
+  if (input.specName) return specs.get(input.specName);
+  throw new ToolInputError(
+    "An agent spec is required: pass spec (inline) or specName (a spec saved with swarm_spec_add; see swarm_spec_list).",
+  );
+}
