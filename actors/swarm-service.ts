@@ -1,13 +1,12 @@
-import { SwarmError } from "../src/errors.ts";
+import { errorMessage, SwarmError } from "../src/errors.ts";
 import { ModelGateway } from "../src/gateway/gateway.ts";
 import { loadModelCatalog } from "../src/gateway/models.ts";
 import type { Ledger } from "../src/ledger/ledger.ts";
 import type { ResultStore } from "../src/results/result-store.ts";
 import { DEFAULT_SANDBOX_LIMITS, type SandboxRuntime } from "../src/sandbox/runtime.ts";
 import { type AgentState, DEFAULT_RUN_LIST_LIMIT, type SwarmApi } from "../src/swarm-api.ts";
-import { countStates, createRunView, runSummary } from "../src/views/run-view.ts";
+import { countStates, createRunView } from "../src/views/run-view.ts";
 import { finishPurges } from "./run/purge.ts";
-import { restoreRuns } from "./run/restore.ts";
 import { Run, type RunDeps, type ServiceConfig } from "./run/run.ts";
 import { newRunId } from "./run/spawn.ts";
 import { StartQueue } from "./start-queue.ts";
@@ -56,7 +55,7 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
       log,
       gateway,
       starts,
-      onAgent: (agentId) => agentRuns.set(agentId, run),
+      register: (agentId) => agentRuns.set(agentId, run),
     });
     runs.set(runId, run);
     return run;
@@ -69,7 +68,7 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
   /** A purged run leaves the maps at once: from then on it and its agents are 404s. */
   const forget = (run: Run): void => {
     runs.delete(run.runId);
-    for (const agentId of run.view.agents.keys()) agentRuns.delete(agentId);
+    for (const agentId of run.agentIds()) agentRuns.delete(agentId);
   };
   const runOf = (agentId: string): Run => {
     const run = agentRuns.get(agentId);
@@ -81,12 +80,12 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
   return {
     restore: async () => {
       await finishPurges({ ...deps, log });
-      return restoreRuns(open, deps.runtime, deps.ledger, log);
+      return restoreRuns(open, deps.runtime, deps.ledger.runIds(), log);
     },
     createRun: async (request) => open(newRunId()).start(request),
     getRun: (runId) => runById(runId).snapshot(),
     listRuns: (limit = DEFAULT_RUN_LIST_LIMIT) => {
-      const summaries = [...runs.values()].map((run) => runSummary(run.view));
+      const summaries = [...runs.values()].map((run) => run.summary());
       // Newest first; a run id breaks ties so the order is stable.
       summaries.sort((a, b) => b.createdAt - a.createdAt || (a.runId < b.runId ? -1 : 1));
       return { runs: summaries.slice(0, limit) };
@@ -111,7 +110,7 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
     hasRun: (runId) => runs.has(runId),
     countAgents: () => {
       let counts: Record<AgentState, number> | undefined;
-      for (const run of runs.values()) counts = countStates(run.view, counts);
+      for (const run of runs.values()) counts = run.countStates(counts);
       return counts ?? countStates(createRunView(""));
     },
     async close() {
@@ -119,4 +118,30 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
       await gateway.closeAll();
     },
   };
+}
+
+const closeSoon = (runtime: SandboxRuntime, sandboxId: string) => runtime.close(sandboxId, AbortSignal.timeout(60_000));
+
+/**
+ * Start-up: every run of the ledger restored (`Run.restore`: each unended agent started again from
+ * the ledger's facts), then the sandboxes of this data folder that no restored agent took are
+ * closed. Returns the number of runs restored.
+ */
+async function restoreRuns(
+  open: (runId: string) => Run,
+  runtime: SandboxRuntime,
+  runIds: string[],
+  log: (message: string) => void,
+): Promise<number> {
+  const owned = await runtime.list(AbortSignal.timeout(60_000));
+  const kept = new Set<string>();
+  for (const runId of runIds) await open(runId).restore(kept);
+  for (const info of owned) {
+    if (kept.has(info.sandboxId)) continue;
+    log(`closing sandbox ${info.sandboxId} (agent ${info.agentId} of run ${info.runId}): no live agent owns it`);
+    await closeSoon(runtime, info.sandboxId).catch((err: unknown) =>
+      log(`could not close ${info.sandboxId}: ${errorMessage(err)}`),
+    );
+  }
+  return runIds.length;
 }

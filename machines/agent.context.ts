@@ -1,15 +1,16 @@
 import type { AgentInput, ControlOutcome, Delivery, Drain, Ending, EndReason, PausedBy } from "./agent.types.ts";
 
-/** What one agent's machine remembers between events. */
+/** What one agent's machine remembers between events: every live fact about the agent has its home here. */
 export interface AgentContext {
-  /** Where it began: fresh (`spawning`/`provisioning`) or `live` again after a restart. */
-  start: "spawning" | "provisioning" | "live";
+  /** Where it began (used once, to pick the first state). */
+  start: AgentInput["start"];
   agentId: string;
   runId: string;
+  parentAgentId: string | null;
   sandboxId: string;
   keepAlive: boolean;
   turnMaxMs: number;
-  /** Prompts waiting for a running harness (initial prompt, prompts while paused, steers to idle agents). */
+  /** Prompts waiting for a running harness (initial prompt, prompts while paused or asleep, steers to idle agents). */
   prompts: string[];
   /** Steer messages accepted while paused, delivered on resume. */
   steers: string[];
@@ -19,7 +20,7 @@ export interface AgentContext {
   liveChildren: number;
   pausedBy: PausedBy | null;
   pendingPause: PausedBy | null;
-  /** The control request an effect state answers when it finishes. */
+  /** The control request an effect state answers when it finishes (or one deferred until a wake or a reattach ends). */
   request: { requestId: string; by: PausedBy } | null;
   /** Steers handed to the harness whose answers have not come back: the agent may not finish before they do. */
   steering: string[];
@@ -32,6 +33,8 @@ export interface AgentContext {
   approvalHolds: number;
   /** Set once a drain reached the agent (never cleared: a drain ends the agent). */
   draining: Drain | null;
+  /** Its harness hibernates: ended, its session and files kept, started again by the next command. Kept across a pause. */
+  asleep: boolean;
   /** Why a stop under way stops it, when not the operator's abort. */
   stopReason: EndReason | null;
   failure: string | null;
@@ -47,11 +50,12 @@ export interface ReplyParams {
 }
 
 export function initialContext(input: AgentInput): AgentContext {
-  const restored = input.restored;
+  const restored = input.start.state === "live" ? input.start.restored : undefined;
   return {
-    start: input.restored ? "live" : input.start,
+    start: input.start,
     agentId: input.agentId,
     runId: input.runId,
+    parentAgentId: input.parentAgentId,
     sandboxId: input.sandboxId,
     keepAlive: input.keepAlive,
     turnMaxMs: input.turnMaxMs,
@@ -69,8 +73,9 @@ export function initialContext(input: AgentInput): AgentContext {
     gatewayHolds: 0,
     approvalHolds: restored?.approvals ?? 0,
     draining: restored?.draining ?? null,
+    asleep: restored?.asleep ?? false,
     stopReason: null,
     failure: null,
-    end: { outcome: "success" },
+    end: input.start.state === "ending" ? input.start.ending : { outcome: "success" },
   };
 }

@@ -1,15 +1,28 @@
 import { assign, not, sendTo } from "xstate";
-import { errorMessage } from "../src/errors.ts";
 import { initialContext } from "./agent.context.ts";
 import { agentSetup } from "./agent.setup.ts";
+import { widenDrain } from "./drain.ts";
+import { errorMessage } from "./error-message.ts";
+
+const reply = (outcome: "applied" | "noop" | "failed", error?: string) =>
+  ({
+    type: "reply",
+    params: ({ event }: { event: { requestId: string } }) => ({
+      requestId: event.requestId,
+      outcome,
+      ...(error ? { error } : {}),
+    }),
+  }) as const;
 
 /**
- * One agent: spawning → provisioning → running ⇄ paused → done | aborted. Pure: every side
- * effect is a named actor provided from `actors/`. Every control event is answered with exactly
- * one `member.reply` to the parent (the run supervisor), also in the ended states, so a cascade
- * never waits on an agent that cannot answer: `test/machines/reply-rule.test.ts` checks this for
- * every control in every reachable state. States carry tags (`AgentTag`) that say the agent's
- * status; the service reads them with `hasTag` (`agent-status.ts`).
+ * One agent: spawning → provisioning → live (running ⇄ paused; asleep or awake) → done | aborted.
+ * Pure: every side effect is a named actor provided from `actors/`. Every control event is
+ * answered with exactly one `member.reply` to the parent (the run supervisor), also in the ended
+ * states, so a cascade never waits on an agent that cannot answer:
+ * `test/machines/reply-rule.test.ts` checks this for every control in every reachable state. States
+ * carry tags (`AgentTag`) that say the agent's status; the service reads them with `hasTag`
+ * (`agent-status.ts`). A restart starts the same machine with the ledger's facts as input
+ * (`AgentStart`): it reattaches a live sandbox or finishes an ending one in its own states.
  */
 export const agentMachine = agentSetup.createMachine({
   id: "agent",
@@ -18,21 +31,29 @@ export const agentMachine = agentSetup.createMachine({
   on: {
     // Controls no state takes (an agent finishing, closing or ended) are answered `noop`: the
     // supervisor waits for every member's answer.
-    ...noopControls(),
+    "control.pause": { actions: reply("noop") },
+    "control.resume": { actions: reply("noop") },
+    "control.stop": { actions: reply("noop") },
+    "control.steer": { actions: reply("noop") },
     "child.spawned": { actions: assign({ liveChildren: ({ context }) => context.liveChildren + 1 }) },
     "child.ended": { actions: assign({ liveChildren: ({ context }) => Math.max(0, context.liveChildren - 1) }) },
     "gateway.hold": { actions: assign({ gatewayHolds: ({ context }) => context.gatewayHolds + 1 }) },
     "gateway.release": { actions: assign({ gatewayHolds: ({ context }) => Math.max(0, context.gatewayHolds - 1) }) },
     "approval.hold": { actions: assign({ approvalHolds: ({ context }) => context.approvalHolds + 1 }) },
-    "approval.release": { actions: assign({ approvalHolds: ({ context }) => Math.max(0, context.approvalHolds - 1) }) },
+    "approval.release": {
+      actions: assign({ approvalHolds: ({ context }) => Math.max(0, context.approvalHolds - 1) }),
+    },
   },
   states: {
     // New agents start in spawning or provisioning; restored ones where the ledger left them.
     init: {
       always: [
-        { guard: ({ context }) => context.start === "spawning", target: "unforked.spawning" },
-        { guard: ({ context }) => context.start === "provisioning", target: "unforked.provisioning" },
-        { target: "live" },
+        { guard: ({ context }) => context.start.state === "spawning", target: "unforked.spawning" },
+        { guard: ({ context }) => context.start.state === "provisioning", target: "unforked.provisioning" },
+        // Ending when the daemon stopped: it closes as recorded, and ends with the recorded outcome.
+        { guard: ({ context }) => context.start.state === "ending", target: "finishing" },
+        { guard: ({ context }) => context.pausedBy !== null, target: "live.reattaching.paused" },
+        { target: "live.reattaching.running" },
       ],
     },
     // Not yet forked: controls are remembered and applied once the sandbox exists (spec §3 rule 3).
@@ -40,25 +61,11 @@ export const agentMachine = agentSetup.createMachine({
       initial: "spawning",
       on: {
         "control.pause": {
-          actions: [
-            assign({ pendingPause: ({ event }) => event.by }),
-            { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "applied" }) },
-          ],
+          actions: [assign({ pendingPause: ({ event }) => event.by }), reply("applied")],
         },
         "control.resume": [
-          {
-            guard: "hasPendingPause",
-            actions: [
-              assign({ pendingPause: null }),
-              { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "applied" }) },
-            ],
-          },
-          {
-            actions: {
-              type: "reply",
-              params: ({ event }) => ({ requestId: event.requestId, outcome: "failed", error: "agent is not paused" }),
-            },
-          },
+          { guard: "hasPendingPause", actions: [assign({ pendingPause: null }), reply("applied")] },
+          { actions: reply("failed", "agent is not paused") },
         ],
         "control.steer": {
           actions: [
@@ -70,7 +77,7 @@ export const agentMachine = agentSetup.createMachine({
             },
           ],
         },
-        prompt: { actions: assign({ prompts: ({ context, event }) => [...context.prompts, event.text] }) },
+        prompt: { actions: "queuePrompt" },
       },
       states: {
         spawning: {
@@ -94,7 +101,7 @@ export const agentMachine = agentSetup.createMachine({
                     ...(event.reason ? { reason: event.reason } : {}),
                   }),
                 },
-                { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "applied" }) },
+                reply("applied"),
               ],
             },
             // A drain starts nothing new: an agent still waiting for its inputs never starts.
@@ -108,7 +115,12 @@ export const agentMachine = agentSetup.createMachine({
           tags: ["provisioning"],
           invoke: {
             src: "provision",
-            input: ({ context }) => ({ agentId: context.agentId, runId: context.runId, sandboxId: context.sandboxId }),
+            input: ({ context }) => ({
+              agentId: context.agentId,
+              runId: context.runId,
+              sandboxId: context.sandboxId,
+              again: context.start.state === "provisioning" && context.start.again === true,
+            }),
             onDone: {
               target: "#agent.live",
               actions: [
@@ -145,7 +157,12 @@ export const agentMachine = agentSetup.createMachine({
       invoke: {
         id: "harness",
         src: "harness",
-        input: ({ context }) => ({ agentId: context.agentId, runId: context.runId, sandboxId: context.sandboxId }),
+        input: ({ context }) => ({
+          agentId: context.agentId,
+          runId: context.runId,
+          sandboxId: context.sandboxId,
+          asleep: context.asleep,
+        }),
       },
       initial: "enter",
       exit: "dropSteers",
@@ -159,7 +176,10 @@ export const agentMachine = agentSetup.createMachine({
         },
         "harness.settled": { actions: "settleTurn" },
         "harness.steered": { actions: "steerAnswered" },
-        prompt: { actions: assign({ prompts: ({ context, event }) => [...context.prompts, event.text] }) },
+        // Hibernation and wakes that end while the agent is elsewhere (a pause came meanwhile).
+        "harness.slept": { actions: "markAsleep" },
+        "harness.woke": { actions: "markAwake" },
+        prompt: { actions: "queuePrompt" },
         "control.stop": {
           target: "stopping",
           actions: [
@@ -171,15 +191,7 @@ export const agentMachine = agentSetup.createMachine({
           ],
         },
         // Marked; `idle` and `paused` end it once its accepted work is done (the `drained` guard).
-        drain: {
-          // A second drain widens a first one to the subtree; the earlier deadline stands.
-          actions: assign({
-            draining: ({ context, event }) => ({
-              subtree: event.drain.subtree || (context.draining?.subtree ?? false),
-              deadline: Math.min(event.drain.deadline, context.draining?.deadline ?? Infinity),
-            }),
-          }),
-        },
+        drain: { actions: assign({ draining: ({ context, event }) => widenDrain(context.draining, event.drain) }) },
       },
       states: {
         enter: {
@@ -196,9 +208,62 @@ export const agentMachine = agentSetup.createMachine({
             { target: "running" },
           ],
         },
+        // After a restart, before anything else: the sandbox is checked, its freezer matched to
+        // the ledger and its gateway served again (the harness actor reconnects meanwhile). A
+        // pause or resume that comes meanwhile waits for it; a sandbox that is gone loses the agent.
+        reattaching: {
+          initial: "running",
+          invoke: {
+            src: "reattach",
+            input: ({ context }) => ({
+              agentId: context.agentId,
+              sandboxId: context.sandboxId,
+              paused: context.pausedBy !== null,
+            }),
+            onDone: [
+              {
+                guard: ({ context }) => context.request !== null && context.pausedBy === null,
+                target: "pausing",
+              },
+              { guard: ({ context }) => context.request !== null, target: "resuming" },
+              { target: "enter" },
+            ],
+            onError: {
+              target: "#agent.finishing",
+              actions: [
+                {
+                  type: "abandonRequests",
+                  params: ({ event }) => ({ error: `agent lost: ${errorMessage(event.error)}` }),
+                },
+                assign({
+                  end: ({ event }) => ({
+                    outcome: "lost" as const,
+                    error: `agent lost while the service was down: ${errorMessage(event.error)}`,
+                  }),
+                }),
+              ],
+            },
+          },
+          on: { "control.steer": { actions: "queueSteer" } },
+          states: {
+            running: {
+              tags: ["running"],
+              on: {
+                "control.pause": { actions: "deferRequest" },
+                "control.resume": { actions: reply("failed", "agent is not paused") },
+              },
+            },
+            paused: {
+              tags: ["paused"],
+              on: {
+                "control.pause": { actions: reply("noop") },
+                "control.resume": { actions: "deferRequest" },
+              },
+            },
+          },
+        },
         running: {
           tags: ["running"],
-          entry: "flush",
           initial: "check",
           states: {
             check: {
@@ -215,15 +280,23 @@ export const agentMachine = agentSetup.createMachine({
                     }),
                   }),
                 },
+                // A pause deferred while the harness was being woken.
+                { guard: "hasRequest", target: "#agent.live.pausing" },
+                // Work waits and the harness hibernates: it is woken first.
+                {
+                  guard: ({ context }) => context.asleep && (context.prompts.length > 0 || context.steers.length > 0),
+                  target: "waking",
+                },
+                { guard: "hasQueued", target: "turn", actions: "flush" },
                 { guard: "busy", target: "turn" },
                 { target: "idle" },
               ],
             },
-            // Idle between turns: the harness actor hibernates the harness once the agent has been
-            // idle long enough (SWARM_HIBERNATE_AFTER_MS); the next command wakes it. The agent is
-            // `running` all along.
+            // Idle between turns: ends when its work is done (`canFinish`, `drained`), awake or
+            // asleep. Awake, the harness actor reports `harness.idleElapsed` once it stayed idle
+            // SWARM_HIBERNATE_AFTER_MS; the agent then hibernates its harness. Asleep, the next
+            // prompt or steer wakes it. It is `running` all along.
             idle: {
-              entry: sendTo("harness", { type: "harness.idle" }),
               always: [
                 {
                   guard: "drained",
@@ -232,6 +305,57 @@ export const agentMachine = agentSetup.createMachine({
                 },
                 { guard: "canFinish", target: "#agent.finishing", actions: assign({ end: { outcome: "success" } }) },
               ],
+              initial: "enter",
+              states: {
+                enter: { always: [{ guard: "asleep", target: "asleep" }, { target: "awake" }] },
+                awake: {
+                  entry: sendTo("harness", { type: "harness.idle" }),
+                  on: { "harness.idleElapsed": "hibernating" },
+                },
+                hibernating: {
+                  entry: sendTo("harness", { type: "harness.hibernate" }),
+                  on: {
+                    "harness.slept": { target: "asleep", actions: "markAsleep" },
+                    "harness.awake": "#agent.live.running.check",
+                    // The work waits for the hibernation to end or be given up.
+                    prompt: { actions: ["queuePrompt", sendTo("harness", { type: "harness.stayAwake" })] },
+                    "control.steer": {
+                      actions: ["queueSteerAsTurn", sendTo("harness", { type: "harness.stayAwake" })],
+                    },
+                    "control.pause": {
+                      target: "#agent.live.pausing",
+                      actions: [
+                        sendTo("harness", { type: "harness.stayAwake" }),
+                        assign({ request: ({ event }) => ({ requestId: event.requestId, by: event.by }) }),
+                      ],
+                    },
+                  },
+                },
+                asleep: {
+                  tags: ["asleep"],
+                  on: {
+                    prompt: { target: "#agent.live.running.check", actions: "queuePrompt" },
+                    "control.steer": { target: "#agent.live.running.check", actions: "queueSteerAsTurn" },
+                  },
+                },
+              },
+            },
+            // The harness is being started again (through the start line). Work waits; a pause
+            // gives the wake up if it has not started the harness yet, else waits for it.
+            waking: {
+              tags: ["asleep"],
+              entry: sendTo("harness", { type: "harness.wake" }),
+              on: {
+                prompt: { actions: "queuePrompt" },
+                "control.steer": { actions: "queueSteerAsTurn" },
+                "control.pause": { actions: ["deferRequest", sendTo("harness", { type: "harness.stayAsleep" })] },
+                "harness.woke": [
+                  { guard: "hasRequest", target: "#agent.live.pausing", actions: "markAwake" },
+                  { target: "check", actions: "markAwake" },
+                ],
+                // The wake was given up for a pause.
+                "harness.slept": [{ guard: "hasRequest", target: "#agent.live.pausing" }, { target: "check" }],
+              },
             },
             // Every harness event restarts the quiet-turn clock; leaving for `paused` stops it, and
             // so does a model call the gateway holds: paused and held time never count.
@@ -262,16 +386,7 @@ export const agentMachine = agentSetup.createMachine({
               target: "pausing",
               actions: assign({ request: ({ event }) => ({ requestId: event.requestId, by: event.by }) }),
             },
-            "control.resume": {
-              actions: {
-                type: "reply",
-                params: ({ event }) => ({
-                  requestId: event.requestId,
-                  outcome: "failed",
-                  error: "agent is not paused",
-                }),
-              },
-            },
+            "control.resume": { actions: reply("failed", "agent is not paused") },
             "control.steer": [
               {
                 guard: "busy",
@@ -337,9 +452,7 @@ export const agentMachine = agentSetup.createMachine({
           on: {
             // Only a pause the agent started itself (joining a subtree pause once forked) can be
             // under way when a control arrives: the supervisor sends one control at a time.
-            "control.pause": {
-              actions: { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "noop" }) },
-            },
+            "control.pause": { actions: reply("noop") },
             // A newer resume replaces one already waiting (whose caller gave up on it): that one is a `noop`.
             "control.resume": {
               actions: [
@@ -362,9 +475,7 @@ export const agentMachine = agentSetup.createMachine({
             actions: assign({ end: { outcome: "success", reason: "drained" } }),
           },
           on: {
-            "control.pause": {
-              actions: { type: "reply", params: ({ event }) => ({ requestId: event.requestId, outcome: "noop" }) },
-            },
+            "control.pause": { actions: reply("noop") },
             "control.resume": {
               target: "resuming",
               actions: assign({ request: ({ event }) => ({ requestId: event.requestId, by: "operator" as const }) }),
@@ -431,11 +542,16 @@ export const agentMachine = agentSetup.createMachine({
     },
     finishing: {
       tags: ["ending"],
+      // A pause or resume deferred (or under way) when the agent came to its end is answered `failed`.
+      entry: {
+        type: "abandonRequests",
+        params: ({ context }) => ({ error: context.end.error ?? "the agent ended before this finished" }),
+      },
       invoke: {
         src: "close",
         input: ({ context }) => ({ agentId: context.agentId, sandboxId: context.sandboxId, ending: context.end }),
-        onDone: { target: "done" },
-        onError: { target: "done" },
+        onDone: [{ guard: ({ context }) => context.end.outcome === "aborted", target: "aborted" }, { target: "done" }],
+        onError: [{ guard: ({ context }) => context.end.outcome === "aborted", target: "aborted" }, { target: "done" }],
       },
       exit: { type: "fact", params: ({ context }) => ({ kind: "ended", ...context.end }) },
     },
@@ -444,17 +560,3 @@ export const agentMachine = agentSetup.createMachine({
     aborted: { tags: ["aborted"] },
   },
 });
-
-/** `noop` for every control: an ended or ending agent keeps its recorded outcome. */
-function noopControls() {
-  const noop = {
-    type: "reply",
-    params: ({ event }: { event: { requestId: string } }) => ({ requestId: event.requestId, outcome: "noop" as const }),
-  } as const;
-  return {
-    "control.pause": { actions: noop },
-    "control.resume": { actions: noop },
-    "control.stop": { actions: noop },
-    "control.steer": { actions: noop },
-  };
-}

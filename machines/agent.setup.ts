@@ -22,6 +22,11 @@ export const agentSetup = setup({
   guards: {
     hasPendingPause: ({ context }) => context.pendingPause !== null,
     busy: ({ context }) => context.inflight > 0,
+    /** Prompts or steers wait for a running (and awake) harness. */
+    hasQueued: ({ context }) => context.prompts.length > 0 || context.steers.length > 0,
+    asleep: ({ context }) => context.asleep,
+    /** A control was deferred until a wake or a reattach ends. */
+    hasRequest: ({ context }) => context.request !== null,
     /** A model call the gateway holds or an approval that waits: the quiet-turn clock stands still. */
     holding: ({ context }) => context.gatewayHolds > 0 || context.approvalHolds > 0,
     /** A draining agent whose accepted work is done (and, in a subtree drain, whose children ended). */
@@ -39,6 +44,7 @@ export const agentSetup = setup({
       context.liveChildren === 0 &&
       !context.keepAlive &&
       context.prompts.length === 0 &&
+      context.steers.length === 0 &&
       context.steering.length === 0,
     resumeAfterPause: ({ context }) => context.resumeAfterPause !== null,
   },
@@ -50,7 +56,8 @@ export const agentSetup = setup({
     fact: enqueueActions(({ context, enqueue }, fact: Fact) => {
       enqueue.emit({ type: "fact", agentId: context.agentId, fact });
       if (fact.kind === "settled") enqueue.sendParent({ type: "agent.settled", agentId: context.agentId });
-      if (fact.kind === "ended") enqueue.sendParent({ type: "agent.ended", agentId: context.agentId });
+      if (fact.kind === "ended")
+        enqueue.sendParent({ type: "agent.ended", agentId: context.agentId, parentAgentId: context.parentAgentId });
     }),
     // An empty requestId marks work the machine started itself (a deferred pause, a queued steer): nobody waits for it.
     reply: enqueueActions(({ context, enqueue }, params: ReplyParams) => {
@@ -87,7 +94,11 @@ export const agentSetup = setup({
       }
       enqueue.assign({ prompts: [], steers: [], inflight, turns });
     }),
-    /** A turn settled: its result is stated; a quiet-limit abort keeps the text so far (failed when there is none). */
+    /**
+     * A turn settled: its result is stated; a quiet-limit abort keeps the text so far (failed when
+     * there is none). A turn the machine did not hand over (accepted by the harness before a restart
+     * and not yet in the ledger's count) still counts as a turn run.
+     */
     settleTurn: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "harness.settled") return;
       const outcome = event.outcome === "aborted" ? (event.text ? "success" : "failed") : event.outcome;
@@ -101,6 +112,7 @@ export const agentSetup = setup({
         event.error ?? (context.quietAbort ? "the turn went quiet past the quiet-turn limit" : "the turn failed");
       enqueue.assign({
         inflight: Math.max(0, context.inflight - 1),
+        turns: Math.max(1, context.turns),
         quietAbort: false,
         failure: outcome === "failed" ? reason : context.failure,
       });
@@ -135,6 +147,22 @@ export const agentSetup = setup({
       });
       enqueue.assign({ pausedBy: by });
     }),
+    /** The harness hibernated (or was found hibernated): stated once, whatever state the agent is in. */
+    markAsleep: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "harness.slept" || context.asleep) return;
+      enqueue.emit({
+        type: "fact",
+        agentId: context.agentId,
+        fact: { kind: "hibernated", sessionStats: event.sessionStats },
+      });
+      enqueue.assign({ asleep: true });
+    }),
+    /** The harness runs again. */
+    markAwake: enqueueActions(({ context, enqueue }) => {
+      if (!context.asleep) return;
+      enqueue.emit({ type: "fact", agentId: context.agentId, fact: { kind: "woke" } });
+      enqueue.assign({ asleep: false });
+    }),
     /** Leaving `live` with steers unanswered: the harness that would answer them is gone. */
     dropSteers: enqueueActions(({ context, enqueue }) => {
       for (const requestId of context.steering) {
@@ -149,8 +177,9 @@ export const agentSetup = setup({
       enqueue.assign({ steering: [] });
     }),
     /**
-     * Leaving `live` for good (lost, or stopped) while a pause or resume is under way: its effect will
-     * never finish, so its request, and a resume waiting for it, are answered `failed` now.
+     * Leaving `live` for good (lost, or stopped) while a pause or resume is under way or deferred:
+     * its effect will never finish, so its request, and a resume waiting for it, are answered
+     * `failed` now.
      */
     abandonRequests: enqueueActions(({ context, enqueue }, params: { error: string }) => {
       for (const requestId of [context.request?.requestId, context.resumeAfterPause]) {
@@ -165,7 +194,7 @@ export const agentSetup = setup({
       }
       enqueue.assign({ request: null, resumeAfterPause: null });
     }),
-    /** Steers to an agent that is paused or between paused and running wait for the next `running`. */
+    /** Steers to an agent that is paused (or between paused and running) wait for the next `running`. */
     queueSteer: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "control.steer") return;
       enqueue.assign({ steers: [...context.steers, event.message] });
@@ -177,6 +206,27 @@ export const agentSetup = setup({
         outcome: "applied",
         delivery: "queued",
       });
+    }),
+    /** A steer to an agent with no turn running whose harness hibernates: the message is its next turn, once awake. */
+    queueSteerAsTurn: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "control.steer") return;
+      enqueue.assign({ prompts: [...context.prompts, event.message] });
+      enqueue.emit({ type: "fact", agentId: context.agentId, fact: { kind: "steered", message: event.message } });
+      enqueue.sendParent({
+        type: "member.reply",
+        agentId: context.agentId,
+        requestId: event.requestId,
+        outcome: "applied",
+        delivery: "turn",
+      });
+    }),
+    /** A pause or resume that must wait for a state's effect (a wake, a reattach): kept as the request, acted on when it ends. */
+    deferRequest: enqueueActions(({ event, enqueue }) => {
+      if (event.type === "control.pause") enqueue.assign({ request: { requestId: event.requestId, by: event.by } });
+      if (event.type === "control.resume") enqueue.assign({ request: { requestId: event.requestId, by: "operator" } });
+    }),
+    queuePrompt: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type === "prompt") enqueue.assign({ prompts: [...context.prompts, event.text] });
     }),
     startTurn: enqueueActions(({ context, enqueue }, params: { text: string }) => {
       enqueue.sendTo("harness", { type: "harness.prompt", text: params.text });

@@ -9,16 +9,23 @@ export type TurnOutcome = "success" | "failed" | "aborted";
 
 /**
  * Tags of the machine's states: what every decision about an agent reads (with `hasTag`). Exactly
- * one of the statuses (`spawning` … `aborted`) is on at any time; `live` covers running and paused.
+ * one of the statuses (`spawning` … `aborted`) is on at any time; `live` covers running and paused;
+ * `asleep` marks a running agent whose harness hibernates.
  */
-export type AgentTag = "spawning" | "provisioning" | "live" | "running" | "paused" | "ending" | "done" | "aborted";
-
-/** Where a new agent's actor starts: waiting for `waitFor` (`spawning`) or making its sandbox. */
-export type StartState = "spawning" | "provisioning";
+export type AgentTag =
+  | "spawning"
+  | "provisioning"
+  | "live"
+  | "running"
+  | "paused"
+  | "ending"
+  | "done"
+  | "aborted"
+  | "asleep";
 
 /**
- * A live agent given its actor back after a restart, as the ledger left it. Ended agents get no
- * actor; agents caught before their sandbox existed start again as new ones.
+ * A live agent given its actor back after a restart, as the ledger left it (the fold of its events
+ * and index keys: `restoredStarts` in actors/run/restore.ts).
  */
 export interface RestoredLive {
   /** Who paused it, when it was paused. */
@@ -27,13 +34,27 @@ export interface RestoredLive {
   turns: number;
   /** Turns the harness accepted and has not yet settled. */
   inflight: number;
-  /** Children still live. */
+  /** Children that have an actor and have not ended. */
   liveChildren: number;
   /** The drain that reached it before the restart, if one did. */
-  draining?: Drain | null;
+  draining: Drain | null;
   /** Its approval requests still waiting for a decision (each holds the quiet-turn clock). */
-  approvals?: number;
+  approvals: number;
+  /** Its harness hibernated (`agent_hibernated` with no `agent_woke` after it). */
+  asleep: boolean;
 }
+
+/**
+ * Where an agent's actor begins. A spawn starts it `spawning` (waiting for `waitFor`) or
+ * `provisioning`; a restart starts every agent the ledger shows unended from where the ledger left
+ * it: before its sandbox existed (`again`: a sandbox half made under the same id is closed first),
+ * `live` (its sandbox is reattached: the model gateway served again, the freezer matched to the
+ * ledger, the harness connection opened), or `ending` (closing as recorded).
+ */
+export type AgentStart =
+  | { state: "spawning" | "provisioning"; again?: boolean }
+  | { state: "live"; restored: RestoredLive }
+  | { state: "ending"; ending: Ending };
 
 /**
  * A drain as one agent keeps it: a subtree drain also waits for the agent's children to end.
@@ -44,9 +65,12 @@ export interface Drain {
   deadline: number;
 }
 
-interface AgentInputBase {
+/** An agent's machine input: who it is, where it sits in the tree, and where it begins. */
+export interface AgentInput {
   agentId: string;
   runId: string;
+  /** The agent that spawned it; null for the run's root. */
+  parentAgentId: string | null;
   /** Chosen before provisioning so a crash mid-provision can be reconciled by id. */
   sandboxId: string;
   /** Prompt to run once the sandbox is ready (the spawn's or the run's first turn). */
@@ -56,14 +80,8 @@ interface AgentInputBase {
   turnMaxMs: number;
   /** Set when a subtree pause reached the agent before its sandbox was forked. */
   pendingPause?: PausedBy;
+  start: AgentStart;
 }
-
-/**
- * A new agent starts at `start`; an agent the ledger shows live after a restart is `restored` and
- * goes straight back to `running` or `paused`. Both come from one place (`Run.addAgent`).
- */
-export type AgentInput = AgentInputBase &
-  ({ start: StartState; restored?: undefined } | { start?: undefined; restored: RestoredLive });
 
 /**
  * Facts the machine states; the actors layer turns each into a ledger event (in emit order).
@@ -75,6 +93,8 @@ export type Fact =
   | { kind: "steered"; message: string }
   /** `hseq` of the harness event that settled the turn, recorded so a replay never settles it twice. */
   | { kind: "settled"; outcome: TurnOutcome; text: string | null; hseq: number }
+  | { kind: "hibernated"; sessionStats: Record<string, unknown> | null }
+  | { kind: "woke" }
   | { kind: "ended"; outcome: EndOutcome; error?: string; reason?: EndReason };
 
 /** Commands the machine sends to its `harness` actor. */
@@ -83,10 +103,19 @@ export type HarnessCommandEvent =
   | { type: "harness.steer"; message: string; requestId: string }
   | { type: "harness.abort" }
   /**
-   * The agent is idle between turns: the harness actor hibernates the harness once this has lasted
-   * SWARM_HIBERNATE_AFTER_MS with no command in between (and the agent is not paused).
+   * The agent is idle between turns: the actor reports `harness.idleElapsed` once this lasted
+   * SWARM_HIBERNATE_AFTER_MS with no command in between. The timer is the actor's, not XState's
+   * scheduler's, which a 10,000-agent run made slow.
    */
-  | { type: "harness.idle" };
+  | { type: "harness.idle" }
+  /** Hibernate the idle harness now: answered `harness.slept`, or `harness.awake` when it declined (busy, unreachable, failed). */
+  | { type: "harness.hibernate" }
+  /** A command came while hibernating: give the hibernation up if it has not ended the harness yet. */
+  | { type: "harness.stayAwake" }
+  /** Start the hibernated harness again (through the start line) and connect: answered `harness.woke`, or `harness.lost`. */
+  | { type: "harness.wake" }
+  /** A pause came while waking: give the wake up if the harness has not been started yet (then `harness.slept`). */
+  | { type: "harness.stayAsleep" };
 
 /** What the harness actor reports back. */
 export type HarnessReportEvent =
@@ -94,7 +123,15 @@ export type HarnessReportEvent =
   | { type: "harness.settled"; outcome: TurnOutcome; text: string | null; error?: string; hseq: number }
   /** Answer to `harness.steer`; `idle` when the harness had no running turn to take it. */
   | { type: "harness.steered"; requestId: string; message: string; ok: boolean; idle?: boolean; error?: string }
-  | { type: "harness.lost"; error: string };
+  | { type: "harness.lost"; error: string }
+  /** The idle timer ran out. */
+  | { type: "harness.idleElapsed" }
+  /** The harness is hibernated (by `harness.hibernate`, or found so on connecting after a restart), with its last session stats. */
+  | { type: "harness.slept"; sessionStats: Record<string, unknown> | null }
+  /** A hibernation was declined or given up: the harness runs and is connected. */
+  | { type: "harness.awake" }
+  /** The hibernated harness runs again and is connected. */
+  | { type: "harness.woke" };
 
 /** Control requests; every one is answered with exactly one `member.reply` to the parent. */
 export type ControlEvent =
@@ -138,12 +175,23 @@ export interface ProvisionInput {
   agentId: string;
   runId: string;
   sandboxId: string;
+  /** Provisioned again after a restart: a sandbox half made under this id is closed first. */
+  again: boolean;
+}
+
+/** Reattaching a sandbox after a restart: its gateway served again and its freezer matched to `paused`. */
+export interface ReattachInput {
+  agentId: string;
+  sandboxId: string;
+  paused: boolean;
 }
 
 export interface HarnessActorInput {
   agentId: string;
   runId: string;
   sandboxId: string;
+  /** The harness hibernates: nothing connects until `harness.wake`. */
+  asleep: boolean;
 }
 
 export interface SandboxActorInput {

@@ -28,9 +28,9 @@ export const DEFAULT_MEMBER_TIMEOUT_MS = 60_000;
 
 export type RunEvent =
   /** `counted`: re-added after a restart, so its parent's restored `liveChildren` already counts it. */
-  | { type: "agent.add"; input: AgentInput; parentAgentId: string | null; waitFor: string[]; counted?: boolean }
+  | { type: "agent.add"; input: AgentInput; waitFor: string[]; counted?: boolean }
   | { type: "agent.settled"; agentId: string }
-  | { type: "agent.ended"; agentId: string }
+  | { type: "agent.ended"; agentId: string; parentAgentId: string | null }
   | { type: "control"; request: ControlRequest }
   | MemberReply;
 
@@ -42,7 +42,6 @@ interface RunContext {
   memberTimeoutMs: number;
   /** Agents that have an actor here. Agents restored already ended, or refused by a budget, have none. */
   actors: Record<string, true>;
-  parents: Record<string, string | null>;
   /** Agents whose result settled or that ended: what `waitFor` waits for. */
   settled: Record<string, true>;
   /** Spawning agents and the agents they still wait for. */
@@ -121,7 +120,6 @@ export const runMachine = setup({
     runId: input.runId,
     memberTimeoutMs: input.memberTimeoutMs ?? DEFAULT_MEMBER_TIMEOUT_MS,
     actors: {},
-    parents: {},
     settled: {},
     waiting: {},
     queue: [],
@@ -132,27 +130,33 @@ export const runMachine = setup({
       actions: [
         enqueueActions(({ context, event, enqueue }) => {
           enqueue.spawnChild("agent", { id: event.input.agentId, input: event.input });
-          // `actors` and `parents` only grow, one key per agent: they are extended in place, as a copy
+          // `actors` only grows, one key per agent: it is extended in place, as a copy
           // per spawn made a 10,000-agent run quadratic (nothing keeps an older snapshot's maps).
           context.actors[event.input.agentId] = true;
-          context.parents[event.input.agentId] = event.parentAgentId;
-          if (event.input.start === "spawning")
+          if (event.input.start.state === "spawning")
             enqueue.assign({ waiting: { ...context.waiting, [event.input.agentId]: event.waitFor } });
-          if (event.parentAgentId && !event.counted && context.actors[event.parentAgentId])
-            enqueue.sendTo(event.parentAgentId, { type: "child.spawned" });
+          const parent = event.input.parentAgentId;
+          if (parent && !event.counted && context.actors[parent]) enqueue.sendTo(parent, { type: "child.spawned" });
         }),
         "releaseReady",
       ],
     },
     // `settled` only grows too, and is marked in place for the same reason.
     "agent.settled": {
-      actions: [enqueueActions(({ context, event }) => void (context.settled[event.agentId] = true)), "releaseReady"],
+      actions: [
+        enqueueActions(({ context, event }) => {
+          context.settled[event.agentId] = true;
+        }),
+        "releaseReady",
+      ],
     },
     "agent.ended": {
       actions: [
-        enqueueActions(({ context, event }) => void (context.settled[event.agentId] = true)),
+        enqueueActions(({ context, event }) => {
+          context.settled[event.agentId] = true;
+        }),
         enqueueActions(({ context, event, enqueue }) => {
-          const parent = context.parents[event.agentId];
+          const parent = event.parentAgentId;
           if (parent && context.actors[parent]) enqueue.sendTo(parent, { type: "child.ended" });
         }),
         "releaseReady",

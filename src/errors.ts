@@ -60,7 +60,5 @@ export function isSwarmError(err: unknown, code?: ErrorCode): err is SwarmError 
   return err instanceof SwarmError && (code === undefined || err.code === code);
 }
 
-/** The message of anything thrown, for logs and `error` fields. */
-export function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
+/** The message of anything thrown, for logs and `error` fields (stated once, in the pure layer the machines use). */
+export { errorMessage } from "../machines/error-message.ts";

@@ -13,13 +13,10 @@ import { createLimitedLog } from "../../src/harness/rate-gate.ts";
 import { capEventData } from "../../src/harness/wire-schemas.ts";
 import type { SandboxRuntime } from "../../src/sandbox/runtime.ts";
 import type { Admit } from "../start-queue.ts";
-import type { HarnessHolds } from "./harness-holds.ts";
 
 /** What the harness actor needs from the rest of the service. */
 export interface HarnessActorDeps {
   runtime: SandboxRuntime;
-  /** Live connections by agent, for `sessionStats`. */
-  clients: Map<string, HarnessClient>;
   /** The last harness event this agent had recorded (persisted event or settled turn). */
   recordedHseq(agentId: string): Promise<number>;
   /** Prompts this agent's harness acknowledged over the agent's life, as the ledger recorded them. */
@@ -38,32 +35,50 @@ export interface HarnessActorDeps {
   log(message: string): void;
   /** Start a hibernated harness once the start line admits it. */
   admit: Admit;
-  /** Agents paused or pausing: their hibernated harness is not woken until released. */
-  holds: HarnessHolds;
-  /** Idle time between turns after which the harness hibernates (SWARM_HIBERNATE_AFTER_MS); 0: never. */
+  /** Idle time between turns after which `harness.idleElapsed` is reported (SWARM_HIBERNATE_AFTER_MS); 0: never. */
   hibernateAfterMs: number;
-  /** Record that the agent hibernated (`agent_hibernated`), with its session's last stats. */
-  recordSleep(agentId: string, sessionStats: Record<string, unknown> | null): Promise<unknown>;
-  /** Record that the agent's harness runs again (`agent_woke`). */
-  recordWake(agentId: string): Promise<unknown>;
   /** Told of each attempt to open a dropped (or never opened) connection again (metrics); must not throw. */
   onReconnect?: () => void;
 }
 
+/** The harness effect: the actor logic the agent machine invokes, and what the run asks of a live harness. */
+export interface HarnessEffect {
+  logic: ReturnType<typeof harnessLogic>;
+  /** The session stats of the agent's harness when it is connected and answers within `timeoutMs`. */
+  sessionStats(agentId: string, timeoutMs: number): Promise<Record<string, unknown> | undefined>;
+}
+
 const RECONNECT_ATTEMPTS = 5;
-/** How long a hibernation waits for the harness's last session stats. */
+/** How long a hibernation waits for the harness's state and last session stats. */
 const STATS_TIMEOUT_MS = 2_000;
 
 /** Host calls of one agent answered at once; more are refused with a tool error until some finish. */
 export const MAX_PENDING_HOST_CALLS = 8;
 
+export function createHarnessEffect(deps: HarnessActorDeps): HarnessEffect {
+  /** Each live agent's open connection: the actor's, read for `sessionStats`. */
+  const connections = new Map<string, HarnessClient>();
+  return {
+    logic: harnessLogic(deps, connections),
+    async sessionStats(agentId, timeoutMs) {
+      const client = connections.get(agentId);
+      const stats = await client?.request({ type: "get_session_stats" }, timeoutMs).catch(() => undefined);
+      return stats && typeof stats === "object" && !Array.isArray(stats)
+        ? (stats as Record<string, unknown>)
+        : undefined;
+    },
+  };
+}
+
 /**
  * The agent's connection to its harness for as long as the agent is live. Forwards harness events
  * to the ledger (persisted) or live listeners (ephemeral), reports activity and settled turns to
- * the machine, and carries the machine's prompt / steer / abort commands. A connection that drops
- * is re-opened from the last event seen; a sandbox that is gone is reported as `harness.lost`.
+ * the machine, and carries the machine's commands: prompt, steer, abort, and the steps of a
+ * hibernation and a wake (the machine decides when; this actor does them and reports how they
+ * ended). A connection that drops is re-opened from the last event seen, unless the harness was
+ * ended on purpose; a sandbox that is gone is reported as `harness.lost`.
  */
-export function createHarnessActor(deps: HarnessActorDeps) {
+function harnessLogic(deps: HarnessActorDeps, connections: Map<string, HarnessClient>) {
   return fromCallback<HarnessCommandEvent, HarnessActorInput>(({ input, sendBack, receive }) => {
     const { agentId, sandboxId } = input;
     const log = (message: string) => {
@@ -89,13 +104,11 @@ export function createHarnessActor(deps: HarnessActorDeps) {
     let prompts = -1; // prompts the harness acknowledged, as recorded in the ledger
     let pendingHostCalls = 0;
     let ready: Promise<HarnessClient>;
-    /** The harness was ended by a hibernation: nothing reconnects until a command wakes it. */
-    let asleep = false;
-    /** Hibernations and wakes, one after the other; never rejects. */
-    let phase: Promise<void> = Promise.resolve();
-    /** Commands received so far: a hibernation asked for before the newest command is dropped. */
-    let commands = 0;
-    /** Hibernates the harness once the agent stayed idle long enough (`harness.idle`). */
+    /** The harness was ended on purpose (hibernated): nothing reconnects until a wake. */
+    let detached = input.asleep;
+    /** The hibernation or wake under way, which a later command may give up. */
+    let hibernation: { cancelled: boolean } | undefined;
+    let waking: { cancel: AbortController; started: boolean } | undefined;
     let idleTimer: NodeJS.Timeout | undefined;
     // Commands observe a failed connection through their own catch; this one only keeps the
     // rejection from counting as unhandled.
@@ -103,7 +116,7 @@ export function createHarnessActor(deps: HarnessActorDeps) {
       ready = next;
       next.catch(() => undefined);
     };
-    setReady(connect().catch(() => reconnect()));
+    setReady(detached ? Promise.reject(new Error("the harness hibernates")) : connect().catch(() => reconnect()));
 
     async function connect(): Promise<HarnessClient> {
       if (seen < 0) seen = await deps.recordedHseq(agentId);
@@ -123,12 +136,12 @@ export function createHarnessActor(deps: HarnessActorDeps) {
         log,
         onClose: () => {
           connection.abort();
-          if (deps.clients.get(agentId) === next) deps.clients.delete(agentId);
-          if (!abort.signal.aborted && !asleep) setReady(reconnect());
+          if (connections.get(agentId) === next) connections.delete(agentId);
+          if (!abort.signal.aborted && !detached) setReady(reconnect());
         },
       });
       client = next;
-      deps.clients.set(agentId, next);
+      connections.set(agentId, next);
       return next;
     }
 
@@ -137,8 +150,9 @@ export function createHarnessActor(deps: HarnessActorDeps) {
         if (abort.signal.aborted) throw new Error("the agent left its live state");
         const info = await deps.runtime.inspect(sandboxId, abort.signal).catch(() => undefined);
         if (info?.status === "hibernated") {
-          // Hibernated before the daemon restarted: the next command wakes it.
-          asleep = true;
+          // Hibernated before the daemon restarted (and the ledger may not know yet).
+          detached = true;
+          report({ type: "harness.slept", sessionStats: null });
           throw new Error("the harness hibernates");
         }
         if (!info || info.status === "gone" || attempt >= RECONNECT_ATTEMPTS) {
@@ -208,95 +222,97 @@ export function createHarnessActor(deps: HarnessActorDeps) {
     }
 
     /**
-     * End the idle harness, keeping its session and files (`SandboxRuntime.hibernate`). Dropped
-     * when a command came after it was asked, or the harness is busy or unreachable. A failed
-     * hibernation is logged and the agent goes on awake.
+     * End the idle harness, keeping its session and files (`SandboxRuntime.hibernate`): reported
+     * `harness.slept`. Declined (`harness.awake`) when the harness is busy or unreachable, when a
+     * command gave it up before the harness was ended, or when the runtime could not do it.
      */
-    function hibernate(askedAt: number): void {
-      phase = phase.then(async () => {
-        // A paused agent's sandbox is frozen: it is not hibernated (its resume makes it idle again).
-        if (asleep || askedAt !== commands || abort.signal.aborted || deps.holds.isHeld(agentId)) return;
-        const c = await ready.catch(() => undefined);
-        if (!c || askedAt !== commands) return;
-        // The harness's own word that nothing runs or waits (a harness that lies only loses its process).
-        const state = (await c.request({ type: "get_state" }, STATS_TIMEOUT_MS).catch(() => undefined)) as
-          | { busy?: unknown; queued?: unknown; loaded?: unknown }
-          | undefined;
-        if (state?.busy !== false || state.queued !== 0) return;
-        // A harness that never loaded pi has no session to report: asking would load it.
-        const stats =
-          state.loaded === false
-            ? null
-            : await c.request({ type: "get_session_stats" }, STATS_TIMEOUT_MS).catch(() => null);
-        if (askedAt !== commands || abort.signal.aborted) return;
-        asleep = true;
-        c.close();
-        try {
-          await deps.runtime.hibernate(sandboxId, abort.signal);
-        } catch (err) {
-          if (abort.signal.aborted) return;
-          log(`could not hibernate: ${errorMessage(err)}`);
-          asleep = false;
-          setReady(connect().catch(() => reconnect()));
+    async function hibernate(attempt: { cancelled: boolean }): Promise<void> {
+      const declined = () => report({ type: "harness.awake" });
+      const c = await ready.catch(() => undefined);
+      if (!c || attempt.cancelled || abort.signal.aborted) return declined();
+      // The harness's own word that nothing runs or waits (a harness that lies only loses its process).
+      const state = (await c.request({ type: "get_state" }, STATS_TIMEOUT_MS).catch(() => undefined)) as
+        | { busy?: unknown; queued?: unknown; loaded?: unknown }
+        | undefined;
+      if (state?.busy !== false || state.queued !== 0) return declined();
+      // A harness that never loaded pi has no session to report: asking would load it.
+      const stats =
+        state.loaded === false
+          ? null
+          : await c.request({ type: "get_session_stats" }, STATS_TIMEOUT_MS).catch(() => null);
+      if (attempt.cancelled || abort.signal.aborted) return declined();
+      detached = true;
+      c.close();
+      try {
+        await deps.runtime.hibernate(sandboxId, abort.signal);
+      } catch (err) {
+        if (abort.signal.aborted) return;
+        log(`could not hibernate: ${errorMessage(err)}`);
+        detached = false;
+        setReady(connect().catch(() => reconnect()));
+        return declined();
+      }
+      // The harness's stats go into the ledger: capped like its events' data.
+      const kept =
+        stats && typeof stats === "object" && !Array.isArray(stats)
+          ? capEventData(stats as Record<string, unknown>)
+          : null;
+      report({ type: "harness.slept", sessionStats: kept });
+    }
+
+    /**
+     * Start the hibernated harness again through the start line, then connect: `harness.woke`.
+     * Given up while it still waits for its start (`harness.stayAsleep`): `harness.slept`. A start
+     * that fails loses the agent.
+     */
+    async function wake(attempt: { cancel: AbortController; started: boolean }): Promise<void> {
+      const signal = AbortSignal.any([abort.signal, attempt.cancel.signal]);
+      try {
+        await deps.admit(agentId, signal, async () => {
+          signal.throwIfAborted();
+          attempt.started = true;
+          await deps.runtime.startHarness(sandboxId, abort.signal);
+        });
+      } catch (err) {
+        if (abort.signal.aborted) return;
+        if (attempt.cancel.signal.aborted && !attempt.started) {
+          report({ type: "harness.slept", sessionStats: null });
           return;
         }
-        // The harness's stats go into the ledger: capped like its events' data.
-        const kept =
-          stats && typeof stats === "object" && !Array.isArray(stats)
-            ? capEventData(stats as Record<string, unknown>)
-            : null;
-        await deps
-          .recordSleep(agentId, kept)
-          .catch((err: unknown) => log(`could not record its hibernation: ${errorMessage(err)}`));
-      });
-    }
-
-    /** Start a hibernated harness again (not while its agent is paused), then connect as usual. */
-    async function wake(): Promise<void> {
-      for (;;) {
-        await deps.holds.whenReleased(agentId, abort.signal);
-        // The hold is checked in the same tick as the start is asked: see HarnessHolds.
-        const started = await deps.admit(agentId, abort.signal, async () => {
-          if (deps.holds.isHeld(agentId)) return false;
-          await deps.runtime.startHarness(sandboxId, abort.signal);
-          return true;
+        report({
+          type: "harness.lost",
+          error: `agent lost: its hibernated harness did not start again: ${errorMessage(err)}`,
         });
-        if (started) break;
+        return;
       }
-      asleep = false;
-      await deps.recordWake(agentId).catch((err: unknown) => log(`could not record its wake: ${errorMessage(err)}`));
+      detached = false;
       setReady(connect().catch(() => reconnect()));
-    }
-
-    /** The connection for a command, waking a hibernated harness first; a wake that fails loses the agent. */
-    function awake(): Promise<HarnessClient> {
-      commands++;
-      phase = phase.then(async () => {
-        // A connection under way may find the harness hibernated (a daemon restarted meanwhile).
-        await ready.catch(() => undefined);
-        if (!asleep || abort.signal.aborted) return;
-        try {
-          await wake();
-        } catch (err) {
-          if (abort.signal.aborted) return;
-          const why = `its hibernated harness did not start again: ${errorMessage(err)}`;
-          setReady(Promise.reject(new Error(why)));
-          report({ type: "harness.lost", error: `agent lost: ${why}` });
-        }
-      });
-      return phase.then(() => ready);
+      report({ type: "harness.woke" });
     }
 
     receive((command) => {
       clearTimeout(idleTimer);
-      if (command.type === "harness.idle") {
-        const askedAt = commands;
-        if (deps.hibernateAfterMs > 0) idleTimer = setTimeout(() => hibernate(askedAt), deps.hibernateAfterMs).unref();
-        return;
+      switch (command.type) {
+        case "harness.idle":
+          if (deps.hibernateAfterMs > 0)
+            idleTimer = setTimeout(() => report({ type: "harness.idleElapsed" }), deps.hibernateAfterMs).unref();
+          return;
+        case "harness.hibernate":
+          hibernation = { cancelled: false };
+          void hibernate(hibernation).catch((err: unknown) => log(`hibernation failed: ${errorMessage(err)}`));
+          return;
+        case "harness.stayAwake":
+          if (hibernation) hibernation.cancelled = true;
+          return;
+        case "harness.wake":
+          waking = { cancel: new AbortController(), started: false };
+          void wake(waking).catch((err: unknown) => log(`wake failed: ${errorMessage(err)}`));
+          return;
+        case "harness.stayAsleep":
+          if (waking && !waking.started) waking.cancel.abort(new Error("given up for a pause"));
+          return;
       }
-      // Nothing runs in a hibernated harness: there is nothing to abort.
-      if (command.type === "harness.abort" && asleep) return;
-      void awake()
+      void ready
         .then((c) => run(c, command))
         .catch((err: unknown) => {
           if (command.type === "harness.steer")
@@ -313,7 +329,7 @@ export function createHarnessActor(deps: HarnessActorDeps) {
 
     async function run(
       c: HarnessClient,
-      command: Exclude<HarnessCommandEvent, { type: "harness.idle" }>,
+      command: Extract<HarnessCommandEvent, { type: "harness.prompt" | "harness.steer" | "harness.abort" }>,
     ): Promise<void> {
       switch (command.type) {
         case "harness.prompt":
@@ -348,7 +364,7 @@ export function createHarnessActor(deps: HarnessActorDeps) {
     return () => {
       clearTimeout(idleTimer);
       abort.abort();
-      if (client && deps.clients.get(agentId) === client) deps.clients.delete(agentId);
+      if (client && connections.get(agentId) === client) connections.delete(agentId);
       client?.close();
     };
   });

@@ -1,8 +1,8 @@
 import { fromPromise } from "xstate";
-import type { CloseInput, ProvisionInput, SandboxActorInput } from "../../machines/agent.types.ts";
+import type { CloseInput, ProvisionInput, ReattachInput, SandboxActorInput } from "../../machines/agent.types.ts";
+import { errorMessage } from "../../src/errors.ts";
 import type { ProvisionRequest, SandboxRuntime } from "../../src/sandbox/runtime.ts";
 import type { Admit } from "../start-queue.ts";
-import type { HarnessHolds } from "./harness-holds.ts";
 
 /** How to make one agent's sandbox: fresh or forked from its parent, and the inputs it starts with. */
 export interface ProvisionPlan {
@@ -24,8 +24,7 @@ export interface SandboxActorDeps {
   closeGateway(sandboxId: string): Promise<void>;
   /** Make the sandbox and start its harness once the start line admits it. */
   admit: Admit;
-  /** Agents paused or pausing, whose hibernated harness must not be woken meanwhile. */
-  holds: HarnessHolds;
+  log(message: string): void;
 }
 
 export function createSandboxActors({
@@ -35,7 +34,7 @@ export function createSandboxActors({
   openGateway,
   closeGateway,
   admit,
-  holds,
+  log,
 }: SandboxActorDeps) {
   return {
     // The plan waits for the parent's sandbox; making this one and starting its harness waits for
@@ -43,6 +42,8 @@ export function createSandboxActors({
     provision: fromPromise<void, ProvisionInput>(async ({ input, signal }) => {
       const p = await plan(input, signal);
       await admit(input.agentId, signal, async () => {
+        // Provisioned again after a restart: whatever was half made under this id goes first.
+        if (input.again) await runtime.close(input.sandboxId, signal);
         if (p.parentSandboxId) await runtime.fork(p.parentSandboxId, p.request, signal);
         else await runtime.provision(p.request, signal);
         if (Object.keys(p.inputs).length > 0) await runtime.writeInputs(input.sandboxId, p.inputs, signal);
@@ -51,20 +52,27 @@ export function createSandboxActors({
         await runtime.startHarness(input.sandboxId, signal);
       });
     }),
-    // Held from before the freeze is asked (a hibernated harness is not woken while paused) until thawed.
-    freeze: fromPromise<void, SandboxActorInput>(async ({ input, signal }) => {
-      holds.hold(input.agentId);
-      try {
+    // After a restart. The ledger wins over the sandbox: a crash between a freeze (or thaw) and its
+    // ledger event left the sandbox out of step with what the operator was told.
+    reattach: fromPromise<void, ReattachInput>(async ({ input, signal }) => {
+      const info = await runtime.inspect(input.sandboxId, signal);
+      if (!info) throw new Error("its sandbox no longer exists");
+      if (info.status === "gone") throw new Error(info.reason ?? "its sandbox's processes vanished");
+      if (input.paused && info.status === "running") {
+        log(`sandbox ${input.sandboxId} runs but its agent is recorded paused: freezing it again`);
         await runtime.freeze(input.sandboxId, signal);
-      } catch (err) {
-        holds.release(input.agentId);
-        throw err;
+      } else if (!input.paused && info.status === "frozen") {
+        log(`sandbox ${input.sandboxId} is frozen but its agent is recorded running: thawing it`);
+        await runtime.thaw(input.sandboxId, signal);
       }
+      // Its harness lived on and calls its model as before. A model the catalogue no longer has
+      // cannot be served: its calls then fail, and its turns with them.
+      await openGateway(input.agentId, input.sandboxId).catch((err: unknown) =>
+        log(`agent ${input.agentId}: its model gateway could not be opened again: ${errorMessage(err)}`),
+      );
     }),
-    thaw: fromPromise<void, SandboxActorInput>(async ({ input, signal }) => {
-      await runtime.thaw(input.sandboxId, signal);
-      holds.release(input.agentId);
-    }),
+    freeze: fromPromise<void, SandboxActorInput>(({ input, signal }) => runtime.freeze(input.sandboxId, signal)),
+    thaw: fromPromise<void, SandboxActorInput>(({ input, signal }) => runtime.thaw(input.sandboxId, signal)),
     // Closing must finish even when the machine moves on: it is the last thing an agent does.
     close: fromPromise<void, CloseInput>(async ({ input }) => {
       await recordEnding(input);

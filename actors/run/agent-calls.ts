@@ -2,11 +2,26 @@ import { z } from "zod";
 import { SwarmError } from "../../src/errors.ts";
 import type { HostCallMessage } from "../../src/harness/protocol.ts";
 import { AgentSpecSchema, BudgetSchema } from "../../src/spec/agent-spec.ts";
+import type { ApproveRule } from "../../src/spec/approve.ts";
 import { DAEMON_GATED_TOOLS, needsApproval } from "../../src/spec/approve.ts";
+import type { ResultView, SpawnRequest, SpawnResponse } from "../../src/swarm-api.ts";
 import { MAX_WAIT_SECONDS } from "../../src/swarm-api.ts";
 import { parseOrThrow } from "../../src/validation.ts";
+import type { Permissions } from "./permissions.ts";
 import { denialText } from "./permissions.ts";
-import type { Run } from "./run.ts";
+import type { Supervisor } from "./supervisor.ts";
+
+/** What an agent's own calls need of the run. */
+export interface AgentCallDeps {
+  /** The agent's approval policy (its ancestors' rules and its own). */
+  policyOf(agentId: string): ApproveRule[];
+  permissions: Pick<Permissions, "ask">;
+  supervisor: Pick<Supervisor, "requireNotDraining">;
+  spawn(request: SpawnRequest, root: string): Promise<SpawnResponse>;
+  /** Whether the agent belongs to this run. */
+  recorded(agentId: string): boolean;
+  result(agentId: string, waitSeconds: number, signal?: AbortSignal): Promise<ResultView>;
+}
 
 const SpawnParams = z.strictObject({
   spec: AgentSpecSchema,
@@ -29,32 +44,32 @@ const PermissionParams = z.strictObject({ tool: z.string().min(1).max(64), args:
  * holds them; `permission` asks the same for the tools the harness gates.
  */
 export async function answerAgentCall(
-  run: Run,
+  deps: AgentCallDeps,
   agentId: string,
   call: HostCallMessage,
   signal?: AbortSignal,
 ): Promise<unknown> {
-  const policy = run.agents.require(agentId).meta.approve ?? [];
+  const policy = deps.policyOf(agentId);
   if (call.method === "permission") {
     const { tool, args } = parseOrThrow(PermissionParams, call.params, "params");
     // The daemon decides whether the policy holds the call: a harness cannot fill the inbox with others.
     if (DAEMON_GATED_TOOLS.has(tool) || !needsApproval(policy, tool, args)) return { decision: "allow", message: null };
-    const { decision, message, by } = await run.permissions.ask(agentId, call.id, tool, args, signal);
+    const { decision, message, by } = await deps.permissions.ask(agentId, call.id, tool, args, signal);
     return { decision, message: decision === "deny" ? denialText({ decision, message, by }) : message };
   }
   // A draining agent starts no children: refused before anyone is asked to approve it.
-  if (call.method === "spawn_agent") run.requireNotDraining(agentId);
+  if (call.method === "spawn_agent") deps.supervisor.requireNotDraining(agentId);
   // spawn_agent and await_result are gated here, before they do anything.
   if (needsApproval(policy, call.method, call.params)) {
-    const decided = await run.permissions.ask(agentId, call.id, call.method, call.params, signal);
+    const decided = await deps.permissions.ask(agentId, call.id, call.method, call.params, signal);
     if (decided.decision === "deny") throw new Error(denialText(decided));
   }
   if (call.method === "spawn_agent") {
     const params = parseOrThrow(SpawnParams, call.params, "params");
-    return run.spawn({ ...params, parentAgentId: agentId, idempotencyKey: `host:${call.id}` }, "params");
+    return deps.spawn({ ...params, parentAgentId: agentId, idempotencyKey: `host:${call.id}` }, "params");
   }
   const params = parseOrThrow(AwaitParams, call.params, "params");
-  if (!run.has(params.agentId))
+  if (!deps.recorded(params.agentId))
     throw new SwarmError("AGENT_NOT_FOUND", `agent ${params.agentId} is not an agent of this run`);
-  return run.result(params.agentId, params.waitSeconds, signal);
+  return deps.result(params.agentId, params.waitSeconds, signal);
 }

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { EventEmitter, once } from "node:events";
 import { SwarmError } from "../../src/errors.ts";
 import { capEventData } from "../../src/harness/wire-schemas.ts";
+import type { RunEventInput } from "../../src/ledger/run-events.ts";
 import type {
   PermissionAnswer,
   PermissionBy,
@@ -9,7 +10,20 @@ import type {
   PermissionState,
   PermissionView,
 } from "../../src/swarm-api.ts";
-import type { Run } from "./run.ts";
+import type { Supervisor } from "./supervisor.ts";
+
+/** What the approval inbox needs of the run. */
+export interface PermissionDeps {
+  /** Every request of the run by id, as the ledger view folds them (updated in place). */
+  requests: ReadonlyMap<string, PermissionView>;
+  /** The agent's pending requests, as the ledger view folds them. */
+  pendingOf(agentId: string): readonly string[];
+  supervisor: Pick<Supervisor, "requireLive" | "send">;
+  /** The agent's `approveTimeoutMs` (its own or its nearest ancestor's), if any. */
+  timeoutOf(agentId: string): number | undefined;
+  append(events: RunEventInput[]): Promise<unknown>;
+  log(message: string): void;
+}
 
 /** What an agent's gated call is told once its request is resolved. */
 export interface Decision {
@@ -57,7 +71,7 @@ export class Permissions {
   readonly #resolving = new Set<string>();
   readonly #timers = new Map<string, NodeJS.Timeout>();
 
-  constructor(private readonly run: Run) {}
+  constructor(private readonly deps: PermissionDeps) {}
 
   /** The ledger folded a `permission_resolved`: wake whoever waits on it. */
   folded(requestId: string): void {
@@ -77,7 +91,7 @@ export class Permissions {
     signal?: AbortSignal,
   ): Promise<Decision> {
     const requestId = permissionId(agentId, callId, tool, args);
-    if (!this.run.view.permissions.has(requestId)) {
+    if (!this.deps.requests.has(requestId)) {
       let recording = this.#recording.get(requestId);
       if (!recording) {
         recording = this.#record(agentId, requestId, tool, args).finally(() => this.#recording.delete(requestId));
@@ -85,27 +99,27 @@ export class Permissions {
       }
       await recording;
     }
-    const request = this.run.view.permissions.get(requestId)!;
+    const request = this.deps.requests.get(requestId)!;
     // The view's record is updated in place by the fold; `folded` wakes this loop.
     while (request.state === "pending") await once(this.#decided, requestId, { signal });
     return { decision: request.decision!, message: request.message, by: request.by! };
   }
 
   async #record(agentId: string, requestId: string, tool: string, args: Record<string, unknown>): Promise<void> {
-    this.run.requireLive(agentId);
-    const timeoutMs = this.run.agents.require(agentId).meta.approveTimeoutMs;
+    this.deps.supervisor.requireLive(agentId);
+    const timeoutMs = this.deps.timeoutOf(agentId);
     const expiresAt = timeoutMs === undefined ? null : Date.now() + timeoutMs;
     // Capped like every event's data: a call's arguments can be a whole file.
-    await this.run.writer.append([
+    await this.deps.append([
       { type: "permission_request", agentId, data: { requestId, tool, args: capEventData(args), expiresAt } },
     ]);
-    this.run.actor.getSnapshot().children[agentId]?.send({ type: "approval.hold" });
+    this.deps.supervisor.send(agentId, { type: "approval.hold" });
     if (expiresAt !== null) this.#arm(requestId, expiresAt);
   }
 
   /** Deny the request at `expiresAt` unless it was resolved before. */
   #arm(requestId: string, expiresAt: number): void {
-    const request = this.run.view.permissions.get(requestId);
+    const request = this.deps.requests.get(requestId);
     if (request?.state !== "pending" || this.#timers.has(requestId)) return;
     const timer = setTimeout(
       () => {
@@ -130,7 +144,7 @@ export class Permissions {
     answer: PermissionAnswer,
     by: PermissionBy,
   ): Promise<PermissionView> {
-    const request = this.run.view.permissions.get(requestId);
+    const request = this.deps.requests.get(requestId);
     if (!request || request.agentId !== agentId)
       throw new SwarmError("PERMISSION_NOT_FOUND", `agent ${agentId} has no approval request ${requestId}`);
     if (request.state === "resolved" || this.#resolving.has(requestId)) {
@@ -140,7 +154,7 @@ export class Permissions {
       );
     }
     await this.#write(agentId, [requestId], answer, by);
-    this.run.actor.getSnapshot().children[agentId]?.send({ type: "approval.release" });
+    this.deps.supervisor.send(agentId, { type: "approval.release" });
     return { ...request, args: { ...request.args } };
   }
 
@@ -149,9 +163,7 @@ export class Permissions {
    * queued in the same tick as the end, so a stop's answer (which waits for the writer) comes after it.
    */
   async agentEnded(agentId: string, by: "stop" | "run-deleted"): Promise<void> {
-    const pending = (this.run.view.agents.get(agentId)?.pendingPermissions ?? []).filter(
-      (id) => !this.#resolving.has(id),
-    );
+    const pending = this.deps.pendingOf(agentId).filter((id) => !this.#resolving.has(id));
     if (pending.length === 0) return;
     await this.#write(agentId, pending, { decision: "deny" }, by).catch((err: unknown) =>
       this.#lost(pending.join(", "), err),
@@ -168,7 +180,7 @@ export class Permissions {
     for (const requestId of requestIds) this.#resolving.add(requestId);
     try {
       const message = answer.message ?? null;
-      await this.run.writer.append(
+      await this.deps.append(
         requestIds.map((requestId) => ({
           type: "permission_resolved",
           agentId,
@@ -186,14 +198,14 @@ export class Permissions {
 
   /** After a restart: timeouts armed again for the pending requests of live agents. */
   rearm(): void {
-    for (const request of this.run.view.permissions.values()) {
+    for (const request of this.deps.requests.values()) {
       if (request.state === "pending" && request.expiresAt !== null) this.#arm(request.requestId, request.expiresAt);
     }
   }
 
   /** The inbox, oldest first. */
   list(state: PermissionState | "all"): PermissionView[] {
-    const all = [...this.run.view.permissions.values()];
+    const all = [...this.deps.requests.values()];
     return (state === "all" ? all : all.filter((p) => p.state === state)).map((p) => ({ ...p, args: { ...p.args } }));
   }
 
@@ -203,8 +215,8 @@ export class Permissions {
   }
 
   #lost(requestIds: string, err: unknown): void {
-    this.run.deps.log(
-      `run ${this.run.runId}: approval request(s) ${requestIds} could not be resolved: ${err instanceof Error ? err.message : String(err)}`,
+    this.deps.log(
+      `approval request(s) ${requestIds} could not be resolved: ${err instanceof Error ? err.message : String(err)}`,
     );
   }
 }

@@ -1,23 +1,43 @@
 import { grantedSpec } from "../../src/spec/grants.ts";
 import type { ProvisionPlan } from "../effects/sandbox.actors.ts";
-import type { Run } from "./run.ts";
+import type { AgentTable } from "./agent-table.ts";
+
+/** What planning a sandbox needs of the run. */
+export interface ProvisionPlanDeps {
+  runId: string;
+  table: Pick<AgentTable, "require">;
+  /** Resolves once the agent's sandbox exists (its machine is live); rejects when it ends first. */
+  whenLive(agentId: string, signal: AbortSignal): Promise<void>;
+  /** The settled result of an agent, if it has one. */
+  resultOf(agentId: string): string | null;
+  /** How the agent ended, if it did. */
+  outcomeOf(agentId: string): string | null;
+}
 
 /**
  * How to make an agent's sandbox: forked from its parent's once that exists (an event, not a
  * poll), or fresh for the root; with `/inputs/<id>.md` for every agent of its `waitFor`.
  */
-export async function planProvision(run: Run, agentId: string, signal: AbortSignal): Promise<ProvisionPlan> {
-  const { meta, parentAgentId, waitFor } = run.agents.require(agentId);
-  const parentSandboxId = parentAgentId === null ? null : await run.agents.whenSandboxReady(parentAgentId, signal);
+export async function planProvision(
+  deps: ProvisionPlanDeps,
+  agentId: string,
+  signal: AbortSignal,
+): Promise<ProvisionPlan> {
+  const { meta, parentAgentId, waitFor } = deps.table.require(agentId);
+  let parentSandboxId: string | null = null;
+  if (parentAgentId !== null) {
+    await deps.whenLive(parentAgentId, signal);
+    parentSandboxId = deps.table.require(parentAgentId).meta.sandboxId;
+  }
   const inputs: Record<string, string> = {};
   for (const dep of waitFor) {
-    const outcome = run.view.agents.get(dep)?.outcome ?? "unknown";
-    inputs[`${dep}.md`] = run.deps.results.read(dep) ?? `(no result: agent ${dep} ended with outcome ${outcome})\n`;
+    inputs[`${dep}.md`] =
+      deps.resultOf(dep) ?? `(no result: agent ${dep} ended with outcome ${deps.outcomeOf(dep) ?? "unknown"})\n`;
   }
   return {
     request: {
       sandboxId: meta.sandboxId,
-      runId: run.runId,
+      runId: deps.runId,
       agentId,
       // The harness gates calls on the whole policy (its ancestors' rules too), not the spec's own.
       spec: { ...grantedSpec(meta.spec, meta.grants), approve: meta.approve ?? [] },

@@ -4,7 +4,17 @@ import type { Ledger } from "../../src/ledger/ledger.ts";
 import { PURGE_PREFIX, purgeKey, runIndexKeys } from "../../src/ledger/ledger-keys.ts";
 import type { ResultStore } from "../../src/results/result-store.ts";
 import type { SandboxRuntime } from "../../src/sandbox/runtime.ts";
-import type { Run } from "./run.ts";
+
+/** The run being purged, as the purge needs it. */
+export interface PurgeTarget {
+  runId: string;
+  /** End every live agent as a plain delete does. */
+  stopAll(): Promise<void>;
+  /** Every agent of the run and every sandbox id it recorded. */
+  recorded(): { agentIds: string[]; sandboxIds: string[] };
+  /** Stop the run's supervisor and timers. */
+  close(): void;
+}
 
 /**
  * The purge marker (`purge!<runId>`): what a purge has left to erase once the run's events, which
@@ -30,19 +40,14 @@ export interface PurgeDeps {
  * the same way; the run is gone from the API either way. `forget` takes it out of the service's maps
  * right after the drop, so every route answers 404 from the moment the ledger no longer has it.
  */
-export async function purgeRun(run: Run, forget: () => void): Promise<void> {
+export async function purgeRun(run: PurgeTarget, deps: PurgeDeps, forget: () => void): Promise<void> {
   await run.stopAll();
-  const agentIds = [...run.view.agents.keys()];
-  const sandboxIds = new Set<string>();
-  for (const agentId of agentIds) {
-    const recorded = [run.agents.get(agentId)?.meta.sandboxId, run.view.agents.get(agentId)?.sandboxId];
-    for (const sandboxId of recorded) if (sandboxId) sandboxIds.add(sandboxId);
-  }
-  const marker: PurgeMarker = { v: 1, agentIds, sandboxIds: [...sandboxIds] };
-  await run.deps.ledger.dropRun(run.runId, { key: purgeKey(run.runId), value: JSON.stringify(marker) });
+  const { agentIds, sandboxIds } = run.recorded();
+  const marker: PurgeMarker = { v: 1, agentIds, sandboxIds };
+  await deps.ledger.dropRun(run.runId, { key: purgeKey(run.runId), value: JSON.stringify(marker) });
   forget();
   run.close();
-  await erase(run.runId, marker, run.deps);
+  await erase(run.runId, marker, deps);
 }
 
 /** Start-up: finish every purge a crash (or a failed sweep) cut short, before any run is restored. */

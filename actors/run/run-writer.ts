@@ -59,6 +59,10 @@ export class RunWriter {
           [{ key: hseqKey(agentId), value: String(fact.hseq) }],
         );
       }
+      case "hibernated":
+        return this.append([{ type: "agent_hibernated", agentId, data: { sessionStats: fact.sessionStats } }]);
+      case "woke":
+        return this.append([{ type: "agent_woke", agentId, data: {} }]);
       case "ended":
         return this.ended(agentId, fact.outcome, fact.error ?? null, fact.reason);
     }

@@ -1,57 +1,56 @@
 import { EventEmitter, once } from "node:events";
-import { type Actor, createActor, type InspectionEvent, type Observer } from "xstate";
+import type { InspectionEvent, Observer } from "xstate";
 import { agentMachine } from "../../machines/agent.machine.ts";
-import type { AgentInput, Drain, Fact, PausedBy, RestoredLive, StartState } from "../../machines/agent.types.ts";
-import { holdsPendingPause, statusOf } from "../../machines/agent-status.ts";
-import { runMachine } from "../../machines/run.machine.ts";
-import { SwarmError } from "../../src/errors.ts";
+import type { Ending, Fact } from "../../machines/agent.types.ts";
 import type { ModelGateway } from "../../src/gateway/gateway.ts";
 import type { ModelCaller } from "../../src/gateway/model-caller.ts";
 import { SCRIPTED_MODEL } from "../../src/gateway/scripted-model.ts";
-import type { HarnessClient } from "../../src/harness/client.ts";
 import type { Ledger } from "../../src/ledger/ledger.ts";
-import { endingKey, hseqKey, promptsKey } from "../../src/ledger/ledger-keys.ts";
+import { agentKey, endingKey, hseqKey, promptsKey } from "../../src/ledger/ledger-keys.ts";
 import type { ResultStore } from "../../src/results/result-store.ts";
 import type { SandboxLimits, SandboxRuntime } from "../../src/sandbox/runtime.ts";
+import { rootGrants } from "../../src/spec/grants.ts";
 import {
   type AgentDetail,
-  type AgentStatus,
+  type AgentState,
   type CapChange,
   type ControlResponse,
   type CreateRunRequest,
   type CreateRunResponse,
   DEFAULT_DRAIN_TIMEOUT_MS,
   type Delivery,
-  isLive,
   type MachineView,
   type PermissionAnswer,
   type PermissionState,
   type PermissionView,
   type ResultView,
+  type RunSnapshot,
+  type RunSummary,
   type Scope,
   type SpawnRequest,
   type SpawnResponse,
   type SpendView,
   type StopRequest,
 } from "../../src/swarm-api.ts";
-import { agentView, createRunView, foldEvent, type RunView, runSnapshot } from "../../src/views/run-view.ts";
-import { createHarnessActor } from "../effects/harness.actor.ts";
-import { HarnessHolds } from "../effects/harness-holds.ts";
+import { agentView, countStates, createRunView, foldEvent, runSnapshot, runSummary } from "../../src/views/run-view.ts";
+import { createHarnessEffect, type HarnessEffect } from "../effects/harness.actor.ts";
 import { createSandboxActors } from "../effects/sandbox.actors.ts";
 import type { Admit, StartQueue } from "../start-queue.ts";
 import { answerAgentCall } from "./agent-calls.ts";
-import { type AgentEntry, AgentIndex } from "./agent-index.ts";
-import { pause, resume, steer, stop, stopAll } from "./controls.ts";
-import { drain } from "./drain.ts";
+import { type AgentMeta, AgentTable } from "./agent-table.ts";
+import { Controls } from "./controls.ts";
+import { Drains } from "./drain.ts";
 import { MachineLog } from "./machine-log.ts";
 import { Permissions } from "./permissions.ts";
 import { planProvision } from "./provision-plan.ts";
 import { purgeRun } from "./purge.ts";
-import { restoreRun, type Sandboxes } from "./restore.ts";
+import { type IndexedAgent, restoredAgents } from "./restore.ts";
 import { RunWriter } from "./run-writer.ts";
 import { LedgerScriptCursor } from "./script-cursor.ts";
-import { spawnAgent, startRun } from "./spawn.ts";
-import { admitCall, setSpendCaps, spendView } from "./spend.ts";
+import { Spawner } from "./spawn.ts";
+import { Spend } from "./spend.ts";
+import { subtreeSteerMessage } from "./steer-message.ts";
+import { Supervisor } from "./supervisor.ts";
 
 export interface ServiceConfig {
   dataDir: string;
@@ -74,8 +73,8 @@ export interface RunDeps {
   /** Inspection hook for the run's actors (SWARM_INSPECT=1). */
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
   log(message: string): void;
-  /** Told of every agent the run takes on, so the service can find the run by agent id. */
-  onAgent(agentId: string): void;
+  /** Tells the daemon which run an agent belongs to, for every agent the run takes on. */
+  register(agentId: string): void;
   /** The daemon's model gateway: every agent's model calls go through it. */
   gateway: ModelGateway;
   /** The daemon's admission control for sandbox and harness starts, shared by every run. */
@@ -83,9 +82,6 @@ export interface RunDeps {
   /** Told of each attempt to reopen a harness connection (metrics). */
   onHarnessReconnect?: () => void;
 }
-
-/** How an agent's actor begins: new (`start`), or live again after a restart (`restored`). */
-export type AgentStart = { start: StartState; prompt?: string; pendingPause?: PausedBy } | { restored: RestoredLive };
 
 const SESSION_STATS_TIMEOUT_MS = 2_000;
 /** Events after which a held model call looks again (state, spending, caps). */
@@ -97,58 +93,113 @@ const CHANGE_TYPES: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * One run and everything that is its own: the supervisor actor holding its agents' machines, the
- * view folded from its ledger events, the agent index (metas, tree, budgets), the typed event
- * writer and its harness connections. The agent machines' side effects are provided here, so each
- * reaches its own run without a lookup. Spawning, controls and restore are its methods; their
- * bodies live in their own modules (`spawn.ts`, `controls.ts`, `restore.ts`).
+ * One run and everything that is its own, all private: the supervisor actor holding its agents'
+ * machines, the view folded from its ledger events, the agent table (metas, tree, budgets), the
+ * typed event writer, and the collaborators that act on them (spawning, controls, drain, spend,
+ * approvals), each handed only what it needs. The agent machines' effects are provided here,
+ * bound to this run. Its methods are the API's operations on one run.
  */
 export class Run {
-  readonly view: RunView;
-  readonly agents = new AgentIndex();
-  readonly writer: RunWriter;
-  readonly actor: Actor<typeof runMachine>;
-  /** Live harness connections by agent, for `sessionStats`. */
-  readonly #clients = new Map<string, HarnessClient>();
-  /** Paused agents, whose hibernated harness stays asleep until they are resumed. */
-  readonly #holds = new HarnessHolds();
+  readonly #deps: RunDeps;
+  readonly #view;
+  readonly #table = new AgentTable();
+  readonly #writer: RunWriter;
+  readonly #supervisor: Supervisor;
+  readonly #harness: HarnessEffect;
+  readonly #spawner: Spawner;
+  readonly #controls: Controls;
+  readonly #drains: Drains;
+  readonly #spend: Spend;
+  readonly #permissions: Permissions;
+  /** Recent transitions of each agent machine. */
+  readonly #machines = new MachineLog((actorId) => this.#table.has(actorId));
   /** Emits `<agentId>` once the ledger has the agent's result settled or its end. */
   readonly #settled = new EventEmitter().setMaxListeners(0);
   /** Emits `change` once the ledger has a state change, a model call or new caps: what held model calls wait on. */
-  readonly changes = new EventEmitter().setMaxListeners(0);
-  /** Agents whose subtree is being paused for a spend cap now (one pause, however many calls are held). */
-  readonly budgetPausing = new Set<string>();
-  /** The run's approval inbox. */
-  readonly permissions: Permissions;
+  readonly #changes = new EventEmitter().setMaxListeners(0);
   /** Timers the run armed (drain deadlines): cleared when it closes. */
   readonly #timers = new Set<NodeJS.Timeout>();
-  /** Recent transitions of each agent machine. */
-  readonly #machines = new MachineLog((actorId) => this.agents.has(actorId));
   /** Set by `DELETE /runs/:runId`: approvals its agents still wait for are denied `run-deleted`. */
   #deleting = false;
+  #purge: Promise<void> | undefined;
   readonly #unsubscribe: () => void;
 
   constructor(
     readonly runId: string,
-    readonly deps: RunDeps,
+    deps: RunDeps,
   ) {
-    this.view = createRunView(runId);
-    this.writer = new RunWriter(deps.ledger, runId, deps.results, deps.log);
-    this.permissions = new Permissions(this);
-    this.#unsubscribe = deps.ledger.subscribe(runId, (event) => {
-      if (!event.persisted) return;
-      foldEvent(this.view, event);
-      if (event.type === "permission_resolved")
-        this.permissions.folded((event.data as { requestId: string }).requestId);
-      // An end with an error (failed, lost, refused by a budget) is worth the operator's eye.
-      if (event.type === "agent_ended") logEndWithError(deps.log, runId, event.agentId, event.data);
-      if ((event.type === "handle_settled" || event.type === "agent_ended") && event.agentId)
-        this.#settled.emit(event.agentId);
-      if (CHANGE_TYPES.has(event.type)) this.changes.emit("change");
+    this.#deps = deps;
+    const log = (message: string) => deps.log(`run ${runId}: ${message}`);
+    const view = createRunView(runId);
+    this.#view = view;
+    const writer = new RunWriter(deps.ledger, runId, deps.results, deps.log);
+    this.#writer = writer;
+    const append = writer.append.bind(writer);
+    const table = this.#table;
+    const admit: Admit = (agentId, signal, start) => deps.starts.run(agentId, signal, start);
+    const nextChange = (signal: AbortSignal) => once(this.#changes, "change", { signal });
+
+    this.#harness = createHarnessEffect({
+      runtime: deps.runtime,
+      recordedHseq: (agentId) => this.#recordedCount(hseqKey(agentId)),
+      recordedPrompts: (agentId) => this.#recordedCount(promptsKey(agentId)),
+      recordPrompts: (agentId, n) => writer.put(promptsKey(agentId), String(n)),
+      persist: (agentId, event) => writer.harnessEvent(agentId, event),
+      publish: (agentId, event) => deps.ledger.publish(runId, { type: event.event, agentId, data: event.data }),
+      hostCall: (agentId, call, signal) =>
+        answerAgentCall(
+          {
+            policyOf: (id) => table.require(id).meta.approve ?? [],
+            permissions: this.#permissions,
+            supervisor: this.#supervisor,
+            spawn: (request, root) => this.#spawner.spawn(request, root),
+            recorded: (id) => view.agents.has(id),
+            result: (id, waitSeconds, s) => this.result(id, waitSeconds, s),
+          },
+          agentId,
+          call,
+          signal,
+        ),
+      log: deps.log,
+      admit,
+      hibernateAfterMs: deps.config.hibernateAfterMs ?? 0,
+      onReconnect: deps.onHarnessReconnect,
     });
-    const agentLogic = agentMachine.provide({ actors: this.#effects() });
-    this.actor = createActor(runMachine.provide({ actors: { agent: agentLogic } }), {
-      input: { runId, memberTimeoutMs: deps.config.memberTimeoutMs },
+    const effects = {
+      ...createSandboxActors({
+        runtime: deps.runtime,
+        openGateway: (agentId, sandboxId) =>
+          deps.gateway.open(deps.runtime.controlDir(sandboxId), this.#modelCaller(agentId)),
+        closeGateway: (sandboxId) => deps.gateway.close(deps.runtime.controlDir(sandboxId)),
+        plan: (input, signal) =>
+          planProvision(
+            {
+              runId,
+              table,
+              whenLive: (agentId, s) => this.#supervisor.whenLive(agentId, s),
+              resultOf: (agentId) => deps.results.read(agentId),
+              outcomeOf: (agentId) => view.agents.get(agentId)?.outcome ?? null,
+            },
+            input.agentId,
+            signal,
+          ),
+        recordEnding: async ({ agentId, ending }) => {
+          await writer.put(endingKey(agentId), JSON.stringify(ending));
+        },
+        admit,
+        log,
+      }),
+      harness: this.#harness.logic,
+    };
+    this.#supervisor = new Supervisor({
+      runId,
+      agent: agentMachine.provide({ actors: effects }),
+      memberTimeoutMs: deps.config.memberTimeoutMs,
+      onFact: (agentId, fact) => this.#record(agentId, fact),
+      endedInLedger: (agentId) => {
+        const state = view.agents.get(agentId)?.state;
+        return state === "done" || state === "aborted" ? state : null;
+      },
       // Every machine's transitions, for `GET /agents/:agentId/machine`; and the inspector's, when one is attached.
       inspect: (event) => {
         this.#machines.observe(event);
@@ -156,181 +207,106 @@ export class Run {
         if (typeof inspect === "function") inspect(event);
         else inspect?.next?.(event);
       },
+      log: deps.log,
     });
-    // An actor error must never take the daemon down with it; it is logged with its run.
-    this.actor.subscribe({ error: (err) => deps.log(`run ${runId}: supervisor failed: ${String(err)}`) });
-    this.actor.start();
-  }
-
-  /** The agent machines' effects, bound to this run. */
-  #effects() {
-    const { runtime, ledger, log, gateway, starts } = this.deps;
-    const admit: Admit = (agentId, signal, start) => starts.run(agentId, signal, start);
-    return {
-      ...createSandboxActors({
-        runtime,
-        openGateway: (agentId, sandboxId) => gateway.open(runtime.controlDir(sandboxId), this.modelCaller(agentId)),
-        closeGateway: (sandboxId) => gateway.close(runtime.controlDir(sandboxId)),
-        plan: (input, signal) => planProvision(this, input.agentId, signal),
-        recordEnding: async ({ agentId, ending }) => {
-          await this.writer.put(endingKey(agentId), JSON.stringify(ending));
-        },
-        admit,
-        holds: this.#holds,
-      }),
-      harness: createHarnessActor({
-        runtime,
-        clients: this.#clients,
-        recordedHseq: (agentId) => this.recordedCount(hseqKey(agentId)),
-        recordedPrompts: (agentId) => this.recordedCount(promptsKey(agentId)),
-        recordPrompts: (agentId, n) => this.writer.put(promptsKey(agentId), String(n)),
-        persist: (agentId, event) => this.writer.harnessEvent(agentId, event),
-        publish: (agentId, event) => ledger.publish(this.runId, { type: event.event, agentId, data: event.data }),
-        hostCall: (agentId, call, signal) => answerAgentCall(this, agentId, call, signal),
-        log,
-        admit,
-        holds: this.#holds,
-        hibernateAfterMs: this.deps.config.hibernateAfterMs ?? 0,
-        recordSleep: (agentId, sessionStats) =>
-          this.writer.append([{ type: "agent_hibernated", agentId, data: { sessionStats } }]),
-        recordWake: (agentId) => this.writer.append([{ type: "agent_woke", agentId, data: {} }]),
-        onReconnect: this.deps.onHarnessReconnect,
-      }),
-    };
-  }
-
-  /** The agent as its gateway socket serves it: its model, script, budgets, metering and quiet clock. */
-  modelCaller(agentId: string): ModelCaller {
-    const { spec } = this.agents.require(agentId).meta;
-    return {
-      agentId,
-      model: spec.script ? SCRIPTED_MODEL : this.deps.gateway.catalog.resolve(spec.model!, "spec.model"),
-      script: spec.script,
-      cursor: new LedgerScriptCursor(this, agentId),
-      admit: (signal) => admitCall(this, agentId, signal),
-      holding: (on) =>
-        this.actor.getSnapshot().children[agentId]?.send({ type: on ? "gateway.hold" : "gateway.release" }),
-      record: async (usage) => {
-        await this.writer.append([{ type: "model_usage", agentId, data: usage }]);
+    const supervisor = this.#supervisor;
+    this.#controls = new Controls({
+      supervisor,
+      tree: table,
+      flushed: () => writer.flushed(),
+      releaseSandbox: async (agentId) => {
+        const sandboxId = table.get(agentId)?.meta.sandboxId;
+        if (sandboxId) await deps.runtime.close(sandboxId, AbortSignal.timeout(60_000)).catch(() => undefined);
       },
-      whenRunning: async (signal) => {
-        while (this.status(agentId) === "paused") await once(this.changes, "change", { signal });
-      },
-    };
-  }
-
-  /** A counter the run keeps in the ledger's index (`hseq!`, `prompts!`): 0 when absent or not a count. */
-  async recordedCount(key: string): Promise<number> {
-    const n = Number(await this.deps.ledger.getIndex(key));
-    return Number.isSafeInteger(n) && n > 0 ? n : 0;
-  }
-
-  /** Take an agent into the run's index, and tell the service where to find it. */
-  track(agentId: string, entry: AgentEntry): void {
-    this.agents.add(agentId, entry);
-    this.deps.onAgent(agentId);
-  }
-
-  /**
-   * Give an agent its actor under the supervisor: a new one, or one the ledger shows live after a
-   * restart. The one way agents get an actor; `restoring` says the parent's count already has it.
-   */
-  addAgent(agentId: string, how: AgentStart, restoring = false): void {
-    const { meta, parentAgentId, waitFor } = this.agents.require(agentId);
-    const base = {
-      agentId,
-      runId: this.runId,
-      sandboxId: meta.sandboxId,
-      keepAlive: meta.keepAlive,
-      turnMaxMs: this.deps.config.turnMaxMs,
-    };
-    const input: AgentInput = "restored" in how ? { ...base, restored: how.restored } : { ...base, ...how };
-    if ("restored" in how) this.agents.sandboxReady(agentId, meta.sandboxId);
-    if ("restored" in how && how.restored.pausedBy !== null) this.#holds.hold(agentId);
-    this.actor.send({
-      type: "agent.add",
-      input,
-      parentAgentId,
-      waitFor: "restored" in how ? [] : waitFor,
-      counted: restoring,
+      subtreeSteer: (agentId, text) => subtreeSteerMessage(view.agents, (id) => supervisor.status(id), agentId, text),
     });
-    this.actor.getSnapshot().children[agentId]?.on("fact", ({ fact }) => this.#record(agentId, fact));
-  }
+    this.#drains = new Drains({
+      supervisor,
+      tree: table,
+      append,
+      flushed: () => writer.flushed(),
+      releaseEnded: (results) => this.#controls.releaseEnded(results),
+      stopLate: async (ids) => (await this.#controls.stopLive(view.rootAgentId, ids, "drain-timeout")).length,
+      timer: (fire, delayMs) => this.#timer(fire, delayMs),
+      log,
+    });
+    this.#spend = new Spend({
+      table,
+      subtreeUsage: (agentId) => view.agents.get(agentId)?.subtreeUsage,
+      supervisor,
+      append,
+      pauseForBudget: (agentId) => this.#controls.pauseForBudget(agentId),
+      nextChange,
+    });
+    this.#permissions = new Permissions({
+      requests: view.permissions,
+      pendingOf: (agentId) => view.agents.get(agentId)?.pendingPermissions ?? [],
+      supervisor,
+      timeoutOf: (agentId) => table.require(agentId).meta.approveTimeoutMs,
+      append,
+      log,
+    });
+    this.#spawner = new Spawner({
+      runId,
+      table,
+      recorded: (agentId) => view.agents.has(agentId),
+      supervisor,
+      append,
+      earlierAnswer: (key) => deps.ledger.getIndex(key),
+      resolveModel: (model, field) => void deps.gateway.catalog.resolve(model, field),
+      harnessOutOfReach: deps.runtime.harnessOutOfReach,
+      limits: deps.config.limits,
+      turnMaxMs: deps.config.turnMaxMs,
+      spend: this.#spend,
+      drains: this.#drains,
+      register: deps.register,
+    });
 
-  #record(agentId: string, fact: Fact): void {
-    void this.writer.fact(agentId, fact);
-    if (fact.kind === "provisioned") this.agents.sandboxReady(agentId, fact.sandboxId);
-    if (fact.kind === "ended") {
-      this.agents.sandboxGone(agentId);
-      void this.permissions.agentEnded(agentId, this.#deleting ? "run-deleted" : "stop");
-    }
-  }
-
-  /** The drain that reached the agent, as its machine has it; null when none did (or it has no actor). */
-  drainOf(agentId: string): Drain | null {
-    return this.actor.getSnapshot().children[agentId]?.getSnapshot().context.draining ?? null;
-  }
-
-  /** 409 when a drain reached the agent: it takes no new prompt, steer or spawn. */
-  requireNotDraining(agentId: string): void {
-    if (this.drainOf(agentId))
-      throw new SwarmError(
-        "AGENT_DRAINING",
-        `agent ${agentId} is draining: it takes no new prompt, steer or spawn, and ends once its turn settles`,
-      );
-  }
-
-  /** A timer of the run's (unref'd), cleared if the run closes first. */
-  timer(fire: () => void, delayMs: number): void {
-    const timer = setTimeout(
-      () => {
-        this.#timers.delete(timer);
-        fire();
-      },
-      Math.max(0, delayMs),
-    ).unref();
-    this.#timers.add(timer);
-  }
-
-  /** The agent's status from its machine's tags; `null` when the run holds no actor for it and the ledger shows no end. */
-  status(agentId: string): AgentStatus | null {
-    const child = this.actor.getSnapshot().children[agentId];
-    if (child) return statusOf(child.getSnapshot());
-    const state = this.view.agents.get(agentId)?.state;
-    return state === "done" || state === "aborted" ? state : null;
-  }
-
-  /** The agent's status, or 409 when it is not live. */
-  requireLive(agentId: string): AgentStatus {
-    const status = this.status(agentId);
-    if (status === null || !isLive(status)) throw new SwarmError("AGENT_NOT_LIVE", `agent ${agentId} is not live`);
-    return status;
-  }
-
-  /** Whether a subtree pause already holds the agent before its sandbox exists. */
-  hasPendingPause(agentId: string): boolean {
-    const child = this.actor.getSnapshot().children[agentId];
-    return child ? holdsPendingPause(child.getSnapshot()) : false;
+    this.#unsubscribe = deps.ledger.subscribe(runId, (event) => {
+      if (!event.persisted) return;
+      foldEvent(view, event);
+      if (event.type === "permission_resolved")
+        this.#permissions.folded((event.data as { requestId: string }).requestId);
+      // An end with an error (failed, lost, refused by a budget) is worth the operator's eye.
+      if (event.type === "agent_ended") logEndWithError(log, event.agentId, event.data);
+      if ((event.type === "handle_settled" || event.type === "agent_ended") && event.agentId)
+        this.#settled.emit(event.agentId);
+      if (CHANGE_TYPES.has(event.type)) this.#changes.emit("change");
+    });
   }
 
   /** Whether the agent belongs to this run (recorded in its ledger). */
   has(agentId: string): boolean {
-    return this.view.agents.has(agentId);
+    return this.#view.agents.has(agentId);
   }
 
-  snapshot() {
-    return runSnapshot(this.view, this.deps.starts.positions());
+  /** Every agent of the run, as its ledger records them. */
+  agentIds(): string[] {
+    return [...this.#view.agents.keys()];
+  }
+
+  snapshot(): RunSnapshot {
+    return runSnapshot(this.#view, this.#deps.starts.positions());
+  }
+
+  /** `GET /runs`: the run at a glance. */
+  summary(): RunSummary {
+    return runSummary(this.#view);
+  }
+
+  /** Its agents by state, added to `counts`. */
+  countStates(counts?: Record<AgentState, number>): Record<AgentState, number> {
+    return countStates(this.#view, counts);
   }
 
   /** The agent's machine: state value, tags and latest transitions. */
   machine(agentId: string): MachineView {
-    const child = this.actor.getSnapshot().children[agentId];
-    const snapshot = child?.getSnapshot();
+    const now = this.#supervisor.machine(agentId);
     return {
       agentId,
-      running: child !== undefined,
-      value: snapshot?.value ?? null,
-      tags: snapshot ? [...snapshot.tags].sort() : [],
+      running: now !== null,
+      value: now?.value ?? null,
+      tags: now?.tags ?? [],
       transitions: this.#machines.of(agentId),
     };
   }
@@ -340,32 +316,29 @@ export class Run {
    * is running, or those it had when it last hibernated while it sleeps.
    */
   async agent(agentId: string): Promise<AgentDetail> {
-    const record = this.view.agents.get(agentId)!;
-    const view: AgentDetail = { ...agentView(record), budget: spendView(this, agentId) };
-    const place = this.deps.starts.positions().get(agentId);
+    const record = this.#view.agents.get(agentId)!;
+    const view: AgentDetail = { ...agentView(record), budget: this.#spend.view(agentId) };
+    const place = this.#deps.starts.positions().get(agentId);
     if (place !== undefined) view.queuePosition = place;
-    const client = this.#clients.get(agentId);
-    if (client && this.status(agentId) === "running") {
-      const stats = await client
-        .request({ type: "get_session_stats" }, SESSION_STATS_TIMEOUT_MS)
-        .catch(() => undefined);
-      if (stats && typeof stats === "object") view.sessionStats = stats as Record<string, unknown>;
-    } else if (record.hibernated && record.sleptWith) {
-      view.sessionStats = record.sleptWith;
-    }
+    const stats =
+      this.#supervisor.status(agentId) === "running"
+        ? await this.#harness.sessionStats(agentId, SESSION_STATS_TIMEOUT_MS)
+        : undefined;
+    if (stats) view.sessionStats = stats;
+    else if (record.hibernated && record.sleptWith) view.sessionStats = record.sleptWith;
     return view;
   }
 
   prompt(agentId: string, text: string): void {
-    this.requireLive(agentId);
-    this.requireNotDraining(agentId);
-    this.actor.getSnapshot().children[agentId]?.send({ type: "prompt", text });
+    this.#supervisor.requireLive(agentId);
+    this.#supervisor.requireNotDraining(agentId);
+    this.#supervisor.send(agentId, { type: "prompt", text });
   }
 
   /** A result: settled once a turn settled or the agent ended; waits up to `waitSeconds` while pending. */
   async result(agentId: string, waitSeconds: number, signal?: AbortSignal): Promise<ResultView> {
     const settled = () => {
-      const record = this.view.agents.get(agentId)!;
+      const record = this.#view.agents.get(agentId)!;
       return record.settled !== null || record.outcome !== null;
     };
     if (!settled() && waitSeconds > 0) {
@@ -375,92 +348,222 @@ export class Run {
       );
     }
     if (!settled()) return { agentId, state: "pending", outcome: null, resultRef: null, result: null };
-    const record = this.view.agents.get(agentId)!;
+    const record = this.#view.agents.get(agentId)!;
     const resultRef = record.settled?.resultRef ?? null;
     return {
       agentId,
       state: "settled",
       outcome: record.settled?.outcome ?? record.outcome,
       resultRef,
-      result: resultRef ? this.deps.results.read(agentId) : null,
+      result: resultRef ? this.#deps.results.read(agentId) : null,
     };
   }
 
   /** POST /runs: record the run and its root, which starts provisioning. */
   start(request: CreateRunRequest): Promise<CreateRunResponse> {
-    return startRun(this, request);
+    return this.#spawner.start(request);
   }
 
   /** A spawn by the operator (`body`) or by an agent's `spawn_agent` (`params`). */
   spawn(request: SpawnRequest, root = "body"): Promise<SpawnResponse> {
-    return spawnAgent(this, request, root);
+    return this.#spawner.spawn(request, root);
   }
 
   /** POST /agents/:agentId/budget. */
   setBudget(agentId: string, caps: CapChange): Promise<{ agentId: string; budget: SpendView }> {
-    return setSpendCaps(this, agentId, caps);
+    return this.#spend.setCaps(agentId, caps);
   }
 
   pause(agentId: string, scope: Scope): Promise<ControlResponse> {
-    return pause(this, agentId, scope);
+    return this.#controls.pause(agentId, scope);
   }
 
   resume(agentId: string, scope: Scope): Promise<ControlResponse> {
-    return resume(this, agentId, scope);
+    return this.#controls.resume(agentId, scope);
   }
 
   stop(agentId: string, request: StopRequest): Promise<ControlResponse> {
     if (request.mode === "drain")
-      return drain(this, agentId, request.scope, request.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS);
-    return stop(this, agentId, request.scope);
-  }
-
-  listPermissions(state: PermissionState | "all"): PermissionView[] {
-    return this.permissions.list(state);
-  }
-
-  resolvePermission(agentId: string, requestId: string, answer: PermissionAnswer): Promise<PermissionView> {
-    return this.permissions.resolve(agentId, requestId, answer, "operator");
+      return this.#drains.drain(agentId, request.scope, request.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS);
+    return this.#controls.stop(agentId, request.scope);
   }
 
   steer(agentId: string, message: string, scope: Scope): Promise<ControlResponse & { delivery: Delivery }> {
-    return steer(this, agentId, message, scope);
+    return this.#controls.steer(agentId, message, scope);
+  }
+
+  listPermissions(state: PermissionState | "all"): PermissionView[] {
+    return this.#permissions.list(state);
+  }
+
+  resolvePermission(agentId: string, requestId: string, answer: PermissionAnswer): Promise<PermissionView> {
+    return this.#permissions.resolve(agentId, requestId, answer, "operator");
   }
 
   /** DELETE /runs/:runId: every live agent stopped, leaves first. */
-  stopAll(): Promise<void> {
+  async stopAll(): Promise<void> {
     this.#deleting = true;
-    return stopAll(this);
+    await this.#controls.stopLive(this.#view.rootAgentId, null);
   }
 
-  #purge: Promise<void> | undefined;
   /** DELETE /runs/:runId?purge=true: stopped as `stopAll` stops it, then removed for good; one purge however often asked. */
   purge(forget: () => void): Promise<void> {
+    const { ledger, runtime, results, log } = this.#deps;
     // A purge that failed can be asked for again (one that failed after the drop is no longer reachable).
-    this.#purge ??= purgeRun(this, forget).catch((err: unknown) => {
+    this.#purge ??= purgeRun(
+      {
+        runId: this.runId,
+        stopAll: () => this.stopAll(),
+        recorded: () => this.#recordedSandboxes(),
+        close: () => this.close(),
+      },
+      { ledger, runtime, results, log },
+      forget,
+    ).catch((err: unknown) => {
       this.#purge = undefined;
       throw err;
     });
     return this.#purge;
   }
 
-  /** Start-up: this run as its ledger left it, live agents back on their sandboxes. */
-  restore(sandboxes: Sandboxes, log: (message: string) => void): Promise<void> {
-    return restoreRun(this, sandboxes, log);
+  /**
+   * Start-up: this run as its ledger left it. The view is folded from its events, the agent table
+   * from its index; then every agent the ledger shows unended gets its actor through the path a
+   * spawn takes (`Spawner.launch`), with the input `restoredAgents` makes of the fold. Sandboxes
+   * of the agents given an actor are added to `kept` (the rest of the runtime's are orphans).
+   */
+  async restore(kept: Set<string>): Promise<void> {
+    const { ledger, config, log } = this.#deps;
+    for await (const event of ledger.iterate(this.runId, 0)) {
+      if (event.seq > this.#view.asOf) foldEvent(this.#view, event); // later ones came through the live subscription
+    }
+    const index = new Map<string, IndexedAgent>();
+    for (const record of this.#view.agents.values()) {
+      const id = record.agentId;
+      const [rawMeta, rawEnding, prompts] = await Promise.all([
+        ledger.getIndex(agentKey(id)),
+        ledger.getIndex(endingKey(id)),
+        this.#recordedCount(promptsKey(id)),
+      ]);
+      const meta = rawMeta ? (JSON.parse(rawMeta) as AgentMeta) : undefined;
+      // Agents recorded before grants existed get what their spec asked, within today's ceiling.
+      if (meta) meta.grants ??= rootGrants({ ...meta.spec, limits: undefined }, config.limits, "spec");
+      index.set(id, { meta, ending: rawEnding ? (JSON.parse(rawEnding) as Ending) : undefined, prompts });
+      this.#deps.register(id);
+      if (meta)
+        this.#table.add(id, {
+          meta,
+          parentAgentId: record.parentAgentId,
+          depth: record.depth,
+          waitFor: record.waitFor,
+        });
+    }
+    // Accepted spawns count against every ancestor's maxAgents (refused ones never did).
+    for (const record of this.#view.agents.values())
+      if (record.parentAgentId && record.outcome !== "budget-exceeded") this.#table.countSpawn(record.parentAgentId);
+
+    for (const agent of restoredAgents(this.#view, index)) {
+      if (agent.kind === "no-meta") continue;
+      if (agent.settled) this.#supervisor.settled(agent.agentId);
+      if (agent.kind !== "launch") continue;
+      kept.add(this.#table.require(agent.agentId).meta.sandboxId);
+      if (agent.start.state === "ending")
+        log(
+          `agent ${agent.agentId} was ending (${agent.start.ending.outcome}) when the service stopped: closing its sandbox`,
+        );
+      else if (agent.start.state === "provisioning")
+        log(`agent ${agent.agentId} was provisioning when the service stopped: provisioning it again`);
+      this.#spawner.launch(agent.agentId, agent.start, {
+        prompt: agent.prompt,
+        pendingPause: agent.pendingPause,
+        counted: true,
+      });
+      // Drained before the daemon stopped but not yet started: it still never starts.
+      if (agent.drain) this.#supervisor.send(agent.agentId, { type: "drain", drain: agent.drain });
+    }
+
+    // Approvals and drains under way go on: requests of agents that ended meanwhile are denied, the
+    // rest keep their timeouts; drains keep their deadlines.
+    for (const record of this.#view.agents.values())
+      if (record.outcome !== null && record.pendingPermissions.length > 0)
+        await this.#permissions.agentEnded(record.agentId, "stop");
+    this.#permissions.rearm();
+    this.#drains.rearm(
+      [...this.#view.agents.values()].flatMap((record) =>
+        record.drain && record.outcome === null ? [{ agentId: record.agentId, drain: record.drain }] : [],
+      ),
+    );
   }
 
   /** Stop the supervisor and drop the harness connections; sandboxes keep running for the next start. */
   close(): void {
     for (const timer of this.#timers) clearTimeout(timer);
-    this.permissions.close();
-    this.actor.stop();
+    this.#permissions.close();
+    this.#supervisor.stop();
     this.#unsubscribe();
-    for (const client of this.#clients.values()) client.close();
+  }
+
+  /** The machine stated a fact: into the ledger, in order; an end also answers its pending approvals. */
+  #record(agentId: string, fact: Fact): void {
+    void this.#writer.fact(agentId, fact);
+    if (fact.kind === "ended") void this.#permissions.agentEnded(agentId, this.#deleting ? "run-deleted" : "stop");
+  }
+
+  /** The agent as its gateway socket serves it: its model, script, budgets, metering and quiet clock. */
+  #modelCaller(agentId: string): ModelCaller {
+    const { spec } = this.#table.require(agentId).meta;
+    const supervisor = this.#supervisor;
+    return {
+      agentId,
+      model: spec.script ? SCRIPTED_MODEL : this.#deps.gateway.catalog.resolve(spec.model!, "spec.model"),
+      script: spec.script,
+      cursor: new LedgerScriptCursor(
+        { getIndex: (key) => this.#deps.ledger.getIndex(key), put: (key, value) => this.#writer.put(key, value) },
+        agentId,
+      ),
+      admit: (signal) => this.#spend.admit(agentId, signal),
+      holding: (on) => supervisor.send(agentId, { type: on ? "gateway.hold" : "gateway.release" }),
+      record: async (usage) => {
+        await this.#writer.append([{ type: "model_usage", agentId, data: usage }]);
+      },
+      whenRunning: async (signal) => {
+        while (supervisor.status(agentId) === "paused") await once(this.#changes, "change", { signal });
+      },
+    };
+  }
+
+  /** Every agent and every sandbox id the run recorded (its table's and its events'). */
+  #recordedSandboxes(): { agentIds: string[]; sandboxIds: string[] } {
+    const agentIds = this.agentIds();
+    const sandboxIds = new Set<string>();
+    for (const agentId of agentIds) {
+      for (const sandboxId of [this.#table.get(agentId)?.meta.sandboxId, this.#view.agents.get(agentId)?.sandboxId])
+        if (sandboxId) sandboxIds.add(sandboxId);
+    }
+    return { agentIds, sandboxIds: [...sandboxIds] };
+  }
+
+  /** A counter the run keeps in the ledger's index (`hseq!`, `prompts!`): 0 when absent or not a count. */
+  async #recordedCount(key: string): Promise<number> {
+    const n = Number(await this.#deps.ledger.getIndex(key));
+    return Number.isSafeInteger(n) && n > 0 ? n : 0;
+  }
+
+  /** A timer of the run's (unref'd), cleared if the run closes first. */
+  #timer(fire: () => void, delayMs: number): void {
+    const timer = setTimeout(
+      () => {
+        this.#timers.delete(timer);
+        fire();
+      },
+      Math.max(0, delayMs),
+    ).unref();
+    this.#timers.add(timer);
   }
 }
 
-function logEndWithError(log: (message: string) => void, runId: string, agentId: string | null, data: unknown): void {
+function logEndWithError(log: (message: string) => void, agentId: string | null, data: unknown): void {
   const { outcome, error } = (data ?? {}) as { outcome?: unknown; error?: unknown };
   if (typeof error !== "string" || error === "") return;
-  log(`run ${runId}: agent ${agentId} ended ${String(outcome)}: ${error}`);
+  log(`agent ${agentId} ended ${String(outcome)}: ${error}`);
 }

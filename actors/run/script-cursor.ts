@@ -1,6 +1,11 @@
 import type { ScriptCursor } from "../../src/gateway/model-caller.ts";
 import { scriptKey } from "../../src/ledger/ledger-keys.ts";
-import type { Run } from "./run.ts";
+
+/** Where a cursor keeps its place: the run's ledger index, read directly and written in order with the run's events. */
+export interface CursorStore {
+  getIndex(key: string): Promise<string | undefined>;
+  put(key: string, value: string): Promise<unknown>;
+}
 
 interface CursorState {
   next: number;
@@ -14,7 +19,7 @@ export class LedgerScriptCursor implements ScriptCursor {
   #tail: Promise<unknown> = Promise.resolve();
 
   constructor(
-    private readonly run: Run,
+    private readonly store: CursorStore,
     private readonly agentId: string,
   ) {}
 
@@ -43,13 +48,13 @@ export class LedgerScriptCursor implements ScriptCursor {
   }
 
   #load(): Promise<CursorState> {
-    this.#state ??= this.run.deps.ledger.getIndex(scriptKey(this.agentId)).then((raw) => parseState(raw));
+    this.#state ??= this.store.getIndex(scriptKey(this.agentId)).then((raw) => parseState(raw));
     return this.#state;
   }
 
   async #save(state: CursorState): Promise<void> {
     this.#state = Promise.resolve(state);
-    await this.run.writer.put(scriptKey(this.agentId), JSON.stringify(state));
+    await this.store.put(scriptKey(this.agentId), JSON.stringify(state));
   }
 }
 

@@ -1,10 +1,12 @@
 import { randomBytes, randomUUID } from "node:crypto";
+import type { AgentStart, PausedBy } from "../../machines/agent.types.ts";
 import { type Budget, decideSpawn } from "../../machines/budget.ts";
 import { SwarmError } from "../../src/errors.ts";
+import type { IndexPut } from "../../src/ledger/ledger.ts";
 import { agentKey, idempotencyKey } from "../../src/ledger/ledger-keys.ts";
 import type { RunEventInput } from "../../src/ledger/run-events.ts";
-import type { AgentSpec } from "../../src/spec/agent-spec.ts";
-import { DEFAULT_MAX_AGENTS, DEFAULT_SPAWN_DEPTH } from "../../src/spec/agent-spec.ts";
+import type { SandboxLimits } from "../../src/sandbox/runtime.ts";
+import { type AgentSpec, DEFAULT_MAX_AGENTS, DEFAULT_SPAWN_DEPTH } from "../../src/spec/agent-spec.ts";
 import { type ApproveRule, combinePolicies, DAEMON_GATED_TOOLS } from "../../src/spec/approve.ts";
 import { childGrants, rootGrants } from "../../src/spec/grants.ts";
 import type {
@@ -14,192 +16,246 @@ import type {
   SpawnResponse,
   SpendCaps,
 } from "../../src/swarm-api.ts";
-import type { AgentMeta } from "./agent-index.ts";
-import { markDraining } from "./drain.ts";
-import type { Run } from "./run.ts";
-import { childSpendCaps } from "./spend.ts";
+import type { AgentMeta, AgentTable } from "./agent-table.ts";
+import type { Drains } from "./drain.ts";
+import type { Spend } from "./spend.ts";
+import type { Supervisor } from "./supervisor.ts";
+
+/** What spawning needs of the run. */
+export interface SpawnDeps {
+  runId: string;
+  table: AgentTable;
+  /** Whether the ledger has the agent (its `agent_spawned` is folded): who a parent or a `waitFor` may name. */
+  recorded(agentId: string): boolean;
+  supervisor: Pick<Supervisor, "add" | "settled" | "requireLive" | "drainOf" | "requireNotDraining">;
+  append(events: RunEventInput[], put?: IndexPut[]): Promise<unknown>;
+  /** The answer recorded for an idempotency key, if any. */
+  earlierAnswer(key: string): Promise<string | undefined>;
+  /** Refuses (400 naming `field`) a model the daemon's catalogue cannot serve. */
+  resolveModel(model: { provider: string; id: string }, field: string): void;
+  /** Whether the runtime keeps the harness out of the agent's reach (rules the harness enforces hold only then). */
+  harnessOutOfReach: boolean;
+  /** The daemon's sandbox limits: a root's ceiling. */
+  limits: SandboxLimits;
+  turnMaxMs: number;
+  spend: Pick<Spend, "childCaps">;
+  drains: Pick<Drains, "mark">;
+  /** Tells the daemon which run the agent belongs to. */
+  register(agentId: string): void;
+}
+
+export const newRunId = () => `r_${randomBytes(8).toString("hex")}`;
+const newAgentId = () => `a_${randomBytes(8).toString("hex")}`;
+
+const heldByHarness = (rule: ApproveRule): boolean => rule === "*" || !DAEMON_GATED_TOOLS.has(rule.tool);
 
 /** A root's caps: the request's budget over the spec's. */
-function rootSpendCaps([spec, budget]: [SpendCaps, SpendCaps | undefined]): SpendCaps {
+function rootSpendCaps(spec: SpendCaps, budget: SpendCaps | undefined): SpendCaps {
   const maxTokens = budget?.maxTokens ?? spec.maxTokens;
   const maxCostUsd = budget?.maxCostUsd ?? spec.maxCostUsd;
   return { ...(maxTokens !== undefined ? { maxTokens } : {}), ...(maxCostUsd !== undefined ? { maxCostUsd } : {}) };
 }
 
 /**
- * The agent's approval policy and timeout: its parent's rules and its own; its own timeout, else its
- * parent's. Rules the harness enforces are refused where the runtime cannot keep the harness out of
- * the agent's reach: a gate the agent could remove would be no gate (fail closed).
+ * Recording new agents and giving them their actors: the run's root (`POST /runs`), the
+ * operator's spawns (`POST /runs/:runId/agents`) and the agents' own `spawn_agent`, one path, so
+ * budgets, `waitFor`, ledger events and subtree controls apply alike; and `launch`, the one way an
+ * agent gets its actor, which a restart takes too.
  */
-function approvalPolicy(
-  run: Run,
-  parent: Pick<AgentMeta, "approve" | "approveTimeoutMs"> | null,
-  spec: AgentSpec,
-  root: string,
-): Pick<AgentMeta, "approve" | "approveTimeoutMs"> {
-  const combined = combinePolicies(parent?.approve ?? [], spec.approve ?? []);
-  if ("problem" in combined) throw new SwarmError("INVALID_BODY", `${root}.approve: ${combined.problem}`);
-  if (!run.deps.runtime.harnessOutOfReach && combined.rules.some(heldByHarness)) {
-    throw new SwarmError(
-      "INVALID_BODY",
-      `${root}.approve: rules for bash, read, write, edit or "*" are enforced by the harness, which these sandboxes cannot keep out of the agent's reach (the process runtime runs agents as the daemon's user unless the daemon runs as root with bubblewrap); only spawn_agent and await_result can be gated here`,
+export class Spawner {
+  constructor(private readonly deps: SpawnDeps) {}
+
+  /** POST /runs: record the run and its root, then start provisioning in the background. */
+  async start(request: CreateRunRequest): Promise<CreateRunResponse> {
+    const { deps } = this;
+    const rootAgentId = newAgentId();
+    // The request's budget overrides the spec's for the root (spec §2.5).
+    const budget: Budget = {
+      spawnDepth: request.budget?.spawnDepth ?? request.spec.spawnDepth ?? DEFAULT_SPAWN_DEPTH,
+      maxAgents: request.budget?.maxAgents ?? request.spec.maxAgents ?? DEFAULT_MAX_AGENTS,
+    };
+    const grants = rootGrants(request.spec, deps.limits, "body.spec");
+    const spend = rootSpendCaps(request.spec, request.budget);
+    if (request.spec.model) deps.resolveModel(request.spec.model, "body.spec.model");
+    const policy = this.#approvalPolicy(null, request.spec, "body.spec");
+    const meta: AgentMeta = {
+      runId: deps.runId,
+      sandboxId: randomUUID(),
+      spec: request.spec,
+      grants,
+      budget,
+      spend,
+      keepAlive: request.keepAlive ?? false,
+      ...policy,
+    };
+    this.#track(rootAgentId, { meta, parentAgentId: null, depth: 0, waitFor: [] });
+    await deps.append(
+      [
+        { type: "run_started", agentId: null, data: { runId: deps.runId } },
+        this.#spawnedEvent(
+          rootAgentId,
+          { parentAgentId: null, depth: 0, spawnIndex: 0 },
+          request.spec.name,
+          [],
+          request.prompt,
+        ),
+      ],
+      [{ key: agentKey(rootAgentId), value: JSON.stringify(meta) }],
     );
+    this.launch(rootAgentId, { state: "provisioning" }, { prompt: request.prompt });
+    return { runId: deps.runId, rootAgentId, state: "provisioning" };
   }
-  const approveTimeoutMs = spec.approveTimeoutMs ?? parent?.approveTimeoutMs;
-  return { approve: combined.rules, ...(approveTimeoutMs !== undefined ? { approveTimeoutMs } : {}) };
-}
 
-const heldByHarness = (rule: ApproveRule): boolean => rule === "*" || !DAEMON_GATED_TOOLS.has(rule.tool);
+  /**
+   * POST /runs/:runId/agents and the agents' own `spawn_agent`. The budget decision and counters
+   * are taken synchronously, before any write, so concurrent spawns cannot both squeeze under a cap.
+   */
+  async spawn(request: SpawnRequest, root = "body"): Promise<SpawnResponse> {
+    const { deps } = this;
+    const parentId = request.parentAgentId;
+    if (!deps.recorded(parentId))
+      throw new SwarmError("AGENT_NOT_FOUND", `parentAgentId ${parentId} is not an agent of run ${deps.runId}`);
+    const waitFor = [...new Set(request.waitFor ?? [])];
+    const outside = waitFor.filter((id) => !deps.recorded(id));
+    if (outside.length > 0)
+      throw new SwarmError(
+        "INVALID_BODY",
+        `${root}.waitFor: ${outside.join(", ")} ${outside.length === 1 ? "is not an agent" : "are not agents"} of run ${deps.runId}`,
+      );
 
-export const newRunId = () => `r_${randomBytes(8).toString("hex")}`;
-const newAgentId = () => `a_${randomBytes(8).toString("hex")}`;
+    if (request.idempotencyKey) {
+      const earlier = await deps.earlierAnswer(idempotencyKey(deps.runId, request.idempotencyKey));
+      if (earlier) return JSON.parse(earlier) as SpawnResponse;
+    }
+    // A parent without an actor (ended, or not held by the supervisor) cannot be forked.
+    const parentStatus = deps.supervisor.requireLive(parentId);
+    deps.supervisor.requireNotDraining(parentId, "starts no new children");
+    const parent = deps.table.require(parentId);
+    // Asking for more than the parent has is a bad request, refused before anything is recorded.
+    const grants = childGrants(parent.meta.grants, request.spec, `${root}.spec`);
+    const policy = this.#approvalPolicy(parent.meta, request.spec, `${root}.spec`);
+    if (request.spec.model) deps.resolveModel(request.spec.model, `${root}.spec.model`);
+    const decision = decideSpawn({
+      parentId,
+      parents: deps.table.parents(),
+      budgetOf: (agentId) => deps.table.budgetOf(agentId),
+      descendants: deps.table.descendants(),
+      tighten: [{ spawnDepth: request.spec.spawnDepth, maxAgents: request.spec.maxAgents }, request.budget],
+    });
 
-/** The `agent_spawned` event of an agent: written by the run's start and by every spawn alike. */
-function spawnedEvent(
-  run: Run,
-  agentId: string,
-  place: { parentAgentId: string | null; depth: number; spawnIndex: number },
-  specName: string,
-  waitFor: string[],
-  prompt: string | undefined,
-): RunEventInput {
-  return {
-    type: "agent_spawned",
-    agentId,
-    data: { ...place, runId: run.runId, specName, sandboxId: null, waitFor, prompt: prompt ?? null },
-  };
-}
+    const agentId = newAgentId();
+    const response: SpawnResponse = { agentId, state: waitFor.length > 0 ? "spawning" : "provisioning" };
+    const meta: AgentMeta = {
+      runId: deps.runId,
+      sandboxId: randomUUID(),
+      spec: request.spec,
+      grants,
+      budget: decision.ok ? decision.child : { spawnDepth: 0, maxAgents: 0 },
+      spend: deps.spend.childCaps(parentId, [request.spec, request.budget]),
+      keepAlive: request.keepAlive ?? false,
+      ...policy,
+    };
+    const place = { parentAgentId: parentId, depth: parent.depth + 1, spawnIndex: deps.table.childCount(parentId) };
+    this.#track(agentId, { meta, parentAgentId: parentId, depth: place.depth, waitFor });
+    if (decision.ok) deps.table.countSpawn(parentId);
 
-/** POST /runs: record the run and its root, then start provisioning in the background. */
-export async function startRun(run: Run, request: CreateRunRequest): Promise<CreateRunResponse> {
-  const rootAgentId = newAgentId();
-  // The request's budget overrides the spec's for the root (spec §2.5).
-  const budget: Budget = {
-    spawnDepth: request.budget?.spawnDepth ?? request.spec.spawnDepth ?? DEFAULT_SPAWN_DEPTH,
-    maxAgents: request.budget?.maxAgents ?? request.spec.maxAgents ?? DEFAULT_MAX_AGENTS,
-  };
-  const grants = rootGrants(request.spec, run.deps.config.limits, "body.spec");
-  const spend = rootSpendCaps([request.spec, request.budget]);
-  if (request.spec.model) run.deps.gateway.catalog.resolve(request.spec.model, "body.spec.model");
-  const policy = approvalPolicy(run, null, request.spec, "body.spec");
-  const meta: AgentMeta = {
-    runId: run.runId,
-    sandboxId: randomUUID(),
-    spec: request.spec,
-    grants,
-    budget,
-    spend,
-    keepAlive: request.keepAlive ?? false,
-    ...policy,
-  };
-  run.track(rootAgentId, { meta, parentAgentId: null, depth: 0, waitFor: [] });
-  await run.writer.append(
-    [
-      { type: "run_started", agentId: null, data: { runId: run.runId } },
-      spawnedEvent(
-        run,
-        rootAgentId,
-        { parentAgentId: null, depth: 0, spawnIndex: 0 },
-        request.spec.name,
-        [],
-        request.prompt,
-      ),
-    ],
-    [{ key: agentKey(rootAgentId), value: JSON.stringify(meta) }],
-  );
-  run.addAgent(rootAgentId, { start: "provisioning", prompt: request.prompt });
-  return { runId: run.runId, rootAgentId, state: "provisioning" };
-}
+    const events: RunEventInput[] = [this.#spawnedEvent(agentId, place, request.spec.name, waitFor, request.prompt)];
+    if (!decision.ok) {
+      const error = `spawn refused by the ${decision.dimension} budget of ${parentId}`;
+      events.push(
+        {
+          type: "budget_denied",
+          agentId: parentId,
+          data: { dimension: decision.dimension, remaining: decision.remaining, childAgentId: agentId },
+        },
+        { type: "agent_ended", agentId, data: { outcome: "budget-exceeded", endedAt: Date.now(), error } },
+      );
+    }
+    const put = [{ key: agentKey(agentId), value: JSON.stringify(meta) }];
+    if (request.idempotencyKey)
+      put.push({ key: idempotencyKey(deps.runId, request.idempotencyKey), value: JSON.stringify(response) });
+    await deps.append(events, put);
 
-/**
- * POST /runs/:runId/agents and the agents' own `spawn_agent`: one path, so budgets, `waitFor`,
- * ledger events and subtree controls apply alike. The budget decision and counters are taken
- * synchronously, before any write, so concurrent spawns cannot both squeeze under a cap.
- */
-export async function spawnAgent(run: Run, request: SpawnRequest, root = "body"): Promise<SpawnResponse> {
-  const parent = run.view.agents.get(request.parentAgentId);
-  if (!parent)
-    throw new SwarmError(
-      "AGENT_NOT_FOUND",
-      `parentAgentId ${request.parentAgentId} is not an agent of run ${run.runId}`,
-    );
-  const waitFor = [...new Set(request.waitFor ?? [])];
-  const outside = waitFor.filter((id) => !run.has(id));
-  if (outside.length > 0)
-    throw new SwarmError(
-      "INVALID_BODY",
-      `${root}.waitFor: ${outside.join(", ")} ${outside.length === 1 ? "is not an agent" : "are not agents"} of run ${run.runId}`,
-    );
-
-  if (request.idempotencyKey) {
-    const earlier = await run.deps.ledger.getIndex(idempotencyKey(run.runId, request.idempotencyKey));
-    if (earlier) return JSON.parse(earlier) as SpawnResponse;
-  }
-  // A parent without an actor (ended, or not held by the supervisor) cannot be forked.
-  const parentStatus = run.requireLive(parent.agentId);
-  if (run.drainOf(parent.agentId))
-    throw new SwarmError("AGENT_DRAINING", `agent ${parent.agentId} is draining: it starts no new children`);
-  const parentEntry = run.agents.require(parent.agentId);
-  const parentMeta = parentEntry.meta;
-  // Asking for more than the parent has is a bad request, refused before anything is recorded.
-  const grants = childGrants(parentMeta.grants, request.spec, `${root}.spec`);
-  const policy = approvalPolicy(run, parentMeta, request.spec, `${root}.spec`);
-  if (request.spec.model) run.deps.gateway.catalog.resolve(request.spec.model, `${root}.spec.model`);
-  const decision = decideSpawn({
-    parentId: parent.agentId,
-    parents: run.agents.parents(),
-    budgetOf: (agentId) => run.agents.budgetOf(agentId),
-    descendants: run.agents.descendants(),
-    tighten: [{ spawnDepth: request.spec.spawnDepth, maxAgents: request.spec.maxAgents }, request.budget],
-  });
-
-  const agentId = newAgentId();
-  const response: SpawnResponse = { agentId, state: waitFor.length > 0 ? "spawning" : "provisioning" };
-  const meta: AgentMeta = {
-    runId: run.runId,
-    sandboxId: randomUUID(),
-    spec: request.spec,
-    grants,
-    budget: decision.ok ? decision.child : { spawnDepth: 0, maxAgents: 0 },
-    spend: childSpendCaps(run, parent.agentId, [request.spec, request.budget]),
-    keepAlive: request.keepAlive ?? false,
-    ...policy,
-  };
-  const place = {
-    parentAgentId: parent.agentId,
-    depth: parentEntry.depth + 1,
-    spawnIndex: run.agents.childCount(parent.agentId),
-  };
-  run.track(agentId, { meta, parentAgentId: parent.agentId, depth: place.depth, waitFor });
-  if (decision.ok) run.agents.countSpawn(parent.agentId);
-
-  const events: RunEventInput[] = [spawnedEvent(run, agentId, place, request.spec.name, waitFor, request.prompt)];
-  if (!decision.ok) {
-    const error = `spawn refused by the ${decision.dimension} budget of ${parent.agentId}`;
-    events.push(
-      {
-        type: "budget_denied",
-        agentId: parent.agentId,
-        data: { dimension: decision.dimension, remaining: decision.remaining, childAgentId: agentId },
-      },
-      { type: "agent_ended", agentId, data: { outcome: "budget-exceeded", endedAt: Date.now(), error } },
-    );
-  }
-  const put = [{ key: agentKey(agentId), value: JSON.stringify(meta) }];
-  if (request.idempotencyKey)
-    put.push({ key: idempotencyKey(run.runId, request.idempotencyKey), value: JSON.stringify(response) });
-  await run.writer.append(events, put);
-
-  if (!decision.ok) {
-    run.agents.sandboxGone(agentId);
-    run.actor.send({ type: "agent.settled", agentId }); // waitFor on a refused agent is satisfied by its end
+    if (!decision.ok) {
+      deps.supervisor.settled(agentId); // waitFor on a refused agent is satisfied by its end
+      return response;
+    }
+    // A child forked under a paused parent joins the pause (spec §3 rule 3).
+    const pendingPause = parentStatus === "paused" ? ("cascade" as const) : undefined;
+    this.launch(agentId, { state: response.state }, { prompt: request.prompt, pendingPause });
+    // A subtree drain that reached the parent while this spawn was being recorded takes the child too.
+    const drain = deps.supervisor.drainOf(parentId);
+    if (drain?.subtree) await deps.drains.mark([agentId], drain).recorded;
     return response;
   }
-  // A child forked under a paused parent joins the pause (spec §3 rule 3).
-  const pendingPause = parentStatus === "paused" ? ("cascade" as const) : undefined;
-  run.addAgent(agentId, { start: response.state, prompt: request.prompt, pendingPause });
-  // A subtree drain that reached the parent while this spawn was being recorded takes the child too.
-  const drain = run.drainOf(parent.agentId);
-  if (drain?.subtree) await markDraining(run, [agentId], drain).recorded;
-  return response;
+
+  /**
+   * Give a recorded agent its actor under the supervisor: the one way an agent gets one, new or
+   * after a restart (`counted`: its parent's restored count of live children has it already).
+   */
+  launch(
+    agentId: string,
+    start: AgentStart,
+    options: { prompt?: string; pendingPause?: PausedBy; counted?: boolean } = {},
+  ): void {
+    const { meta, parentAgentId, waitFor } = this.deps.table.require(agentId);
+    this.deps.supervisor.add(
+      {
+        agentId,
+        runId: this.deps.runId,
+        parentAgentId,
+        sandboxId: meta.sandboxId,
+        keepAlive: meta.keepAlive,
+        turnMaxMs: this.deps.turnMaxMs,
+        start,
+        ...(options.prompt !== undefined ? { prompt: options.prompt } : {}),
+        ...(options.pendingPause ? { pendingPause: options.pendingPause } : {}),
+      },
+      start.state === "spawning" ? waitFor : [],
+      options.counted ?? false,
+    );
+  }
+
+  /** Take an agent into the run's table, and tell the daemon where to find it. */
+  #track(agentId: string, entry: Parameters<AgentTable["add"]>[1]): void {
+    this.deps.table.add(agentId, entry);
+    this.deps.register(agentId);
+  }
+
+  /** The `agent_spawned` event of an agent: written by the run's start and by every spawn alike. */
+  #spawnedEvent(
+    agentId: string,
+    place: { parentAgentId: string | null; depth: number; spawnIndex: number },
+    specName: string,
+    waitFor: string[],
+    prompt: string | undefined,
+  ): RunEventInput {
+    return {
+      type: "agent_spawned",
+      agentId,
+      data: { ...place, runId: this.deps.runId, specName, sandboxId: null, waitFor, prompt: prompt ?? null },
+    };
+  }
+
+  /**
+   * The agent's approval policy and timeout: its parent's rules and its own; its own timeout, else its
+   * parent's. Rules the harness enforces are refused where the runtime cannot keep the harness out of
+   * the agent's reach: a gate the agent could remove would be no gate (fail closed).
+   */
+  #approvalPolicy(
+    parent: Pick<AgentMeta, "approve" | "approveTimeoutMs"> | null,
+    spec: AgentSpec,
+    root: string,
+  ): Pick<AgentMeta, "approve" | "approveTimeoutMs"> {
+    const combined = combinePolicies(parent?.approve ?? [], spec.approve ?? []);
+    if ("problem" in combined) throw new SwarmError("INVALID_BODY", `${root}.approve: ${combined.problem}`);
+    if (!this.deps.harnessOutOfReach && combined.rules.some(heldByHarness)) {
+      throw new SwarmError(
+        "INVALID_BODY",
+        `${root}.approve: rules for bash, read, write, edit or "*" are enforced by the harness, which these sandboxes cannot keep out of the agent's reach (the process runtime runs agents as the daemon's user unless the daemon runs as root with bubblewrap); only spawn_agent and await_result can be gated here`,
+      );
+    }
+    const approveTimeoutMs = spec.approveTimeoutMs ?? parent?.approveTimeoutMs;
+    return { approve: combined.rules, ...(approveTimeoutMs !== undefined ? { approveTimeoutMs } : {}) };
+  }
 }

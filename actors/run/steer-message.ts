@@ -1,18 +1,24 @@
-import type { Run } from "./run.ts";
+import type { AgentStatus } from "../../src/swarm-api.ts";
+import type { AgentRecord } from "../../src/views/run-view.ts";
 
 /**
  * The one message a subtree steer delivers to the named parent (spec §4.8): the operator's text,
  * a table of the parent's children (agentId, specName, state, the prompt each was given), and an
  * instruction to re-plan. The children receive nothing directly.
  */
-export function subtreeSteerMessage(run: Run, parentId: string, text: string): string {
-  const children = run.view.agents.get(parentId)?.children ?? [];
+export function subtreeSteerMessage(
+  agents: ReadonlyMap<string, AgentRecord>,
+  status: (agentId: string) => AgentStatus | null,
+  parentId: string,
+  text: string,
+): string {
+  const children = agents.get(parentId)?.children ?? [];
   const rows = children.map((id) => {
-    const child = run.view.agents.get(id);
+    const child = agents.get(id);
     const state =
       child && (child.state === "done" || child.state === "aborted")
         ? `${child.state} (${child.outcome ?? "?"})`
-        : (run.status(id) ?? "unknown");
+        : (status(id) ?? "unknown");
     return `| ${id} | ${cell(child?.specName ?? "")} | ${state} | ${cell(child?.prompt ?? "(no prompt)")} |`;
   });
   const table =

@@ -39,6 +39,7 @@ export function trackRun(snapshot: RunSnapshot): RunTracker {
       waitFor: [],
       prompt: null,
       settled: null,
+      settledTurns: 0,
       children: [],
       sleptWith: null,
     });

@@ -1,3 +1,4 @@
+import { widenDrain } from "../../machines/drain.ts";
 import { decodeRunEvent, type RunEvent } from "../ledger/run-events.ts";
 import {
   AGENT_STATES,
@@ -15,6 +16,8 @@ export interface AgentRecord extends AgentView {
   prompt: string | null;
   /** The newest settled result of the agent, if any turn settled. */
   settled: { outcome: Outcome; resultRef: string | null } | null;
+  /** Turns settled over its life (`handle_settled` events). */
+  settledTurns: number;
   children: string[];
   /** The session stats the harness had when it last hibernated (while it sleeps, the agent's stats). */
   sleptWith: Record<string, unknown> | null;
@@ -117,6 +120,7 @@ function applyEvent(view: RunView, event: RunEvent): void {
         waitFor,
         prompt: event.data.prompt,
         settled: null,
+        settledTurns: 0,
         children: [],
         sleptWith: null,
         pendingPermissions: [],
@@ -139,7 +143,9 @@ function applyEvent(view: RunView, event: RunEvent): void {
       else delete agent.pausedBy;
       return;
     case "handle_settled":
-      if (agent) agent.settled = { outcome: event.data.outcome, resultRef: event.data.resultRef };
+      if (!agent) return;
+      agent.settled = { outcome: event.data.outcome, resultRef: event.data.resultRef };
+      agent.settledTurns++;
       return;
     case "model_usage": {
       if (!agent) return;
@@ -165,11 +171,8 @@ function applyEvent(view: RunView, event: RunEvent): void {
     case "agent_draining":
       if (!agent || agent.outcome !== null) return;
       agent.draining = true;
-      // As the machine keeps it: a later drain widens to the subtree, the earlier deadline stands.
-      agent.drain = {
-        subtree: event.data.subtree || (agent.drain?.subtree ?? false),
-        deadline: Math.min(event.data.deadline, agent.drain?.deadline ?? Infinity),
-      };
+      // As the machine keeps it (one rule for both).
+      agent.drain = widenDrain(agent.drain, event.data);
       return;
     case "permission_request": {
       if (!agent || view.permissions.has(event.data.requestId)) return;

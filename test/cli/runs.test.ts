@@ -79,11 +79,11 @@ describe("swarm runs table and swarm machine lines", () => {
     };
     assert.deepEqual(machineLines(view), [
       "machine of a_1",
-      'state  {"live":{"running":"idle"}}',
+      'state  {"live":{"running":{"idle":"awake"}}}',
       "tags   live, running",
       "TIME                      EVENT        STATE",
       '2025-01-02T03:04:05.006Z  xstate.init  {"unforked":"provisioning"}',
-      '2025-01-02T03:04:05.120Z  provisioned  {"live":{"running":"idle"}}',
+      '2025-01-02T03:04:05.120Z  provisioned  {"live":{"running":{"idle":"awake"}}}',
     ]);
     assert.deepEqual(machineLines({ agentId: "a_2", running: false, value: null, tags: [], transitions: [] }), [
       "machine of a_2 (not running: the agent ended before the daemon started)",
@@ -226,7 +226,7 @@ describe("swarm runs and machine against a live daemon", () => {
     const lines = text.stdout.trimEnd().split("\n");
     assert.deepEqual(
       lines.slice(0, 4).map((l) => l.replace(/ +/g, " ")),
-      [`machine of ${agentId}`, 'state {"live":{"running":"idle"}}', "tags live, running", "TIME EVENT STATE"],
+      [`machine of ${agentId}`, 'state {"live":{"running":{"idle":"awake"}}}', "tags live, running", "TIME EVENT STATE"],
     );
     const rows = lines.slice(4).map((line) => /^(\S+) +(\S+) +(\S+)$/.exec(line)?.slice(1));
     assert.deepEqual(
@@ -238,7 +238,7 @@ describe("swarm runs and machine against a live daemon", () => {
       rows.some((r) => r?.[2] === '{"unforked":"provisioning"}'),
       text.stdout,
     );
-    assert.equal(rows.at(-1)?.[2], '{"live":{"running":"idle"}}');
+    assert.equal(rows.at(-1)?.[2], '{"live":{"running":{"idle":"awake"}}}');
 
     assert.equal((await swarmInProcess(["pause", agentId], env)).code, 0);
     const paused = (await swarmInProcess(["machine", agentId], env)).stdout.split("\n");

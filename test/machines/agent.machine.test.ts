@@ -28,8 +28,8 @@ describe("agent machine", () => {
     await flush();
     fx.harnesses.get("kept")!.send({ type: "harness.settled", outcome: "success", text: "x", hseq: 1 });
     await flush();
-    assert.equal(r.stateOf("root"), '{"live":{"running":"idle"}}');
-    assert.equal(r.stateOf("kept"), '{"live":{"running":"idle"}}');
+    assert.equal(r.stateOf("root"), '{"live":{"running":{"idle":"awake"}}}');
+    assert.equal(r.stateOf("kept"), '{"live":{"running":{"idle":"awake"}}}');
   });
 
   it("a failed turn settles failed and ends the agent done/failed", async () => {
@@ -139,7 +139,7 @@ describe("agent machine", () => {
         [{ agentId: "b", outcome: "failed", error: "freezer broke" }],
       ],
     );
-    assert.equal(r.stateOf("b"), '{"live":{"running":"idle"}}');
+    assert.equal(r.stateOf("b"), '{"live":{"running":{"idle":"awake"}}}');
   });
 
   it("answers a steer whose turn ended on the way with a new turn, and never finishes before the answer", async () => {
@@ -155,7 +155,7 @@ describe("agent machine", () => {
     const harness = fx.harnesses.get("a")!;
     harness.send({ type: "harness.settled", outcome: "success", text: "first", hseq: 1 });
     await flush();
-    assert.equal(r.stateOf("a"), '{"live":{"running":"idle"}}', "still live: the steer is unanswered");
+    assert.equal(r.stateOf("a"), '{"live":{"running":{"idle":"awake"}}}', "still live: the steer is unanswered");
     harness.send({
       type: "harness.steered",
       requestId: "st",
@@ -294,7 +294,7 @@ describe("agent machine", () => {
     send("c", true);
     send("q", false);
     await flush();
-    assert.equal(r.stateOf("p"), '{"live":{"running":"idle"}}', "waits for its draining child");
+    assert.equal(r.stateOf("p"), '{"live":{"running":{"idle":"awake"}}}', "waits for its draining child");
     assert.equal(r.stateOf("q"), '"done"', "scope agent: ends without waiting for its child");
     fx.harnesses.get("c")!.send({ type: "harness.settled", outcome: "success", text: "ok", hseq: 1 });
     await flush();

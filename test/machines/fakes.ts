@@ -7,7 +7,6 @@ import type {
   HarnessCommandEvent,
   HarnessReportEvent,
   RestoredLive,
-  StartState,
 } from "../../machines/agent.types.ts";
 import { type MemberAnswer, runMachine } from "../../machines/run.machine.ts";
 
@@ -38,6 +37,9 @@ export function fakeEffects() {
         await heldFreeze;
         calls.push(`freeze:${input.agentId}`);
       }),
+      reattach: fromPromise(async ({ input }) => {
+        calls.push(`reattach:${input.agentId}`);
+      }),
       thaw: fromPromise(async ({ input }) => {
         calls.push(`thaw:${input.agentId}`);
       }),
@@ -56,7 +58,17 @@ export function fakeEffects() {
   };
 }
 
-type AgentInputFields = Omit<AgentInput, "start" | "restored"> & { start: StartState; restored: RestoredLive };
+/** What a test says of an agent to add: a new one (`start`, default provisioning) or a `restored` live one. */
+type AddFields = Partial<Omit<AgentInput, "start">> & {
+  agentId: string;
+  start?: "spawning" | "provisioning";
+  restored?: Partial<RestoredLive> & Pick<RestoredLive, "turns" | "inflight" | "liveChildren">;
+};
+
+/** A restored agent's input, with the fields a test leaves out at their quiet defaults. */
+export const restoredLive = (
+  fields: Partial<RestoredLive> & Pick<RestoredLive, "turns" | "inflight" | "liveChildren">,
+): RestoredLive => ({ pausedBy: null, draining: null, approvals: 0, asleep: false, ...fields });
 
 export function startRun(
   effects: ReturnType<typeof fakeEffects>,
@@ -71,15 +83,10 @@ export function startRun(
   const done: Array<{ requestId: string; results: MemberAnswer[] }> = [];
   run.on("control.done", (e) => done.push(e));
   run.start();
-  const add = (
-    input: Partial<AgentInputFields> & { agentId: string },
-    parentAgentId: string | null = null,
-    waitFor: string[] = [],
-    restored = false,
-  ) => {
+  const add = (input: AddFields, parentAgentId: string | null = null, waitFor: string[] = [], restored = false) => {
+    const { restored: live, start, ...rest } = input;
     run.send({
       type: "agent.add",
-      parentAgentId,
       waitFor,
       counted: restored,
       input: {
@@ -87,9 +94,10 @@ export function startRun(
         sandboxId: `s-${input.agentId}`,
         keepAlive: false,
         turnMaxMs: 1_000,
-        ...input,
-        ...(input.restored ? {} : { start: input.start ?? "provisioning" }),
-      } as AgentInput,
+        parentAgentId,
+        ...rest,
+        start: live ? { state: "live", restored: restoredLive(live) } : { state: start ?? "provisioning" },
+      },
     });
     const child = run.getSnapshot().children[input.agentId];
     child?.on("fact", (e) => {

@@ -9,7 +9,7 @@ import {
 } from "xstate";
 import { type AdjacencyMap, getAdjacencyMap } from "xstate/graph";
 import type { agentMachine } from "../../machines/agent.machine.ts";
-import type { AgentEvent, AgentInput, ControlEvent, PausedBy } from "../../machines/agent.types.ts";
+import type { AgentEvent, AgentInput, ControlEvent, Ending, PausedBy } from "../../machines/agent.types.ts";
 
 /**
  * A model of one agent machine and the world around it, for xstate/graph traversal: the machine's
@@ -40,6 +40,8 @@ export interface World {
   open: string[];
   /** requestIds of `harness.steer` commands the live harness has not answered yet. */
   steers: string[];
+  /** Hibernations and wakes the harness was asked for and has not reported the end of (`harness.slept`, `.awake`, `.woke`). */
+  sleeps: number;
   /** Delayed events the machine scheduled and has not cancelled, by send id. */
   timers: Record<string, WorldEvent>;
   /** Breaches of the reply rule on the way here (a second reply, a reply nobody asked for, a machine error). */
@@ -52,23 +54,35 @@ export interface StartSpec {
   keepAlive: boolean;
   prompt?: string;
   pendingPause?: PausedBy;
+  /** Started again after a restart before its sandbox existed. */
+  again?: boolean;
   /** A live agent given its actor back after a restart (`start` is then not used). */
-  restored?: { pausedBy?: PausedBy; turns: number; inflight: number; liveChildren: number };
+  restored?: { pausedBy?: PausedBy; turns: number; inflight: number; liveChildren: number; asleep?: boolean };
+  /** An agent that was ending when the daemon stopped (`start` is then not used). */
+  ending?: Ending;
 }
 
 export function agentInput(spec: StartSpec): AgentInput {
   const base = {
     agentId: "a",
     runId: "r",
+    parentAgentId: null,
     sandboxId: "s",
     keepAlive: spec.keepAlive,
     turnMaxMs: 1_000,
     prompt: spec.prompt,
     pendingPause: spec.pendingPause,
   };
-  return spec.restored
-    ? { ...base, restored: { ...spec.restored, pausedBy: spec.restored.pausedBy ?? null } }
-    : { ...base, start: spec.start };
+  if (spec.ending) return { ...base, start: { state: "ending", ending: spec.ending } };
+  if (!spec.restored) return { ...base, start: { state: spec.start, again: spec.again } };
+  const { pausedBy, asleep, ...counts } = spec.restored;
+  return {
+    ...base,
+    start: {
+      state: "live",
+      restored: { ...counts, pausedBy: pausedBy ?? null, asleep: asleep ?? false, draining: null, approvals: 0 },
+    },
+  };
 }
 
 export function controlEvent(
@@ -99,7 +113,7 @@ export const effectIds = (w: World) =>
     .map(([id]) => id);
 const harnessUp = (w: World) => Object.values(w.agent.children).some((c) => c && isHarness(c));
 /** Nothing left in flight that could still answer a request: no effect running, no steer awaiting the harness. */
-export const quiescent = (w: World) => effectIds(w).length === 0 && w.steers.length === 0;
+export const quiescent = (w: World) => effectIds(w).length === 0 && w.steers.length === 0 && w.sleeps === 0;
 
 /** The model as actor logic, for xstate/graph. `strays` collects transitions that sent a `member.reply` with an empty requestId. */
 export function worldLogic(machine: AgentMachine) {
@@ -131,6 +145,9 @@ export function worldLogic(machine: AgentMachine) {
     if (isControl(event)) w.open.push(event.requestId);
     const answered = event.type === "harness.steered" ? w.steers.indexOf(event.requestId) : -1;
     if (answered >= 0) w.steers.splice(answered, 1);
+    const sleepReport =
+      event.type === "harness.slept" || event.type === "harness.awake" || event.type === "harness.woke";
+    if (sleepReport && w.sleeps > 0) w.sleeps--;
     for (const action of actions) {
       // Actions the machine asked for: sends (to the parent or the harness), delayed raises, cancels.
       const params = action.params as {
@@ -148,6 +165,11 @@ export function worldLogic(machine: AgentMachine) {
         else w.problems.push(`a member.reply for "${id}", which has no unanswered control`);
       } else if (action.type === "xstate.sendTo" && params.event?.type === "harness.steer") {
         w.steers.push(params.event.requestId ?? "");
+      } else if (
+        action.type === "xstate.sendTo" &&
+        (params.event?.type === "harness.hibernate" || params.event?.type === "harness.wake")
+      ) {
+        w.sleeps++;
       } else if (action.type === "xstate.raise" && typeof params.delay === "number" && params.id && params.event) {
         w.timers[params.id] = params.event as WorldEvent;
       } else if (action.type === "xstate.cancel" && params.sendId) {
@@ -155,7 +177,10 @@ export function worldLogic(machine: AgentMachine) {
       }
     }
     // A harness that is gone answers nothing more.
-    if (!harnessUp(w)) w.steers = [];
+    if (!harnessUp(w)) {
+      w.steers = [];
+      w.sleeps = 0;
+    }
     if (agent.status !== "active") w.problems.push(`machine ${agent.status}: ${String(agent.error)}`);
     return w;
   };
@@ -177,6 +202,7 @@ export function worldLogic(machine: AgentMachine) {
           agent,
           open: [],
           steers: [],
+          sleeps: 0,
           timers: {},
           problems: [],
         },
@@ -204,13 +230,30 @@ export function worldLogic(machine: AgentMachine) {
  */
 export function key(w: World): string {
   let k = keys.get(w);
-  if (k === undefined) keys.set(w, (k = serialize(w)));
+  if (k === undefined) {
+    k = serialize(w);
+    keys.set(w, k);
+  }
   return k;
 }
 const keys = new WeakMap<World, string>();
 
 function serialize(w: World): string {
   const c = w.agent.context;
+  // Closing or closed, an agent answers every control from its state alone (`noop`, or the request
+  // its close answers): what else it remembered cannot change a reply, so those states merge.
+  if (w.agent.hasTag("ending") || w.agent.hasTag("done") || w.agent.hasTag("aborted")) {
+    return JSON.stringify([
+      w.agent.value,
+      c.request,
+      c.resumeAfterPause,
+      Object.keys(w.agent.children).sort(),
+      w.open,
+      [...w.steers].sort(),
+      Object.keys(w.timers).sort(),
+      w.problems,
+    ]);
+  }
   const { start: _start, quietAbort: _quietAbort, ...rest } = c;
   const ctx = {
     ...rest,
@@ -231,6 +274,7 @@ function serialize(w: World): string {
     children,
     w.open,
     [...w.steers].sort(),
+    Math.min(w.sleeps, 1),
     Object.keys(w.timers).sort(),
     w.problems,
   ]);
@@ -260,6 +304,14 @@ export function events(w: World, env: Environment): WorldEvent[] {
   const out: WorldEvent[] = [];
   if (harnessUp(w)) {
     out.push({ type: "harness.lost", error: "socket closed" });
+    // Hibernation's reports: the idle timer; the end of a hibernation or wake the harness was asked
+    // for (slept, awake, woke, in any order); and, unasked, a harness found asleep on connecting
+    // after a restart (while the agent is reattached: the only time it can happen).
+    out.push({ type: "harness.idleElapsed" });
+    if (w.sleeps > 0)
+      out.push({ type: "harness.slept", sessionStats: null }, { type: "harness.awake" }, { type: "harness.woke" });
+    else if (env.events === "all" && w.agent.matches({ live: "reattaching" }))
+      out.push({ type: "harness.slept", sessionStats: null });
     if (ctx.inflight > 0) {
       out.push(
         { type: "harness.settled", outcome: "success", text: "ok", hseq: 1 },
@@ -339,7 +391,9 @@ export function pathTo(adj: AdjacencyMap<World, WorldEvent>, from: string, targe
   for (let at = queue.shift(); at !== undefined && !back.has(target); at = queue.shift()) {
     for (const { event, state } of successors(adj, at)) {
       const next = key(state);
-      if (!back.has(next)) back.set(next, [at, event]), queue.push(next);
+      if (back.has(next)) continue;
+      back.set(next, [at, event]);
+      queue.push(next);
     }
   }
   const steps: string[] = [];

@@ -46,6 +46,15 @@ const STARTS: StartSpec[] = [false, true].flatMap((keepAlive) => [
   { start: "provisioning", keepAlive, restored: { turns: 1, inflight: 0, liveChildren: 1 } },
   { start: "provisioning", keepAlive, restored: { pausedBy: "operator", turns: 1, inflight: 1, liveChildren: 0 } },
   { start: "provisioning", keepAlive, restored: { pausedBy: "cascade", turns: 1, inflight: 0, liveChildren: 1 } },
+  { start: "provisioning", keepAlive, restored: { turns: 1, inflight: 0, liveChildren: 1, asleep: true } },
+  {
+    start: "provisioning",
+    keepAlive,
+    restored: { pausedBy: "operator", turns: 0, inflight: 0, liveChildren: 0, asleep: true },
+  },
+  { start: "provisioning", keepAlive, prompt: "go", again: true },
+  { start: "provisioning", keepAlive, ending: { outcome: "aborted", reason: "drained" } },
+  { start: "provisioning", keepAlive, ending: { outcome: "success" } },
 ]);
 
 interface Report {
@@ -148,7 +157,11 @@ function canStillAnswer(adj: ReturnType<typeof explore>): Set<string> {
   }
   const ok = new Set(good);
   for (let k = good.pop(); k !== undefined; k = good.pop()) {
-    for (const prev of into.get(k) ?? []) if (!ok.has(prev)) ok.add(prev), good.push(prev);
+    for (const prev of into.get(k) ?? []) {
+      if (ok.has(prev)) continue;
+      ok.add(prev);
+      good.push(prev);
+    }
   }
   return ok;
 }

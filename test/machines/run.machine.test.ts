@@ -62,7 +62,7 @@ describe("run machine", () => {
     fx.harnesses.get("dep")!.send({ type: "harness.settled", outcome: "success", text: "dep", hseq: 1 });
     await flush();
     assert.ok(fx.calls.includes("provision:w"), "w forked after dep settled");
-    assert.equal(r.stateOf("root"), '{"live":{"running":"idle"}}', "root waits for its live child");
+    assert.equal(r.stateOf("root"), '{"live":{"running":{"idle":"awake"}}}', "root waits for its live child");
     fx.harnesses.get("w")!.send({ type: "harness.settled", outcome: "success", text: "w", hseq: 1 });
     await flush();
     assert.equal(r.stateOf("w"), '"done"');
@@ -140,7 +140,7 @@ describe("run machine", () => {
     ]);
     assert.deepEqual(
       [r.stateOf("root"), r.stateOf("a"), r.stateOf("a1")],
-      ['{"live":"paused"}', '{"live":{"running":"idle"}}', '{"live":"paused"}'],
+      ['{"live":"paused"}', '{"live":{"running":{"idle":"awake"}}}', '{"live":"paused"}'],
     );
   });
 
@@ -189,7 +189,7 @@ describe("run machine", () => {
     r.add({ agentId: "p", restored: { pausedBy: null, turns: 1, inflight: 0, liveChildren: 1 } }, null, [], true);
     r.add({ agentId: "c", restored: { pausedBy: null, turns: 1, inflight: 1, liveChildren: 0 } }, "p", [], true);
     await flush();
-    assert.equal(r.stateOf("p"), '{"live":{"running":"idle"}}', "p waits for c");
+    assert.equal(r.stateOf("p"), '{"live":{"running":{"idle":"awake"}}}', "p waits for c");
     fx.harnesses.get("c")!.send({ type: "harness.settled", outcome: "success", text: "x", hseq: 2 });
     await flush();
     await flush();

@@ -131,7 +131,9 @@ describe("service: purging a run (DELETE ?purge=true)", () => {
 
     let raw: string[] = [];
     assert.equal(
-      await s.restart(async () => void (raw = await rawLedgerKeys(join(s.dataDir, "ledger")))),
+      await s.restart(async () => {
+        raw = await rawLedgerKeys(join(s.dataDir, "ledger"));
+      }),
       1,
       "only the other run is restored",
     );
@@ -182,7 +184,9 @@ describe("service: purging a run (DELETE ?purge=true)", () => {
 
     let raw: string[] = [];
     target = "";
-    await s.restart(async () => void (raw = await rawLedgerKeys(join(s.dataDir, "ledger"))));
+    await s.restart(async () => {
+      raw = await rawLedgerKeys(join(s.dataDir, "ledger"));
+    });
     assert.ok(!raw.includes(`!meta!run!${gone.runId}`), "the crash left the run off the list of runs");
     assert.ok(raw.includes(`!ix!purge!${gone.runId}`), "and its marker");
     assert.ok(
@@ -193,7 +197,9 @@ describe("service: purging a run (DELETE ?purge=true)", () => {
     await assertGone(s, gone);
     assert.deepEqual(await s.ledger.listIndex("purge!"), [], "the restart finished the purge");
     assert.equal(s.service.getRun(kept.runId).agents.length, 2);
-    await s.restart(async () => void (raw = await rawLedgerKeys(join(s.dataDir, "ledger"))));
+    await s.restart(async () => {
+      raw = await rawLedgerKeys(join(s.dataDir, "ledger"));
+    });
     assert.deepEqual(keysNaming(raw, gone.ids), []);
 
     // The old service's sweep, let go, finds its ledger closed: its request fails, nothing is written.

@@ -1,5 +1,5 @@
 import type { Budget } from "../../machines/budget.ts";
-import { ancestorsOf, type ParentMap } from "../../machines/tree.ts";
+import { ancestorsOf, leavesFirst, type ParentMap, parentsFirst } from "../../machines/tree.ts";
 import { SwarmError } from "../../src/errors.ts";
 import type { AgentSpec } from "../../src/spec/agent-spec.ts";
 import type { ApproveRule } from "../../src/spec/approve.ts";
@@ -24,7 +24,7 @@ export interface AgentMeta {
   approveTimeoutMs?: number;
 }
 
-/** One agent of the run as the service tracks it: its meta and its place in the tree. */
+/** One agent as the run decides about it: its meta and its place in the tree. */
 export interface AgentEntry {
   meta: AgentMeta;
   parentAgentId: string | null;
@@ -32,30 +32,26 @@ export interface AgentEntry {
   waitFor: string[];
 }
 
-type SandboxSignal =
-  | { state: "waiting"; waiters: Array<() => void> }
-  | { state: "ready"; sandboxId: string }
-  | { state: "gone" };
-
 /**
- * The run's agents as the service needs them to decide: metas, the tree, spawn counts for budgets
- * and when each sandbox exists. Agents' live state is not here: it is their machines' (tags).
+ * The run's agents as the run decides about them: each agent's meta (spec, grants, budgets, policy)
+ * and the spawn tree, kept once, here (the ledger view folds the same tree from `agent_spawned` for
+ * snapshots). Spawns are counted here synchronously, before their ledger write, so concurrent
+ * spawns get distinct places and cannot both squeeze under a budget. An agent's live state is
+ * not here: it is its machine's.
  */
-export class AgentIndex {
+export class AgentTable {
   readonly #entries = new Map<string, AgentEntry>();
-  /** agentId → parentAgentId, kept as agents are added (what the tree order and budgets walk). */
+  /** agentId → parentAgentId, in spawn order: what the tree walks, budgets and cascades read. */
   readonly #parents: Record<string, string | null> = {};
   readonly #childCounts = new Map<string, number>();
   /** Accepted spawns under each agent (all descendants, ended ones included): what `maxAgents` counts. */
   readonly #descendants: Record<string, number> = {};
-  readonly #sandboxes = new Map<string, SandboxSignal>();
 
   add(agentId: string, entry: AgentEntry): void {
     this.#entries.set(agentId, entry);
     this.#parents[agentId] = entry.parentAgentId;
     if (entry.parentAgentId !== null)
       this.#childCounts.set(entry.parentAgentId, this.childCount(entry.parentAgentId) + 1);
-    this.#sandboxes.set(agentId, { state: "waiting", waiters: [] });
   }
 
   has(agentId: string): boolean {
@@ -73,6 +69,10 @@ export class AgentIndex {
     return entry;
   }
 
+  ids(): IterableIterator<string> {
+    return this.#entries.keys();
+  }
+
   /**
    * Children recorded under `agentId` so far, refused ones included: the next child's `spawnIndex`.
    * Counted here, not from the ledger view, so spawns that race each other get distinct indexes.
@@ -85,6 +85,21 @@ export class AgentIndex {
     return this.#parents;
   }
 
+  /** The agent's ancestors, nearest first. */
+  ancestors(agentId: string): string[] {
+    return ancestorsOf(agentId, this.#parents);
+  }
+
+  /** The agent and everything under it, parents first (pause order). */
+  parentsFirst(agentId: string): string[] {
+    return parentsFirst(agentId, this.#parents);
+  }
+
+  /** The agent and everything under it, children first (stop and resume order). */
+  leavesFirst(agentId: string): string[] {
+    return leavesFirst(agentId, this.#parents);
+  }
+
   budgetOf(agentId: string): Budget | undefined {
     return this.#entries.get(agentId)?.meta.budget;
   }
@@ -95,43 +110,13 @@ export class AgentIndex {
 
   /** An accepted spawn under `parentId` counts against it and every ancestor. */
   countSpawn(parentId: string): void {
-    for (const id of [parentId, ...ancestorsOf(parentId, this.parents())])
-      this.#descendants[id] = (this.#descendants[id] ?? 0) + 1;
+    for (const id of [parentId, ...this.ancestors(parentId)]) this.#descendants[id] = (this.#descendants[id] ?? 0) + 1;
   }
 
-  /** The agent's sandbox exists (provisioned, or found live at restart): children may fork it. */
-  sandboxReady(agentId: string, sandboxId: string): void {
-    const signal = this.#sandboxes.get(agentId);
-    this.#sandboxes.set(agentId, { state: "ready", sandboxId });
-    if (signal?.state === "waiting") for (const wake of signal.waiters) wake();
-  }
-
-  /** The agent ended: nothing forks its sandbox any more. */
-  sandboxGone(agentId: string): void {
-    const signal = this.#sandboxes.get(agentId);
-    this.#sandboxes.set(agentId, { state: "gone" });
-    if (signal?.state === "waiting") for (const wake of signal.waiters) wake();
-  }
-
-  /**
-   * The sandbox id of `agentId` once it exists: a child spawned while its parent is still
-   * provisioning forks when the parent's `provisioned` fact arrives. Rejects when the parent ends
-   * first or `signal` aborts.
-   */
-  async whenSandboxReady(agentId: string, signal: AbortSignal): Promise<string> {
-    for (;;) {
-      signal.throwIfAborted();
-      const current = this.#sandboxes.get(agentId);
-      if (current?.state === "ready") return current.sandboxId;
-      if (!current || current.state === "gone") throw new Error(`parent ${agentId} ended before the fork`);
-      await new Promise<void>((resolve) => {
-        const wake = () => {
-          signal.removeEventListener("abort", wake);
-          resolve();
-        };
-        current.waiters.push(wake);
-        signal.addEventListener("abort", wake, { once: true });
-      });
-    }
+  /** New spend caps of the agent's subtree: its meta as it is to be stored. */
+  setSpend(agentId: string, spend: SpendCaps): AgentMeta {
+    const entry = this.require(agentId);
+    entry.meta = { ...entry.meta, spend };
+    return entry.meta;
   }
 }
