@@ -2,8 +2,8 @@ import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
 import { AgentSpecSchema } from "../spec/agent-spec.ts";
 import { reportProgress } from "./progress.ts";
-import type { ToolDeps } from "./route-tools.ts";
 import { startService } from "./start-service.ts";
+import type { ToolDeps } from "./tool-answers.ts";
 import { guarded, toolOk } from "./tool-result.ts";
 
 /** Inputs of the tools that call no route (a route's tool takes its input from the route: src/api/tools.ts). */

@@ -1,12 +1,31 @@
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { AnswerOf } from "../api/operation.ts";
+import type { RouteTool, ToolInput } from "../api/route-tool.ts";
 import type { ROUTE_TOOLS, RouteToolName } from "../api/tools.ts";
 import { collectEvents } from "../client/collect-events.ts";
 import type { SpecStore } from "../client/spec-store.ts";
+import type { CallOptions, SwarmClient } from "../client/swarm-client.ts";
 import type { AgentSpec } from "../spec/agent-spec.ts";
 import { type ControlResponse, isLive, type PermissionView } from "../swarm-api.ts";
+import type { ToolExtra } from "./progress.ts";
 import { reportProgress } from "./progress.ts";
-import type { ToolAnswer } from "./route-tools.ts";
 import { budgetText, usageText } from "./spend-text.ts";
 import { ToolInputError, toolOk } from "./tool-result.ts";
+
+export interface ToolDeps {
+  client: SwarmClient;
+  specs: SpecStore;
+}
+
+/** What a tool's answer is made with: its route, called as the table says, and the bridge's own state. */
+export interface ToolContext<T extends RouteTool> extends ToolDeps {
+  /** Calls the tool's route with a (parsed) input: its fields go where the route takes them. */
+  call(input: ToolInput<T>, options?: CallOptions): Promise<AnswerOf<T["route"]>>;
+  extra: ToolExtra;
+}
+
+/** Turns a tool's input into its answer: the summary line the model reads first, and the data. */
+export type ToolAnswer<T extends RouteTool> = (input: ToolInput<T>, context: ToolContext<T>) => Promise<CallToolResult>;
 
 /**
  * How each route tool words its answer: a one-line summary for the model, and the data. The call

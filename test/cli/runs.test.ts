@@ -226,7 +226,12 @@ describe("swarm runs and machine against a live daemon", () => {
     const lines = text.stdout.trimEnd().split("\n");
     assert.deepEqual(
       lines.slice(0, 4).map((l) => l.replace(/ +/g, " ")),
-      [`machine of ${agentId}`, 'state {"live":{"running":{"idle":"awake"}}}', "tags live, running", "TIME EVENT STATE"],
+      [
+        `machine of ${agentId}`,
+        'state {"live":{"running":{"idle":"awake"}}}',
+        "tags live, running",
+        "TIME EVENT STATE",
+      ],
     );
     const rows = lines.slice(4).map((line) => /^(\S+) +(\S+) +(\S+)$/.exec(line)?.slice(1));
     assert.deepEqual(
