@@ -1,93 +1,79 @@
-import type { AgentStart, Drain, Ending, PausedBy } from "../../machines/agent.types.ts";
-import { parentsFirst } from "../../machines/tree.ts";
-import type { AgentRecord, RunView } from "../../src/views/run-view.ts";
-import type { AgentMeta } from "./agent-table.ts";
+import type { AgentStart, Drain, PausedBy } from "../../machines/agent.types.ts";
+import type { RunView } from "../../src/views/run-view.ts";
+import type { AgentTable } from "./agent-table.ts";
+import type { Drains } from "./drain.ts";
+import type { Permissions } from "./permissions.ts";
+import { type IndexedAgent, restoredAgents } from "./restore-plan.ts";
+import type { Supervisor } from "./supervisor.ts";
 
-/** What the ledger's index holds of one agent beside its events. */
-export interface IndexedAgent {
-  /** Absent for agents recorded before metas were kept: viewable, never live again. */
-  meta: AgentMeta | undefined;
-  /** How it was ending when the daemon stopped (written before its sandbox was closed). */
-  ending: Ending | undefined;
-  /** Prompts its harness acknowledged over its life. */
-  prompts: number;
+/** What a restart needs of the run: its fold, its table, and the path spawns take. */
+export interface RestoreDeps {
+  view: RunView;
+  index: ReadonlyMap<string, IndexedAgent>;
+  table: Pick<AgentTable, "add" | "countSpawn" | "require">;
+  supervisor: Pick<Supervisor, "settled" | "send">;
+  /** The one way an agent gets its actor (`Spawner.launch`). */
+  launch(
+    agentId: string,
+    start: AgentStart,
+    options: { prompt?: string; pendingPause?: PausedBy; counted: boolean },
+  ): void;
+  /** Tells the daemon which run the agent belongs to. */
+  register(agentId: string): void;
+  permissions: Pick<Permissions, "agentEnded" | "rearm">;
+  drains: Pick<Drains, "rearm">;
+  log(message: string): void;
 }
-
-/** One agent of a restored run, and what its restart is. */
-export type RestoredAgent =
-  | {
-      agentId: string;
-      kind: "launch";
-      start: AgentStart;
-      prompt?: string;
-      pendingPause?: PausedBy;
-      /** A drain that reached it before its sandbox existed: it never starts. */
-      drain?: Drain;
-      /** Its result settled (or it ended): what a `waitFor` waits for. */
-      settled: boolean;
-    }
-  | { agentId: string; kind: "ended"; settled: boolean }
-  | { agentId: string; kind: "no-meta" };
 
 /**
- * A restart is a start with different input: from the run's folded ledger (the view) and its
- * index keys, the input each agent's machine starts from, parents first. Pure: nothing here looks
- * at a sandbox (the machine's own `reattach` state does) or at a file a sandbox can write.
- *
- * - ended (the ledger has its `agent_ended`): no actor.
- * - ending (an `ending!` key): its machine starts closing, and ends as recorded.
- * - not yet forked (spawning, provisioning): started again as new; a sandbox half made is closed first.
- * - running or paused: `live`, with its turns (acknowledged prompts against settled turns), its
- *   children that will have an actor, its drain, its pending approvals and its sleep.
+ * A run as its ledger left it: the table from the index (metas, tree, spawn counts), then every
+ * agent the ledger shows unended gets its actor through the path a spawn takes, with the input
+ * `restoredAgents` makes of the fold; approvals and drains under way go on. Returns the sandboxes
+ * of the agents given an actor (the daemon closes the rest of the runtime's as orphans).
  */
-export function restoredAgents(view: RunView, index: ReadonlyMap<string, IndexedAgent>): RestoredAgent[] {
-  if (!view.agents.has(view.rootAgentId)) return [];
-  const order = parentsFirst(view.rootAgentId, parentsOf(view));
-  const willRun = (record: AgentRecord | undefined) =>
-    record !== undefined && record.outcome === null && index.get(record.agentId)?.meta !== undefined;
-  return order.map((agentId): RestoredAgent => {
-    const record = view.agents.get(agentId)!;
-    const indexed = index.get(agentId);
-    const settled = record.settled !== null || record.outcome !== null;
-    if (!indexed?.meta) return { agentId, kind: "no-meta" };
-    if (record.outcome !== null) return { agentId, kind: "ended", settled };
-    if (indexed.ending) return { agentId, kind: "launch", start: { state: "ending", ending: indexed.ending }, settled };
-    if (record.state === "spawning" || record.state === "provisioning") {
-      const parent = record.parentAgentId ? view.agents.get(record.parentAgentId) : undefined;
-      return {
-        agentId,
-        kind: "launch",
-        start: { state: record.state, again: true },
-        ...(record.prompt !== null ? { prompt: record.prompt } : {}),
-        // Under a paused parent it joins the pause, as a child spawned under one does.
-        ...(parent?.state === "paused" ? { pendingPause: "cascade" as const } : {}),
-        ...(record.drain ? { drain: record.drain } : {}),
-        settled,
-      };
-    }
-    const accepted = Math.max(indexed.prompts, record.settledTurns);
-    return {
-      agentId,
-      kind: "launch",
-      start: {
-        state: "live",
-        restored: {
-          pausedBy: record.state === "paused" ? (record.pausedBy ?? "operator") : null,
-          turns: accepted,
-          inflight: accepted - record.settledTurns,
-          liveChildren: record.children.filter((id) => willRun(view.agents.get(id))).length,
-          draining: record.drain ?? null,
-          approvals: record.pendingPermissions.length,
-          asleep: record.hibernated === true,
-        },
-      },
-      settled,
-    };
-  });
-}
+export async function restoreRun(deps: RestoreDeps): Promise<string[]> {
+  const { view, index, table, supervisor, log } = deps;
+  for (const record of view.agents.values()) {
+    deps.register(record.agentId);
+    const meta = index.get(record.agentId)?.meta;
+    if (meta)
+      table.add(record.agentId, {
+        meta,
+        parentAgentId: record.parentAgentId,
+        depth: record.depth,
+        waitFor: record.waitFor,
+      });
+  }
+  // Accepted spawns count against every ancestor's maxAgents (refused ones never did).
+  for (const record of view.agents.values())
+    if (record.parentAgentId && record.outcome !== "budget-exceeded") table.countSpawn(record.parentAgentId);
 
-function parentsOf(view: RunView): Record<string, string | null> {
-  const parents: Record<string, string | null> = {};
-  for (const record of view.agents.values()) parents[record.agentId] = record.parentAgentId;
-  return parents;
+  const kept: string[] = [];
+  for (const agent of restoredAgents(view, index)) {
+    if (agent.kind === "no-meta") continue;
+    if (agent.settled) supervisor.settled(agent.agentId);
+    if (agent.kind !== "launch") continue;
+    kept.push(table.require(agent.agentId).meta.sandboxId);
+    if (agent.start.state === "ending")
+      log(
+        `agent ${agent.agentId} was ending (${agent.start.ending.outcome}) when the service stopped: closing its sandbox`,
+      );
+    else if (agent.start.state === "provisioning")
+      log(`agent ${agent.agentId} was provisioning when the service stopped: provisioning it again`);
+    deps.launch(agent.agentId, agent.start, { prompt: agent.prompt, pendingPause: agent.pendingPause, counted: true });
+    // Drained before the daemon stopped but not yet started: it still never starts.
+    if (agent.drain) supervisor.send(agent.agentId, { type: "drain", drain: agent.drain });
+  }
+
+  // Requests of agents that ended while the daemon was down are denied; the rest keep their
+  // timeouts, and drains their deadlines.
+  const drains: Array<{ agentId: string; drain: Drain }> = [];
+  for (const record of view.agents.values()) {
+    if (record.outcome !== null && record.pendingPermissions.length > 0)
+      await deps.permissions.agentEnded(record.agentId, "stop");
+    if (record.drain && record.outcome === null) drains.push({ agentId: record.agentId, drain: record.drain });
+  }
+  deps.permissions.rearm();
+  deps.drains.rearm(drains);
+  return kept;
 }

@@ -1,0 +1,226 @@
+import { assign } from "xstate";
+import { reply } from "./agent.replies.ts";
+import { running } from "./agent.running.ts";
+import { agentSetup } from "./agent.setup.ts";
+import { widenDrain } from "./drain.ts";
+import { errorMessage } from "./error-message.ts";
+
+/**
+ * The agent's `live` state: its sandbox exists and its harness actor holds the connection. It is
+ * reattached after a restart, running (see `agent.running.ts`), or pausing, paused and resuming.
+ * See `agent.machine.ts`.
+ */
+export const live = agentSetup.createStateConfig({
+  tags: ["live"],
+  invoke: {
+    id: "harness",
+    src: "harness",
+    input: ({ context }) => ({
+      agentId: context.agentId,
+      runId: context.runId,
+      sandboxId: context.sandboxId,
+      asleep: context.asleep,
+    }),
+  },
+  initial: "enter",
+  exit: "dropSteers",
+  on: {
+    "harness.lost": {
+      target: "finishing",
+      actions: [
+        { type: "abandonRequests", params: ({ event }) => ({ error: event.error }) },
+        assign({ end: ({ event }) => ({ outcome: "lost" as const, error: event.error }) }),
+      ],
+    },
+    "harness.settled": { actions: "settleTurn" },
+    "harness.steered": { actions: "steerAnswered" },
+    // Hibernation and wakes that end while the agent is elsewhere (a pause came meanwhile).
+    "harness.slept": { actions: "markAsleep" },
+    "harness.woke": { actions: "markAwake" },
+    prompt: { actions: "queuePrompt" },
+    "control.stop": {
+      target: "stopping",
+      actions: [
+        { type: "abandonRequests", params: { error: "the agent was stopped before this finished" } },
+        assign({
+          request: ({ event }) => ({ requestId: event.requestId, by: "operator" as const }),
+          stopReason: ({ event }) => event.reason ?? null,
+        }),
+      ],
+    },
+    // Marked; `idle` and `paused` end it once its accepted work is done (the `drained` guard).
+    drain: { actions: assign({ draining: ({ context, event }) => widenDrain(context.draining, event.drain) }) },
+  },
+  states: {
+    enter: {
+      always: [
+        {
+          guard: "hasPendingPause",
+          target: "pausing",
+          actions: assign({
+            request: ({ context }) => ({ requestId: "", by: context.pendingPause ?? "cascade" }),
+            pendingPause: null,
+          }),
+        },
+        { guard: ({ context }) => context.pausedBy !== null, target: "paused" },
+        { target: "running" },
+      ],
+    },
+    // After a restart, before anything else: the sandbox is checked, its freezer matched to
+    // the ledger and its gateway served again (the harness actor reconnects meanwhile). A
+    // pause or resume that comes meanwhile waits for it; a sandbox that is gone loses the agent.
+    reattaching: {
+      initial: "running",
+      invoke: {
+        src: "reattach",
+        input: ({ context }) => ({
+          agentId: context.agentId,
+          sandboxId: context.sandboxId,
+          paused: context.pausedBy !== null,
+        }),
+        onDone: [
+          {
+            guard: ({ context }) => context.request !== null && context.pausedBy === null,
+            target: "pausing",
+          },
+          { guard: ({ context }) => context.request !== null, target: "resuming" },
+          { target: "enter" },
+        ],
+        onError: {
+          target: "#agent.finishing",
+          actions: [
+            {
+              type: "abandonRequests",
+              params: ({ event }) => ({ error: `agent lost: ${errorMessage(event.error)}` }),
+            },
+            assign({
+              end: ({ event }) => ({
+                outcome: "lost" as const,
+                error: `agent lost while the service was down: ${errorMessage(event.error)}`,
+              }),
+            }),
+          ],
+        },
+      },
+      on: { "control.steer": { actions: "queueSteer" } },
+      states: {
+        running: {
+          tags: ["running"],
+          on: {
+            "control.pause": { actions: "deferRequest" },
+            "control.resume": { actions: reply("failed", "agent is not paused") },
+          },
+        },
+        paused: {
+          tags: ["paused"],
+          on: {
+            "control.pause": { actions: reply("noop") },
+            "control.resume": { actions: "deferRequest" },
+          },
+        },
+      },
+    },
+    running,
+    pausing: {
+      tags: ["paused"],
+      invoke: {
+        src: "freeze",
+        input: ({ context }) => ({ agentId: context.agentId, sandboxId: context.sandboxId }),
+        onDone: [
+          {
+            guard: "resumeAfterPause",
+            target: "resuming",
+            actions: [
+              "markPaused",
+              { type: "replyToRequest", params: { outcome: "applied" } },
+              assign({
+                request: ({ context }) => ({ requestId: context.resumeAfterPause!, by: "operator" as const }),
+                resumeAfterPause: null,
+              }),
+            ],
+          },
+          { target: "paused", actions: ["markPaused", { type: "replyToRequest", params: { outcome: "applied" } }] },
+        ],
+        onError: {
+          target: "running",
+          actions: [
+            {
+              type: "replyToRequest",
+              params: ({ event }) => ({ outcome: "failed", error: errorMessage(event.error) }),
+            },
+            // The resume that was waiting finds the agent running: nothing left to do.
+            {
+              type: "reply",
+              params: ({ context }) => ({ requestId: context.resumeAfterPause ?? "", outcome: "noop" }),
+            },
+            assign({ resumeAfterPause: null }),
+          ],
+        },
+      },
+      on: {
+        // Only a pause the agent started itself (joining a subtree pause once forked) can be
+        // under way when a control arrives: the supervisor sends one control at a time.
+        "control.pause": { actions: reply("noop") },
+        // A newer resume replaces one already waiting (whose caller gave up on it): that one is a `noop`.
+        "control.resume": {
+          actions: [
+            {
+              type: "reply",
+              params: ({ context }) => ({ requestId: context.resumeAfterPause ?? "", outcome: "noop" }),
+            },
+            assign({ resumeAfterPause: ({ event }) => event.requestId }),
+          ],
+        },
+        "control.steer": { actions: "queueSteer" },
+      },
+    },
+    paused: {
+      tags: ["paused"],
+      // Drained while paused with nothing left to run: it ends without being resumed.
+      always: {
+        guard: "drained",
+        target: "#agent.finishing",
+        actions: assign({ end: { outcome: "success", reason: "drained" } }),
+      },
+      on: {
+        "control.pause": { actions: reply("noop") },
+        "control.resume": {
+          target: "resuming",
+          actions: assign({ request: ({ event }) => ({ requestId: event.requestId, by: "operator" as const }) }),
+        },
+        "control.steer": { actions: "queueSteer" },
+      },
+    },
+    resuming: {
+      tags: ["paused"],
+      invoke: {
+        src: "thaw",
+        input: ({ context }) => ({ agentId: context.agentId, sandboxId: context.sandboxId }),
+        onDone: {
+          target: "running",
+          actions: [
+            {
+              type: "fact",
+              params: ({ context }) => ({
+                kind: "state",
+                from: "paused",
+                to: "running",
+                reason: context.pausedBy ?? "operator",
+              }),
+            },
+            assign({ pausedBy: null }),
+            { type: "replyToRequest", params: { outcome: "applied" } },
+          ],
+        },
+        onError: {
+          target: "paused",
+          actions: {
+            type: "replyToRequest",
+            params: ({ event }) => ({ outcome: "failed", error: errorMessage(event.error) }),
+          },
+        },
+      },
+      on: { "control.steer": { actions: "queueSteer" } },
+    },
+  },
+});
