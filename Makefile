@@ -53,6 +53,7 @@ bench: $(NODE_STAMP)
 	npx tsx bench/sandbox.ts
 	$(NODE) --expose-gc --import tsx bench/service.ts
 	npx tsx bench/ready.ts
+	npx tsx bench/harness-start.ts
 	npx tsx bench/control-plane.ts
 	$(NODE) --expose-gc --import tsx bench/density.ts
 
