@@ -3,6 +3,17 @@
 # network tools, installed when missing and root on Debian), on node's own recipe line so that
 # `make -n run` stays the one command test/hardening/access-control.test.ts starts.
 SHELL := /bin/bash
+
+# Node 24 for everything below (scripts/node.sh): the machine's node when it is 24.x, else the pinned
+# release under .node/, fetched from the npm registry when missing. Its folder goes first on PATH, so
+# npm, npx and every node a recipe or an npm script starts are that one; it says which in one line.
+NODE_BIN := $(shell scripts/node.sh)
+ifeq ($(NODE_BIN),)
+$(error scripts/node.sh found no Node 24 and could not fetch one (its message is above))
+endif
+NODE := $(NODE_BIN)/node
+export PATH := $(NODE_BIN):$(PATH)
+
 NODE_STAMP := node_modules/.install-stamp
 SETUP_MACHINE := scripts/setup-machine.sh
 
@@ -13,7 +24,7 @@ SETUP_MACHINE := scripts/setup-machine.sh
 CONSOLE := dist/console/index.html
 CONSOLE_SOURCES := $(shell find src/console src/views -type f) src/swarm-api.ts src/api/limits.ts src/ledger/run-events.ts src/harness/protocol.ts
 
-.PHONY: run test check check-types check-lint check-layers format bench sandbox-image install
+.PHONY: run test check check-types check-lint check-layers format bench sandbox-image install link
 
 install: $(NODE_STAMP) $(CONSOLE)
 
@@ -25,13 +36,14 @@ $(NODE_STAMP): package-lock.json package.json
 $(CONSOLE): $(CONSOLE_SOURCES) | $(NODE_STAMP)
 	npm run --silent build:console
 
+# The node by its full path: the one line `make -n run` prints runs the daemon under Node 24 from any shell.
 run: $(NODE_STAMP) $(CONSOLE)
-	$(SETUP_MACHINE) && npx tsx src/main.ts
+	$(SETUP_MACHINE) && $(NODE) --import tsx src/main.ts
 
 TESTS ?= $(shell find test -name "*.test.ts" | sort)
 
 test: $(NODE_STAMP) $(CONSOLE)
-	$(SETUP_MACHINE) --tests && node --import tsx --test --test-concurrency=1 $(TESTS)
+	$(SETUP_MACHINE) --tests && $(NODE) --import tsx --test --test-concurrency=1 $(TESTS)
 
 # What CI runs (.ci/run): the types, Biome (format, organised imports and lint, warnings failing too;
 # nothing written) and the layer rules.
@@ -59,12 +71,20 @@ format: $(NODE_STAMP)
 # Benchmarks, not tests: they print markdown tables (README "Benchmarks"); BENCH_* variables in bench/*.ts.
 bench: $(NODE_STAMP)
 	npx tsx bench/sandbox.ts
-	node --expose-gc --import tsx bench/service.ts
+	$(NODE) --expose-gc --import tsx bench/service.ts
 	npx tsx bench/ready.ts
+	npx tsx bench/harness-start.ts
 	npx tsx bench/control-plane.ts
-	node --expose-gc --import tsx bench/density.ts
+	$(NODE) --expose-gc --import tsx bench/density.ts
 
-# The docker runtime's image, swarmd-sandbox:<version>, built from this machine's node, bash and
-# busybox with no registry access (scripts/build-sandbox-image.sh --dockerfile for node:20-slim).
+# `swarm`, `swarmd` and `swarmd-mcp` on the PATH: symlinks in $(PREFIX)/bin to bin/*.js, which run
+# this checkout's Node 24 whatever node the PATH holds.
+PREFIX ?= /usr/local
+link:
+	mkdir -p "$(PREFIX)/bin"
+	for name in swarm swarmd swarmd-mcp; do ln -sfn "$(CURDIR)/bin/$$name.js" "$(PREFIX)/bin/$$name"; done
+
+# The docker runtime's image, swarmd-sandbox:<version>, built from the Node 24 above and this machine's
+# bash and busybox with no registry access (scripts/build-sandbox-image.sh --dockerfile for node:24-slim).
 sandbox-image:
 	scripts/build-sandbox-image.sh

@@ -1,4 +1,8 @@
-#!/usr/bin/env node
+#!/bin/sh
+//bin/true; node="$("$(dirname "$(readlink -f "$0")")/../scripts/node.sh" --quiet)" || exit; exec "$node/node" "$(readlink -f "$0")" "$@"
+// The line above is sh's (the kernel starts this file with /bin/sh: an MCP client's `command`, a
+// `make link` shim, any cwd and PATH): it execs this file under swarmd's Node 24 (scripts/node.sh),
+// never a machine's older node. To node it is a comment.
 // `swarmd`: the daemon (src/main.ts, what `make run` starts) run in place through tsx's loader.
 import { register } from "tsx/esm/api";
 

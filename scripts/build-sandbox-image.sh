@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the docker runtime's sandbox image, swarmd-sandbox:<package.json version>, without any
-# registry access: a root filesystem made of this machine's node, bash (pi's bash tool runs
+# registry access: a root filesystem made of swarmd's Node 24 (scripts/node.sh: the machine's node
+# when it is 24.x, else the pinned release under .node/), this machine's bash (pi's bash tool runs
 # /bin/bash), setpriv (the harness starts its agent's tools as the agent's user), the shared
 # libraries they need and a static busybox for the usual commands, brought
 # in with `docker import`. swarmd itself is not in the image: sandboxes mount its harness bundle
@@ -8,8 +9,8 @@
 # (`agent`) and the harness as 65533 (`harness`), with /work, /inputs and /control mounted from the
 # sandbox's folder and a tmpfs /tmp as HOME.
 #
-#   scripts/build-sandbox-image.sh               # from the host's binaries (no pull)
-#   scripts/build-sandbox-image.sh --dockerfile  # docker build docker/sandbox (pulls node:20-slim)
+#   scripts/build-sandbox-image.sh               # from swarmd's node and the host's binaries (no pull)
+#   scripts/build-sandbox-image.sh --dockerfile  # docker build docker/sandbox (pulls node:24-slim)
 # SANDBOX_IMAGE overrides the tag.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -21,7 +22,10 @@ if [[ "${1:-}" == "--dockerfile" ]]; then
 fi
 
 die() { echo "build-sandbox-image: $*" >&2; exit 1; }
-node_bin="$(command -v node)" || die "node is not installed"
+# The node the daemon runs: the harness's code caches, made by the daemon's node, fit only it.
+node_dir="$("$repo/scripts/node.sh" --quiet)" || die "no Node 24 (scripts/node.sh)"
+node_bin="$node_dir/node"
+node_version="$("$node_bin" --version)"
 bash_bin="$(command -v bash)" || die "bash is not installed"
 setpriv_bin="$(command -v setpriv)" || die "setpriv is not installed (util-linux)"
 busybox_bin="$(command -v busybox)" || die "busybox is not installed (apt-get install -y busybox-static)"
@@ -68,7 +72,7 @@ echo 'hosts: files dns' >etc/nsswitch.conf
 [[ -f /etc/ssl/certs/ca-certificates.crt ]] && install -D -m 0644 /etc/ssl/certs/ca-certificates.crt etc/ssl/certs/ca-certificates.crt
 
 previous="$(docker image inspect "$tag" --format '{{.Id}}' 2>/dev/null || true)"
-echo "build-sandbox-image: importing $tag from $(du -sh . | cut -f1) of files"
+echo "build-sandbox-image: importing $tag (node $node_version) from $(du -sh . | cut -f1) of files"
 tar --numeric-owner --owner=0 --group=0 -C "$rootfs" -c . | docker import \
   --change 'ENV PATH=/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin' \
   --change 'ENV HOME=/tmp' \

@@ -41,15 +41,18 @@ const DEFERRED: Record<string, string> = {
 };
 
 /**
- * Both scripts are CommonJS (V8 code caches are for scripts; Node 20 has none for ES modules), with
- * every `import()` turned into a `require` (a script compiled from a cache loses its dynamic-import
- * hook on Node 20) and `import.meta.url` naming the script's own file.
+ * Both scripts are CommonJS, compiled by the boot with V8 code caches made here, with every
+ * `import()` turned into a `require` (a vm.Script compiled from a cache has no dynamic-import hook)
+ * and `import.meta.url` naming the script's own file. Measured on Node 24 against node's own module
+ * compile cache (`module.enableCompileCache`, which covers ES modules too) and a V8 startup snapshot
+ * of main.cjs: neither starts a harness in less CPU and memory (README, "Harness start on Node 20
+ * and 24"; bench/harness-start.ts).
  */
 const COMMON: BuildOptions = {
   bundle: true,
   platform: "node",
   format: "cjs",
-  target: "node20",
+  target: "node22", // engines.node
   write: false,
   metafile: true,
   logLevel: "error",

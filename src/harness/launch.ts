@@ -1,6 +1,7 @@
 import { readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { errorMessage } from "../errors.ts";
 import { buildHarness, type HarnessBuildRecord, nodeIdentity } from "./harness-build.ts";
 import { HARNESS_FILES } from "./harness-files.ts";
 
@@ -59,27 +60,48 @@ export function harnessArgv(paths: HarnessPaths): string[] {
  * the ones its code caches were made for. Every sandbox runs the built scripts with node alone: no
  * TypeScript loader per agent, one file read instead of a thousand module loads, and V8's code
  * cache instead of parsing. Returns the folder's host path.
+ *
+ * A build made by another node is still this code: when it cannot be made again (the daemon in a
+ * container over a read-only checkout, its image's node not the host's), it is used as it is, and
+ * V8 compiles the scripts from source (boot.ts ignores caches it refuses).
  */
 export function ensureHarnessBundle(): string {
   const dir = join(SWARMD_ROOT, HARNESS_DIR);
-  if (!isFresh(dir)) buildHarness(SWARMD_ROOT, HARNESS_NODE_FLAGS);
+  const state = freshness(dir);
+  if (state === "fresh") return dir;
+  try {
+    buildHarness(SWARMD_ROOT, HARNESS_NODE_FLAGS);
+  } catch (err) {
+    if (state !== "other-node") throw err;
+    if (!warnedOtherNode) {
+      warnedOtherNode = true;
+      process.emitWarning(
+        `dist/harness was built by another node and cannot be built again here (${errorMessage(err)}): harnesses start without its code caches`,
+      );
+    }
+  }
   return dir;
 }
 
-function isFresh(dir: string): boolean {
+let warnedOtherNode = false;
+
+/** `other-node`: built from the current files, but by another node or under other flags (its code caches do not fit). */
+function freshness(dir: string): "fresh" | "other-node" | "stale" {
   let record: HarnessBuildRecord;
   try {
     record = JSON.parse(readFileSync(join(dir, HARNESS_FILES.inputs), "utf8")) as HarnessBuildRecord;
   } catch {
-    return false;
+    return "stale";
   }
-  if (record.node !== nodeIdentity() || record.flags?.join(" ") !== HARNESS_NODE_FLAGS.join(" ")) return false;
   if (![HARNESS_FILES.boot, HARNESS_FILES.main, HARNESS_FILES.pi].every((name) => mtime(join(dir, name)) !== undefined))
-    return false;
-  return (
+    return "stale";
+  const inputsFresh =
     Array.isArray(record.inputs) &&
-    record.inputs.every((path) => (mtime(join(SWARMD_ROOT, String(path))) ?? Infinity) <= record.startedAt)
-  );
+    record.inputs.every((path) => (mtime(join(SWARMD_ROOT, String(path))) ?? Infinity) <= record.startedAt);
+  if (!inputsFresh) return "stale";
+  return record.node === nodeIdentity() && record.flags?.join(" ") === HARNESS_NODE_FLAGS.join(" ")
+    ? "fresh"
+    : "other-node";
 }
 
 function mtime(path: string): number | undefined {

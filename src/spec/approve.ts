@@ -88,7 +88,8 @@ interface CompiledPolicy {
 }
 
 const POLICIES = new WeakMap<readonly ApproveRule[], CompiledPolicy>();
-const TEST = new Script("indexes.some((i) => patterns[i].test(text))");
+/** Made at its first use, not when the module loads: a V8 startup snapshot (bench/harness-start.ts) cannot hold a vm.Script. */
+let test: Script | undefined;
 
 function compiled(rules: readonly ApproveRule[]): CompiledPolicy {
   let policy = POLICIES.get(rules);
@@ -112,7 +113,8 @@ function matchesAny(policy: CompiledPolicy, indexes: number[], text: string): bo
   policy.context.indexes = indexes;
   policy.context.text = text;
   try {
-    return TEST.runInContext(policy.context, { timeout: MATCH_TIMEOUT_MS }) === true;
+    test ??= new Script("indexes.some((i) => patterns[i].test(text))");
+    return test.runInContext(policy.context, { timeout: MATCH_TIMEOUT_MS }) === true;
   } finally {
     policy.context.text = "";
   }

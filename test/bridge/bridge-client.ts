@@ -1,3 +1,4 @@
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -20,16 +21,18 @@ export interface Bridge {
 
 /**
  * The bridge as a chat client starts it: a child process on stdio, driven by the SDK's own
- * `Client` over `StdioClientTransport`. `viaBin` starts it as `swarm mcp` instead of its module.
+ * `Client` over `StdioClientTransport`. `viaBin` starts it as the README's configuration does, the
+ * bin itself as the command (`bin/swarm.js mcp`), from another folder, instead of its module.
  */
 export async function startBridge(env: Record<string, string>, options: { viaBin?: boolean } = {}): Promise<Bridge> {
-  const args = options.viaBin
-    ? [join(SWARMD_ROOT, "bin/swarm.js"), "mcp"]
-    : ["--import", "tsx", join(SWARMD_ROOT, "src/bridge/main.ts")];
   const transport = new StdioClientTransport({
-    command: process.execPath,
-    args,
-    cwd: SWARMD_ROOT,
+    ...(options.viaBin
+      ? { command: join(SWARMD_ROOT, "bin/swarm.js"), args: ["mcp"], cwd: tmpdir() }
+      : {
+          command: process.execPath,
+          args: ["--import", "tsx", join(SWARMD_ROOT, "src/bridge/main.ts")],
+          cwd: SWARMD_ROOT,
+        }),
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env },
     stderr: "pipe",
   });

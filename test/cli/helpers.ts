@@ -10,12 +10,15 @@ export interface SwarmRun {
   stderr: string;
 }
 
-/** Runs the real `swarm` bin as a user would, with only the environment given here (plus PATH). */
+/**
+ * Runs the real `swarm` bin as a user would (the file itself, which picks swarmd's Node 24), with
+ * only the environment given here (plus PATH).
+ */
 export function swarm(args: string[], env: Record<string, string>, input?: string): Promise<SwarmRun> {
   return new Promise((resolve, reject) => {
     const child = execFile(
-      process.execPath,
-      [join(SWARMD_ROOT, "bin/swarm.js"), ...args],
+      join(SWARMD_ROOT, "bin/swarm.js"),
+      args,
       {
         cwd: SWARMD_ROOT,
         env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env },

@@ -144,6 +144,10 @@ describe("process runtime", () => {
       "root=$(tr '\\0' '\\n' < /proc/$PPID/cmdline | grep 'dist/harness/boot.cjs' | sed 's#/dist/harness/boot.cjs##')",
       "for f in $root/probe $root/dist/probe $root/dist/harness/probe $root/node_modules/probe /probe /usr/probe; do touch $f 2>/dev/null && echo writable=$f; done",
       "[ -e $root/src ] || [ -e $root/data ] && echo checkout=visible || echo checkout=hidden",
+      // The harness's node (the daemon's: under .node/ of the installation when fetched there): runs, and takes no writes.
+      "node=$(tr '\\0' '\\n' < /proc/$PPID/cmdline | head -n 1)",
+      "echo node-version=$($node --version)",
+      '( : >> "$node" ) 2>/dev/null && echo writable=$node; touch "$(dirname "$node")/probe" 2>/dev/null && echo writable=$(dirname "$node")',
       "env | sort | sed 's/^/env:/'",
       "cat /proc/net/dev",
     ].join("; ");
@@ -158,7 +162,8 @@ describe("process runtime", () => {
     const procs = Number(/^procs=(\d+)$/m.exec(output)?.[1]);
     assert.ok(procs > 0 && procs < 10, `own pid namespace: ${procs} processes visible`);
     assert.match(output, /^shadow=hidden$/m);
-    assert.doesNotMatch(output, /^writable=/m, "the installation and the root are read-only");
+    assert.doesNotMatch(output, /^writable=/m, "the installation, its node and the root are read-only");
+    assert.match(output, new RegExp(`^node-version=${process.version}$`, "m"), "the harness runs the daemon's node");
     assert.match(output, /^checkout=hidden$/m);
     const env = output
       .split("\n")
