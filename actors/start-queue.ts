@@ -1,11 +1,8 @@
-import { availableParallelism } from "node:os";
 import PQueue from "p-queue";
+import { DEFAULT_START_CONCURRENCY } from "../src/config.ts";
 
 /** Run a sandbox or harness start once the start line admits it: `StartQueue.run`, as the effects get it. */
 export type Admit = <T>(agentId: string, signal: AbortSignal, start: () => Promise<T>) => Promise<T>;
-
-/** Harness starts at once by default: one per core, as a start is mostly one core's work. */
-export const DEFAULT_START_CONCURRENCY = Math.max(1, availableParallelism());
 
 /**
  * Admission control for harness starts: at most `concurrency` sandboxes being made and started at
