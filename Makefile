@@ -22,7 +22,7 @@ SETUP_MACHINE := scripts/setup-machine.sh
 # source is newer. The daemon's files are the console bundle of .dependency-cruiser.mjs, which
 # `make check` holds to this list.
 CONSOLE := dist/console/index.html
-CONSOLE_SOURCES := $(shell find src/console src/views -type f) src/swarm-api.ts src/api/limits.ts src/ledger/run-events.ts src/harness/protocol.ts
+CONSOLE_SOURCES := $(shell find src/console src/views -type f) src/swarm-api.ts src/api/limits.ts src/ledger/run-events.ts src/harness/protocol.ts machines/drain.ts
 
 .PHONY: run test check check-types check-lint check-layers format bench sandbox-image install link
 
