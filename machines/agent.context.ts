@@ -17,6 +17,8 @@ export interface AgentContext {
   /** Turns handed to the harness and not yet settled. */
   inflight: number;
   turns: number;
+  /** A restored agent's spawn prompt its harness may never have got (`RestoredLive.resend`), until handed over. */
+  resend: string | null;
   liveChildren: number;
   pausedBy: PausedBy | null;
   pendingPause: PausedBy | null;
@@ -63,6 +65,7 @@ export function initialContext(input: AgentInput): AgentContext {
     steers: [],
     inflight: restored?.inflight ?? 0,
     turns: restored?.turns ?? 0,
+    resend: restored?.resend ?? null,
     liveChildren: restored?.liveChildren ?? 0,
     pausedBy: restored?.pausedBy ?? null,
     pendingPause: input.pendingPause ?? null,

@@ -28,9 +28,12 @@ export const running = agentSetup.createStateConfig({
         { guard: "hasRequest", target: "#agent.live.pausing" },
         // Work waits and the harness hibernates: it is woken first.
         {
-          guard: ({ context }) => context.asleep && (context.prompts.length > 0 || context.steers.length > 0),
+          guard: ({ context }) =>
+            context.asleep && (context.prompts.length > 0 || context.steers.length > 0 || context.resend !== null),
           target: "waking",
         },
+        // A restored agent's spawn prompt goes to its harness before anything else.
+        { guard: "hasResend", target: "check", reenter: true, actions: "resend" },
         { guard: "hasQueued", target: "turn", actions: "flush" },
         { guard: "busy", target: "turn" },
         { target: "idle" },

@@ -25,6 +25,8 @@ export const agentSetup = setup({
     /** Prompts or steers wait for a running (and awake) harness. */
     hasQueued: ({ context }) => context.prompts.length > 0 || context.steers.length > 0,
     asleep: ({ context }) => context.asleep,
+    /** A restored agent's spawn prompt waits to be handed over again. */
+    hasResend: ({ context }) => context.resend !== null,
     /** A control was deferred until a wake or a reattach ends. */
     hasRequest: ({ context }) => context.request !== null,
     /** A model call the gateway holds or an approval that waits: the quiet-turn clock stands still. */
@@ -112,7 +114,9 @@ export const agentSetup = setup({
         event.error ?? (context.quietAbort ? "the turn went quiet past the quiet-turn limit" : "the turn failed");
       enqueue.assign({
         inflight: Math.max(0, context.inflight - 1),
-        turns: Math.max(1, context.turns),
+        // A turn the machine did not know it owed (its prompt's acknowledgement died with an
+        // earlier daemon) is still a turn run: without it `canFinish` would wait for a prompt forever.
+        turns: context.inflight === 0 ? context.turns + 1 : context.turns,
         quietAbort: false,
         failure: outcome === "failed" ? reason : context.failure,
       });
@@ -224,6 +228,12 @@ export const agentSetup = setup({
     deferRequest: enqueueActions(({ event, enqueue }) => {
       if (event.type === "control.pause") enqueue.assign({ request: { requestId: event.requestId, by: event.by } });
       if (event.type === "control.resume") enqueue.assign({ request: { requestId: event.requestId, by: "operator" } });
+    }),
+    /** Hand a restored agent's spawn prompt to its harness actor (its turn is counted already). */
+    resend: enqueueActions(({ context, enqueue }) => {
+      if (context.resend === null) return;
+      enqueue.sendTo("harness", { type: "harness.resend", text: context.resend });
+      enqueue.assign({ resend: null });
     }),
     queuePrompt: enqueueActions(({ context, event, enqueue }) => {
       if (event.type === "prompt") enqueue.assign({ prompts: [...context.prompts, event.text] });

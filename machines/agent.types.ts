@@ -42,6 +42,12 @@ export interface RestoredLive {
   approvals: number;
   /** Its harness hibernated (`agent_hibernated` with no `agent_woke` after it). */
   asleep: boolean;
+  /**
+   * Its spawn prompt, when nothing in the ledger shows its harness took it (`restoredTurns`): its
+   * turn is counted as owed, and the prompt is handed over again unless the harness's own log shows
+   * it was taken.
+   */
+  resend?: string | null;
 }
 
 /**
@@ -115,7 +121,13 @@ export type HarnessCommandEvent =
   /** Start the hibernated harness again (through the start line) and connect: answered `harness.woke`, or `harness.lost`. */
   | { type: "harness.wake" }
   /** A pause came while waking: give the wake up if the harness has not been started yet (then `harness.slept`). */
-  | { type: "harness.stayAsleep" };
+  | { type: "harness.stayAsleep" }
+  /**
+   * A restored agent's spawn prompt that the ledger does not show its harness took: once the
+   * harness's log is replayed, send it unless a `prompt_accepted` shows the harness has it. Its turn
+   * is already counted; no answer comes back.
+   */
+  | { type: "harness.resend"; text: string };
 
 /** What the harness actor reports back. */
 export type HarnessReportEvent =

@@ -21,8 +21,11 @@ export interface HarnessActorDeps {
   recordedHseq(agentId: string): Promise<number>;
   /** Prompts this agent's harness acknowledged over the agent's life, as the ledger recorded them. */
   recordedPrompts(agentId: string): Promise<number>;
-  /** Record that the harness has acknowledged `count` prompts in all (recovery's count of turns owed). */
-  recordPrompts(agentId: string, count: number): Promise<unknown>;
+  /**
+   * Record that the harness has taken `count` prompts in all, the newest logged at `hseq`: in one
+   * batch, so a restart's count of turns owed is exact as of the harness event it resumes after.
+   */
+  recordPrompts(agentId: string, count: number, hseq: number): Promise<unknown>;
   /** Persist one harness event of the §6.2 list, recording its hseq in the same batch. */
   persist(agentId: string, event: HarnessEventMessage): Promise<unknown>;
   /** Hand an ephemeral event to live listeners. */
@@ -101,7 +104,8 @@ function harnessLogic(deps: HarnessActorDeps, connections: Map<string, HarnessCl
     const abort = new AbortController();
     let client: HarnessClient | undefined;
     let seen = -1; // newest hseq handled on any connection of this actor
-    let prompts = -1; // prompts the harness acknowledged, as recorded in the ledger
+    let prompts = -1; // prompts the harness took over the agent's life, as recorded in the ledger
+    let accepted = 0; // `prompt_accepted` events handled by this actor, replayed ones included
     let pendingHostCalls = 0;
     let ready: Promise<HarnessClient>;
     /** The harness was ended on purpose (hibernated): nothing reconnects until a wake. */
@@ -183,7 +187,16 @@ function harnessLogic(deps: HarnessActorDeps, connections: Map<string, HarnessCl
         return;
       }
       report({ type: "harness.activity" });
-      if (event.event === "prompt_accepted") return; // the ledger keeps the count (recordPrompts)
+      if (event.event === "prompt_accepted") {
+        // The harness owes a turn for it. Recovery reads this count from the ledger, never from the
+        // control folder the agent can write.
+        accepted++;
+        prompts = Math.max(0, prompts) + 1;
+        deps
+          .recordPrompts(agentId, prompts, event.hseq)
+          .catch((err: unknown) => log(`could not record a prompt taken: ${errorMessage(err)}`));
+        return;
+      }
       const capped = { ...event, data: capEventData(event.data) };
       try {
         if (isPersistedHarnessEvent(event.event)) {
@@ -329,15 +342,21 @@ function harnessLogic(deps: HarnessActorDeps, connections: Map<string, HarnessCl
 
     async function run(
       c: HarnessClient,
-      command: Extract<HarnessCommandEvent, { type: "harness.prompt" | "harness.steer" | "harness.abort" }>,
+      command: Extract<
+        HarnessCommandEvent,
+        { type: "harness.prompt" | "harness.steer" | "harness.abort" | "harness.resend" }
+      >,
     ): Promise<void> {
       switch (command.type) {
         case "harness.prompt":
           await c.request({ type: "prompt", message: command.text });
-          // Acknowledged: the harness owes a turn for it. Recovery reads this count from the
-          // ledger, never from the control folder the agent can write.
-          prompts = Math.max(0, prompts) + 1;
-          await deps.recordPrompts(agentId, prompts);
+          return;
+        case "harness.resend":
+          // The connection's replay of the harness's log (from before any recorded event) is handled
+          // once a `get_state` is answered, and so is a prompt the harness was still taking: only then
+          // does `accepted` say whether the harness has the spawn prompt.
+          await c.request({ type: "get_state" });
+          if (accepted === 0) await c.request({ type: "prompt", message: command.text });
           return;
         case "harness.abort":
           await c.request({ type: "abort" });

@@ -1,7 +1,7 @@
 import type { AgentStart, Drain, Ending, PausedBy } from "../../machines/agent.types.ts";
 import { parentsFirst } from "../../machines/tree.ts";
 import type { Ledger } from "../../src/ledger/ledger.ts";
-import { agentKey, endingKey, promptsKey } from "../../src/ledger/ledger-keys.ts";
+import { agentKey, endingKey, hseqKey, promptsKey } from "../../src/ledger/ledger-keys.ts";
 import type { SandboxLimits } from "../../src/sandbox/runtime.ts";
 import { rootGrants } from "../../src/spec/grants.ts";
 import type { AgentRecord, RunView } from "../../src/views/run-view.ts";
@@ -13,8 +13,10 @@ export interface IndexedAgent {
   meta: AgentMeta | undefined;
   /** How it was ending when the daemon stopped (written before its sandbox was closed). */
   ending: Ending | undefined;
-  /** Prompts its harness acknowledged over its life. */
+  /** Prompts its harness took over its life, as of `hseq`. */
   prompts: number;
+  /** The newest harness event recorded (`hseq!`): its harness's log is replayed after it. */
+  hseq: number;
 }
 
 /** One agent of a restored run, and what its restart is. */
@@ -69,7 +71,12 @@ export function restoredAgents(view: RunView, index: ReadonlyMap<string, Indexed
         settled,
       };
     }
-    const accepted = Math.max(indexed.prompts, record.settledTurns);
+    const turns = restoredTurns({
+      spawnPrompt: record.prompt,
+      acknowledged: indexed.prompts,
+      settled: record.settledTurns,
+      hseq: indexed.hseq,
+    });
     return {
       agentId,
       kind: "launch",
@@ -77,8 +84,7 @@ export function restoredAgents(view: RunView, index: ReadonlyMap<string, Indexed
         state: "live",
         restored: {
           pausedBy: record.state === "paused" ? (record.pausedBy ?? "operator") : null,
-          turns: accepted,
-          inflight: accepted - record.settledTurns,
+          ...turns,
           liveChildren: record.children.filter((id) => willRun(view.agents.get(id))).length,
           draining: record.drain ?? null,
           approvals: record.pendingPermissions.length,
@@ -88,6 +94,31 @@ export function restoredAgents(view: RunView, index: ReadonlyMap<string, Indexed
       settled,
     };
   });
+}
+
+/**
+ * A restored agent's turns, from its ledger alone: those it ran (`turns`), those its harness owes
+ * (`inflight`), and its spawn prompt when the harness may never have got it (`resend`).
+ *
+ * The harness says it took a prompt with a `prompt_accepted` event, which the daemon counts
+ * (`prompts!`, written with `hseq!`). The spawn prompt goes to the harness when the agent first
+ * runs, so a daemon killed before that event was handled (the harness connecting and loading pi,
+ * or the agent frozen by a subtree pause first) leaves no count: the harness either took the prompt,
+ * and its turn settles after the restart, or never read it. Either way the agent owes that turn.
+ * When not one harness event of the agent was recorded (`hseq!` 0), the harness actor replays the
+ * harness's log from its start and hands the prompt over unless the log shows it was taken; any
+ * recorded event means a turn began, so the harness had it.
+ */
+export function restoredTurns(ledger: {
+  spawnPrompt: string | null;
+  acknowledged: number;
+  settled: number;
+  hseq: number;
+}): { turns: number; inflight: number; resend?: string } {
+  const { spawnPrompt, acknowledged, settled, hseq } = ledger;
+  const spawnPromptOwed = spawnPrompt !== null && acknowledged === 0 && settled === 0;
+  const turns = Math.max(acknowledged, settled, spawnPromptOwed ? 1 : 0);
+  return { turns, inflight: turns - settled, ...(spawnPromptOwed && hseq === 0 ? { resend: spawnPrompt } : {}) };
 }
 
 function parentsOf(view: RunView): Record<string, string | null> {
@@ -110,16 +141,17 @@ export async function readIndex(
 ): Promise<Map<string, IndexedAgent>> {
   const index = new Map<string, IndexedAgent>();
   for (const { agentId } of view.agents.values()) {
-    const [rawMeta, rawEnding, rawPrompts] = await Promise.all([
+    const [rawMeta, rawEnding, rawPrompts, rawHseq] = await Promise.all([
       ledger.getIndex(agentKey(agentId)),
       ledger.getIndex(endingKey(agentId)),
       ledger.getIndex(promptsKey(agentId)),
+      ledger.getIndex(hseqKey(agentId)),
     ]);
     const meta = rawMeta ? (JSON.parse(rawMeta) as AgentMeta) : undefined;
     // Agents recorded before grants existed get what their spec asked, within today's ceiling.
     if (meta) meta.grants ??= rootGrants({ ...meta.spec, limits: undefined }, limits, "spec");
     const ending = rawEnding ? (JSON.parse(rawEnding) as Ending) : undefined;
-    index.set(agentId, { meta, ending, prompts: indexCount(rawPrompts) });
+    index.set(agentId, { meta, ending, prompts: indexCount(rawPrompts), hseq: indexCount(rawHseq) });
   }
   return index;
 }

@@ -53,7 +53,14 @@ export function createRunEffects(deps: RunEffectsDeps) {
     runtime,
     recordedHseq: (agentId) => counted(hseqKey(agentId)),
     recordedPrompts: (agentId) => counted(promptsKey(agentId)),
-    recordPrompts: (agentId, n) => writer.put(promptsKey(agentId), String(n)),
+    recordPrompts: (agentId, n, hseq) =>
+      writer.append(
+        [],
+        [
+          { key: promptsKey(agentId), value: String(n) },
+          { key: hseqKey(agentId), value: String(hseq) },
+        ],
+      ),
     persist: (agentId, event) => writer.harnessEvent(agentId, event),
     publish: (agentId, event) => ledger.publish(runId, { type: event.event, agentId, data: event.data }),
     hostCall: deps.hostCall,

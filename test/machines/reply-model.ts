@@ -57,7 +57,14 @@ export interface StartSpec {
   /** Started again after a restart before its sandbox existed. */
   again?: boolean;
   /** A live agent given its actor back after a restart (`start` is then not used). */
-  restored?: { pausedBy?: PausedBy; turns: number; inflight: number; liveChildren: number; asleep?: boolean };
+  restored?: {
+    pausedBy?: PausedBy;
+    turns: number;
+    inflight: number;
+    liveChildren: number;
+    asleep?: boolean;
+    resend?: string;
+  };
   /** An agent that was ending when the daemon stopped (`start` is then not used). */
   ending?: Ending;
 }

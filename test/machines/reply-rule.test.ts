@@ -53,6 +53,12 @@ const STARTS: StartSpec[] = [false, true].flatMap((keepAlive) => [
     restored: { pausedBy: "operator", turns: 0, inflight: 0, liveChildren: 0, asleep: true },
   },
   { start: "provisioning", keepAlive, prompt: "go", again: true },
+  { start: "provisioning", keepAlive, restored: { turns: 1, inflight: 1, liveChildren: 0, resend: "go" } },
+  {
+    start: "provisioning",
+    keepAlive,
+    restored: { pausedBy: "cascade", turns: 1, inflight: 1, liveChildren: 1, asleep: true, resend: "go" },
+  },
   { start: "provisioning", keepAlive, ending: { outcome: "aborted", reason: "drained" } },
   { start: "provisioning", keepAlive, ending: { outcome: "success" } },
 ]);
