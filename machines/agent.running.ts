@@ -67,7 +67,10 @@ export const running = agentSetup.createStateConfig({
             // The work waits for the hibernation to end or be given up.
             prompt: { actions: ["queuePrompt", sendTo("harness", { type: "harness.stayAwake" })] },
             "control.steer": {
-              actions: ["queueSteerAsTurn", sendTo("harness", { type: "harness.stayAwake" })],
+              actions: [
+                { type: "queueSteer", params: { delivery: "turn" } },
+                sendTo("harness", { type: "harness.stayAwake" }),
+              ],
             },
             "control.pause": {
               target: "#agent.live.pausing",
@@ -82,7 +85,10 @@ export const running = agentSetup.createStateConfig({
           tags: ["asleep"],
           on: {
             prompt: { target: "#agent.live.running.check", actions: "queuePrompt" },
-            "control.steer": { target: "#agent.live.running.check", actions: "queueSteerAsTurn" },
+            "control.steer": {
+              target: "#agent.live.running.check",
+              actions: { type: "queueSteer", params: { delivery: "turn" } },
+            },
           },
         },
       },
@@ -94,7 +100,7 @@ export const running = agentSetup.createStateConfig({
       entry: sendTo("harness", { type: "harness.wake" }),
       on: {
         prompt: { actions: "queuePrompt" },
-        "control.steer": { actions: "queueSteerAsTurn" },
+        "control.steer": { actions: { type: "queueSteer", params: { delivery: "turn" } } },
         "control.pause": { actions: ["deferRequest", sendTo("harness", { type: "harness.stayAsleep" })] },
         "harness.woke": [
           { guard: "hasRequest", target: "#agent.live.pausing", actions: "markAwake" },

@@ -198,30 +198,23 @@ export const agentSetup = setup({
       }
       enqueue.assign({ request: null, resumeAfterPause: null });
     }),
-    /** Steers to an agent that is paused (or between paused and running) wait for the next `running`. */
-    queueSteer: enqueueActions(({ context, event, enqueue }) => {
+    /**
+     * A steer that waits. To an agent that is paused (or between paused and running) it is kept for
+     * the next `running` (`queued`); to one with no turn running whose harness hibernates it is its
+     * next turn, once awake (`turn`).
+     */
+    queueSteer: enqueueActions(({ context, event, enqueue }, params?: { delivery: "queued" | "turn" }) => {
       if (event.type !== "control.steer") return;
-      enqueue.assign({ steers: [...context.steers, event.message] });
+      const delivery = params?.delivery ?? "queued";
+      if (delivery === "turn") enqueue.assign({ prompts: [...context.prompts, event.message] });
+      else enqueue.assign({ steers: [...context.steers, event.message] });
       enqueue.emit({ type: "fact", agentId: context.agentId, fact: { kind: "steered", message: event.message } });
       enqueue.sendParent({
         type: "member.reply",
         agentId: context.agentId,
         requestId: event.requestId,
         outcome: "applied",
-        delivery: "queued",
-      });
-    }),
-    /** A steer to an agent with no turn running whose harness hibernates: the message is its next turn, once awake. */
-    queueSteerAsTurn: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "control.steer") return;
-      enqueue.assign({ prompts: [...context.prompts, event.message] });
-      enqueue.emit({ type: "fact", agentId: context.agentId, fact: { kind: "steered", message: event.message } });
-      enqueue.sendParent({
-        type: "member.reply",
-        agentId: context.agentId,
-        requestId: event.requestId,
-        outcome: "applied",
-        delivery: "turn",
+        delivery,
       });
     }),
     /** A pause or resume that must wait for a state's effect (a wake, a reattach): kept as the request, acted on when it ends. */
