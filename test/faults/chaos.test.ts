@@ -27,6 +27,7 @@ import type { SandboxRuntime } from "../../src/sandbox/runtime.ts";
 import type { Json, Reply } from "../support/daemon.ts";
 import { type DaemonProcess, spawnDaemon, waitState } from "../support/daemon-process.ts";
 import { whenDocker } from "../support/docker-engine.ts";
+import { seededRandom } from "../support/seeded-random.ts";
 import { openEvents } from "../support/sse-client.ts";
 
 const DEFAULT_SEED = 22_08;
@@ -61,30 +62,9 @@ const mid = (i: number) => ({
   ],
 });
 
-/** mulberry32: a small seeded generator, the same sequence for the same seed everywhere. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
-
-interface Schedule {
-  spawns: number[];
-  /** Per mid: [pause at, resume at], or null when it is left alone. */
-  pauses: Array<[number, number] | null>;
-  /** When each kill is due; it waits for `minUp` more after the daemon before it came up. */
-  kills: number[];
-  minUp: number[];
-}
-
 /** Every time is in ms from the first spawn. */
 export function chaosSchedule(seed: number, kills: number): Schedule {
-  const rand = seeded(seed);
+  const rand = seededRandom(seed);
   const between = (lo: number, hi: number) => Math.round(lo + rand() * (hi - lo));
   const spawns = Array.from({ length: MIDS }, (_, i) =>
     Math.max(0, Math.round((i * SPAWN_SPREAD_MS) / (MIDS - 1)) + between(-400, 400)),

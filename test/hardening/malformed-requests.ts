@@ -1,5 +1,5 @@
+import { seededRandom } from "../support/seeded-random.ts";
 import type { RawRequest } from "./raw-http.ts";
-import { seededRandom } from "./seeded-random.ts";
 
 /**
  * Seeded generator of requests that must all be refused with a 4xx: every one is malformed in at

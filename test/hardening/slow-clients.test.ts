@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { type Daemon, startDaemon, waitForState } from "../support/daemon.ts";
-import { seededRandom } from "./seeded-random.ts";
+import { seededRandom } from "../support/seeded-random.ts";
 import { IdReader } from "./sse-id-reader.ts";
 
 /** The spec's cut-off (section 6.5): a client this many persisted events behind is disconnected. */
