@@ -62,6 +62,15 @@ const mid = (i: number) => ({
   ],
 });
 
+interface Schedule {
+  spawns: number[];
+  /** Per mid: [pause at, resume at], or null when it is left alone. */
+  pauses: Array<[number, number] | null>;
+  /** When each kill is due; it waits for `minUp` more after the daemon before it came up. */
+  kills: number[];
+  minUp: number[];
+}
+
 /** Every time is in ms from the first spawn. */
 export function chaosSchedule(seed: number, kills: number): Schedule {
   const rand = seededRandom(seed);
