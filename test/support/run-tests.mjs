@@ -31,23 +31,38 @@ if (together.length + serial.length === 0 || !(concurrency >= 1)) {
 /** The summary counts each run reports at its end (`tests 620`, `pass 608`, ...). */
 const SUMMARY = /^(tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) (\d+(?:\.\d+)?)$/;
 
-/** The events of both runs as one stream, their summaries added up into one at the end. */
+/**
+ * The events of both runs as one stream, their summaries added up into one at the end: the
+ * summary lines (`test:diagnostic`) and, on the Nodes that send it, the run's `test:summary`.
+ */
 async function* events() {
   const totals = new Map();
+  let runSummary;
   for (const [files, n] of [
     [together, concurrency],
     [serial, 1],
   ]) {
     if (files.length === 0) continue;
     for await (const event of run({ files, concurrency: n })) {
-      const summary = event.type === "test:diagnostic" && event.data.nesting === 0 && SUMMARY.exec(event.data.message);
-      if (summary) totals.set(summary[1], (totals.get(summary[1]) ?? 0) + Number(summary[2]));
-      else yield event;
       if (event.type === "test:fail" && event.data.todo === undefined) process.exitCode = 1;
+      const line = event.type === "test:diagnostic" && event.data.nesting === 0 && SUMMARY.exec(event.data.message);
+      if (line) totals.set(line[1], (totals.get(line[1]) ?? 0) + Number(line[2]));
+      else if (event.type === "test:summary" && event.data.file === undefined)
+        runSummary = added(runSummary, event.data);
+      else yield event;
     }
   }
   for (const [name, value] of totals)
     yield { type: "test:diagnostic", data: { nesting: 0, message: `${name} ${value}` } };
+  if (runSummary) yield { type: "test:summary", data: runSummary };
+}
+
+/** Two runs' `test:summary` data as one: counts and durations added, a success only when both were. */
+function added(a, b) {
+  if (!a) return b;
+  const counts = { ...a.counts };
+  for (const [name, value] of Object.entries(b.counts ?? {})) counts[name] = (counts[name] ?? 0) + value;
+  return { ...a, counts, success: a.success && b.success, duration_ms: a.duration_ms + b.duration_ms };
 }
 
 const stream = Readable.from(events());
