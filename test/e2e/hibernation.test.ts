@@ -51,7 +51,7 @@ describe(`hibernation (${e2eRuntime()} runtime)`, () => {
     assert.equal(view.sessionStats?.userMessages, 1, "the stats of its last session");
     const info = await d.runtime.inspect(view.sandboxId, AbortSignal.timeout(10_000));
     assert.equal(info?.status, "hibernated");
-    // The process runtime's harness and everything of its sandbox are gone.
+    // The process runtime's harness and everything of its sandbox are gone (the contract checks it too).
     if (e2eRuntime() === "process") assert.deepEqual(sandboxProcesses([view.sandboxId]), []);
     await d.call("POST", `/agents/${agentId}/stop`, {});
   });

@@ -38,6 +38,7 @@ export function processSetup(options: Omit<ProcessRuntimeOptions, "dataDir">): (
       reopen: async () => make(),
       cleanup: () => rm(dataDir, { recursive: true, force: true }),
       leaks: (id) => processLeaks(dataDir, id),
+      processes: async (id) => (await taggedProcesses(id)).map((e) => `process ${e.pid} (${e.state})`),
       workDir: (id) => join(dataDir, "sandboxes", id, "work"),
     };
   };
