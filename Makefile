@@ -40,10 +40,36 @@ $(CONSOLE): $(CONSOLE_SOURCES) | $(NODE_STAMP)
 run: $(NODE_STAMP) $(CONSOLE)
 	$(SETUP_MACHINE) && $(NODE) --import tsx src/main.ts
 
-TESTS ?= $(shell find test -name "*.test.ts" | sort)
+# Tests (README "Tests": which suites run on which runtime). Each file runs in a process of its own,
+# TEST_CONCURRENCY at a time, in the order given (test/support/run-tests.mjs: the longest first, so
+# that none of them starts last and ends the run alone); files keep their own data folders, ports,
+# sandboxes and containers. SERIAL_TESTS then run one at a time, with nothing else of the run: their
+# assertions need the CPU in time (a 50 ms limit on approval patterns, an abort that must be
+# prompt), or their networked sandboxes fail to start more often on a busy machine (README "Tests").
+# The spec reporter prints every test and one summary, then the slowest 15 files.
+# `make test TESTS="test/e2e/controls.test.ts test/faults/restart.test.ts"` runs chosen files.
+# test-fast is the inner loop: the machines, the ledger, views and HTTP on the simulated runtime, with
+# no root, no sandbox and no docker.
+TEST_CONCURRENCY ?= 3
+SLOWEST_TESTS := test/security/docker-containment.test.ts test/faults/restart.test.ts test/e2e/docker.test.ts
+SLOW_TESTS := $(SLOWEST_TESTS) $(filter-out $(SLOWEST_TESTS),$(wildcard test/faults/*.test.ts test/e2e/process.test.ts \
+	test/machines/reply-*.test.ts test/sandbox/*.test.ts))
+TESTS ?= $(SLOW_TESTS) $(filter-out $(SLOW_TESTS),$(shell find test -name "*.test.ts" | sort))
+SERIAL_TESTS := test/e2e/approvals.test.ts test/harness/harness.test.ts test/security/network.test.ts
+# The reply rule's CPU-bound files first, as above.
+FAST_TESTS := $(filter $(SLOW_TESTS),$(wildcard test/machines/*.test.ts)) \
+	$(filter-out $(SLOW_TESTS),$(shell find test/machines test/ledger test/http test/api test/service -name "*.test.ts" | sort)) \
+	test/console/run-state.test.ts \
+	$(addprefix test/e2e/,lifecycle.test.ts spawn.test.ts controls.test.ts run-list.test.ts openapi-contract.test.ts)
+TEST_RUN = $(NODE) --import tsx test/support/run-tests.mjs --concurrency=$(TEST_CONCURRENCY)
+
+.PHONY: test-fast
 
 test: $(NODE_STAMP) $(CONSOLE)
-	$(SETUP_MACHINE) --tests && $(NODE) --import tsx --test --test-concurrency=1 $(TESTS)
+	$(SETUP_MACHINE) --tests && $(TEST_RUN) $(TESTS) --serial $(filter $(SERIAL_TESTS),$(TESTS))
+
+test-fast: $(NODE_STAMP) $(CONSOLE)
+	$(TEST_RUN) $(FAST_TESTS) --serial $(filter $(SERIAL_TESTS),$(FAST_TESTS))
 
 # What CI runs (.ci/run): the types, Biome (format, organised imports and lint, warnings failing too;
 # nothing written) and the layer rules.

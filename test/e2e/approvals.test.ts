@@ -1,40 +1,22 @@
 /**
  * Approvals over HTTP with scripted agents: a tool call the agent's `approve` policy holds waits
- * in the run's inbox until the operator answers, and the answer reaches the harness once, across a
- * daemon SIGKILL too. Runs on the process runtime, and on docker through test/e2e/docker.test.ts.
+ * in the run's inbox until the operator answers, and the answer reaches the harness once. Runs on
+ * the simulated runtime (or `SWARM_E2E_RUNTIME`); across a daemon SIGKILL it is
+ * test/faults/approvals-sigkill.test.ts, on the process and docker runtimes.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { createMemoryRuntime } from "../../src/sandbox/memory/memory-runtime.ts";
-import { type Daemon, type Json, startDaemon } from "../support/daemon.ts";
-import { spawnDaemon } from "../support/daemon-process.ts";
+import { inbox, startGatedRun } from "../support/approval-runs.ts";
+import { createRuntime, type Daemon, e2eRuntime, type Json, sandboxRuntime, startDaemon } from "../support/daemon.ts";
 import { pollUntil } from "../support/poll.ts";
 import { openEvents } from "../support/sse-client.ts";
 
 type Call = Daemon["call"];
-const runtimeKind = () => process.env.SWARM_E2E_RUNTIME ?? "process";
-
-/** The run's inbox once it holds `count` requests in `state`. */
-const inbox = (call: Call, runId: string, count: number, state = "pending") =>
-  pollUntil(
-    async () => (await call("GET", `/runs/${runId}/permissions?state=${state}`)).body.permissions as Json[],
-    (list) => list.length >= count,
-    `run ${runId} never had ${count} ${state} approval request(s)`,
-  );
 
 const result = async (call: Call, agentId: string) => (await call("GET", `/agents/${agentId}/result?wait=60`)).body;
 
-/** A keepAlive root with `approve`, running `script` for `prompt`. */
-async function startRun(call: Call, spec: Json, prompt = "go") {
-  const created = await call("POST", "/runs", { spec: { name: "gated", ...spec }, prompt, keepAlive: true });
-  assert.equal(created.status, 202, JSON.stringify(created.body));
-  return { runId: created.body.runId as string, agentId: created.body.rootAgentId as string };
-}
-
-describe(`approvals (${runtimeKind()} runtime)`, () => {
+describe(`approvals (${e2eRuntime()} runtime)`, () => {
   let d: Daemon;
   before(async () => {
     d = await startDaemon();
@@ -45,7 +27,7 @@ describe(`approvals (${runtimeKind()} runtime)`, () => {
     (await d.ledger.read(runId, 0)).filter((e) => e.type === type);
 
   it("allow: the held call runs once the operator allows it; the request is resolved once", async () => {
-    const { runId, agentId } = await startRun(d.call, {
+    const { runId, agentId } = await startGatedRun(d.call, {
       approve: [{ tool: "bash" }],
       script: [{ tool: "bash", args: { command: "echo approved-ran" } }, { text: "tool said: {{lastToolResult}}" }],
     });
@@ -96,7 +78,7 @@ describe(`approvals (${runtimeKind()} runtime)`, () => {
   });
 
   it("deny: the call never runs and the model reads the operator's message as the tool's error", async () => {
-    const { runId, agentId } = await startRun(d.call, {
+    const { runId, agentId } = await startGatedRun(d.call, {
       approve: [{ tool: "bash" }],
       script: [
         { tool: "bash", args: { command: "touch /work/denied-ran" } },
@@ -117,7 +99,7 @@ describe(`approvals (${runtimeKind()} runtime)`, () => {
   });
 
   it("two answers at once: one is taken, the other is a 409, and the harness acts on the one taken", async () => {
-    const { runId, agentId } = await startRun(d.call, {
+    const { runId, agentId } = await startGatedRun(d.call, {
       approve: [{ tool: "bash" }],
       script: [{ tool: "bash", args: { command: "echo raced" } }, { text: "{{lastToolResult}}" }],
     });
@@ -137,7 +119,7 @@ describe(`approvals (${runtimeKind()} runtime)`, () => {
   });
 
   it("a pattern that does not match runs without asking; one that matches asks", async () => {
-    const { runId, agentId } = await startRun(d.call, {
+    const { runId, agentId } = await startGatedRun(d.call, {
       approve: [{ tool: "bash", match: "rm |git push" }],
       script: [
         { tool: "bash", args: { command: "echo harmless" } },
@@ -157,7 +139,7 @@ describe(`approvals (${runtimeKind()} runtime)`, () => {
 
   it("a child inherits its parent's policy; spawn_agent is gated by the daemon; the inbox covers the tree", async () => {
     const child = { name: "kid", script: [{ tool: "bash", args: { command: "echo kid" } }, { text: "kid done" }] };
-    const { runId, agentId } = await startRun(d.call, {
+    const { runId, agentId } = await startGatedRun(d.call, {
       approve: [{ tool: "bash" }, { tool: "spawn_agent" }],
       script: [{ tool: "spawn_agent", args: { spec: child, prompt: "work" } }, { text: "spawned" }],
     });
@@ -181,7 +163,7 @@ describe(`approvals (${runtimeKind()} runtime)`, () => {
   });
 
   it("a denied spawn_agent makes no child and fails the tool with the message", async () => {
-    const { runId, agentId } = await startRun(d.call, {
+    const { runId, agentId } = await startGatedRun(d.call, {
       approve: ["*"],
       script: [{ tool: "spawn_agent", args: { spec: { name: "kid", script: [] } } }, { text: "{{lastToolResult}}" }],
     });
@@ -196,7 +178,7 @@ describe(`approvals (${runtimeKind()} runtime)`, () => {
   });
 
   it("a subtree pause keeps the request pending; an answer given while paused is acted on at the resume", async () => {
-    const { runId, agentId } = await startRun(d.call, {
+    const { runId, agentId } = await startGatedRun(d.call, {
       approve: [{ tool: "bash" }],
       script: [{ tool: "bash", args: { command: "echo after-pause" } }, { text: "{{lastToolResult}}" }],
     });
@@ -216,7 +198,7 @@ describe(`approvals (${runtimeKind()} runtime)`, () => {
 
   it("stop denies what the agent waits for (by stop); a deleted run's requests are denied by run-deleted", async () => {
     const script = [{ tool: "bash", args: { command: "echo never" } }, { text: "never" }];
-    const first = await startRun(d.call, { approve: [{ tool: "bash" }], script });
+    const first = await startGatedRun(d.call, { approve: [{ tool: "bash" }], script });
     const [request] = await inbox(d.call, first.runId, 1);
     await d.call("POST", `/agents/${first.agentId}/stop`, {});
     const [resolved] = await inbox(d.call, first.runId, 1, "resolved");
@@ -228,7 +210,7 @@ describe(`approvals (${runtimeKind()} runtime)`, () => {
       409,
     );
 
-    const second = await startRun(d.call, { approve: [{ tool: "bash" }], script });
+    const second = await startGatedRun(d.call, { approve: [{ tool: "bash" }], script });
     await inbox(d.call, second.runId, 1);
     assert.equal((await d.call("DELETE", `/runs/${second.runId}`)).status, 204);
     const [gone] = await inbox(d.call, second.runId, 1, "resolved");
@@ -236,7 +218,7 @@ describe(`approvals (${runtimeKind()} runtime)`, () => {
   });
 
   it("approveTimeoutMs denies a request nobody answered (by timeout), and the model is told so", async () => {
-    const { runId, agentId } = await startRun(d.call, {
+    const { runId, agentId } = await startGatedRun(d.call, {
       approve: [{ tool: "bash" }],
       approveTimeoutMs: 400,
       script: [{ tool: "bash", args: { command: "echo late" } }, { text: "{{lastToolResult}}" }],
@@ -253,33 +235,8 @@ describe(`approvals (${runtimeKind()} runtime)`, () => {
     await d.call("POST", `/agents/${agentId}/stop`, {});
   });
 
-  it("an agent cannot rewrite its policy: the harness's spec is out of its reach, and the gated call still asks", async () => {
-    const { runId, agentId } = await startRun(d.call, {
-      approve: [{ tool: "write" }],
-      script: [
-        {
-          tool: "bash",
-          args: {
-            command:
-              'echo \'{"name":"x","script":[]}\' > /control/spec.json 2>&1; rm -f /control/spec.json 2>&1; echo tried',
-          },
-        },
-        { tool: "write", args: { path: "/work/out.txt", content: "x" } },
-        { text: "{{lastToolResult}}" },
-      ],
-    });
-    const [request] = await inbox(d.call, runId, 1);
-    assert.equal(request.tool, "write");
-    const [bash] = (await events(runId, "tool_end")).filter((e) => e.agentId === agentId);
-    assert.match(bash.data.output, /tried/);
-    assert.doesNotMatch(bash.data.output, /^tried\s*$/, "the rewrite was refused, not silent");
-    await d.call("POST", `/agents/${agentId}/permissions/${request.requestId}`, { decision: "deny", message: "no" });
-    assert.equal((await result(d.call, agentId)).result, "no");
-    await d.call("POST", `/agents/${agentId}/stop`, {});
-  });
-
   it("an agent cannot hang the daemon with arguments that make a pattern backtrack: the call is held for a decision", async () => {
-    const { runId, agentId } = await startRun(d.call, {
+    const { runId, agentId } = await startGatedRun(d.call, {
       approve: [{ tool: "spawn_agent", match: "(a+)+b" }],
       script: [
         { tool: "spawn_agent", args: { spec: { name: "a".repeat(48), script: [] } } },
@@ -306,6 +263,43 @@ describe(`approvals (${runtimeKind()} runtime)`, () => {
   });
 });
 
+// A sandbox's own boundary: the harness's files are out of the agent's reach on a real runtime
+// (its own user), so this runs there, whatever the runtime of the rest.
+describe(`approvals: the policy is out of the agent's reach (${sandboxRuntime()} runtime)`, () => {
+  let d: Daemon;
+  before(async () => {
+    d = await startDaemon({ runtime: (dataDir) => createRuntime(sandboxRuntime(), dataDir) });
+  });
+  after(() => d.stop());
+
+  it("an agent cannot rewrite its policy: the harness's spec is out of its reach, and the gated call still asks", async () => {
+    const { runId, agentId } = await startGatedRun(d.call, {
+      approve: [{ tool: "write" }],
+      script: [
+        {
+          tool: "bash",
+          args: {
+            command:
+              'echo \'{"name":"x","script":[]}\' > /control/spec.json 2>&1; rm -f /control/spec.json 2>&1; echo tried',
+          },
+        },
+        { tool: "write", args: { path: "/work/out.txt", content: "x" } },
+        { text: "{{lastToolResult}}" },
+      ],
+    });
+    const [request] = await inbox(d.call, runId, 1);
+    assert.equal(request.tool, "write");
+    const [bash]: Json[] = (await d.ledger.read(runId, 0)).filter(
+      (e) => e.type === "tool_end" && e.agentId === agentId,
+    );
+    assert.match(bash.data.output, /tried/);
+    assert.doesNotMatch(bash.data.output, /^tried\s*$/, "the rewrite was refused, not silent");
+    await d.call("POST", `/agents/${agentId}/permissions/${request.requestId}`, { decision: "deny", message: "no" });
+    assert.equal((await result(d.call, agentId)).result, "no");
+    await d.call("POST", `/agents/${agentId}/stop`, {});
+  });
+});
+
 describe("approvals where the harness is within the agent's reach", () => {
   let d: Daemon;
   before(async () => {
@@ -323,7 +317,7 @@ describe("approvals where the harness is within the agent's reach", () => {
         /body\.spec\.approve: rules for bash, read, write, edit or "\*" are enforced by the harness/,
       );
     }
-    const { runId, agentId } = await startRun(d.call, {
+    const { runId, agentId } = await startGatedRun(d.call, {
       approve: [{ tool: "spawn_agent" }],
       script: [{ tool: "spawn_agent", args: { spec: { name: "kid", script: [] } } }, { text: "{{lastToolResult}}" }],
     });
@@ -338,7 +332,7 @@ describe("approvals where the harness is within the agent's reach", () => {
   });
 });
 
-describe(`approvals: waiting is paused time for the quiet-turn limit (${runtimeKind()} runtime)`, () => {
+describe(`approvals: waiting is paused time for the quiet-turn limit (${e2eRuntime()} runtime)`, () => {
   let d: Daemon;
   before(async () => {
     d = await startDaemon({ turnMaxMs: 800 });
@@ -346,7 +340,7 @@ describe(`approvals: waiting is paused time for the quiet-turn limit (${runtimeK
   after(() => d.stop());
 
   it("a request pending longer than the limit does not end the turn", async () => {
-    const { runId, agentId } = await startRun(d.call, {
+    const { runId, agentId } = await startGatedRun(d.call, {
       approve: [{ tool: "bash" }],
       script: [{ tool: "bash", args: { command: "echo patient" } }, { text: "{{lastToolResult}}" }],
     });
@@ -362,45 +356,5 @@ describe(`approvals: waiting is paused time for the quiet-turn limit (${runtimeK
     assert.equal(settled.outcome, "success");
     assert.match(settled.result, /patient/);
     await d.call("POST", `/agents/${agentId}/stop`, {});
-  });
-});
-
-// The daemon as a process of its own, on the process runtime: once, not again under docker.
-describe("approvals across a daemon SIGKILL (process runtime)", { skip: runtimeKind() !== "process" }, () => {
-  const dataDir = mkdtempSync(join(tmpdir(), "swarmd-approvals-"));
-  after(() => rmSync(dataDir, { recursive: true, force: true }));
-
-  it("a request pending when the daemon dies is still pending after the restart, and the harness gets the answer once", async () => {
-    let daemon = await spawnDaemon(dataDir);
-    try {
-      const { runId, agentId } = await startRun(daemon.call, {
-        approve: [{ tool: "bash" }],
-        script: [
-          { tool: "bash", args: { command: "echo once >> /work/ran.txt; cat /work/ran.txt" } },
-          { text: "{{lastToolResult}}" },
-        ],
-      });
-      const [request] = await inbox(daemon.call, runId, 1);
-      await daemon.kill("SIGKILL");
-      daemon = await spawnDaemon(dataDir);
-      const [still] = await inbox(daemon.call, runId, 1);
-      assert.equal(still.requestId, request.requestId);
-      assert.deepEqual((await daemon.call("GET", `/agents/${agentId}`)).body.pendingPermissions, [request.requestId]);
-      assert.equal(
-        (await daemon.call("POST", `/agents/${agentId}/permissions/${request.requestId}`, { decision: "allow" }))
-          .status,
-        202,
-      );
-      const settled = (await daemon.call("GET", `/agents/${agentId}/result?wait=60`)).body;
-      assert.equal(settled.result.trim(), "once", "the tool ran exactly once");
-      const all = (await daemon.call("GET", `/runs/${runId}/permissions?state=all`)).body.permissions;
-      assert.equal(all.length, 1, "the re-sent call found its request again");
-      const sandboxId = (await daemon.call("GET", `/agents/${agentId}`)).body.sandboxId;
-      const ran = readFileSync(join(dataDir, "sandboxes", sandboxId, "work", "ran.txt"), "utf8");
-      assert.equal(ran, "once\n");
-      await daemon.call("POST", `/agents/${agentId}/stop`, {});
-    } finally {
-      await daemon.kill("SIGKILL");
-    }
   });
 });

@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { type Daemon, startDaemon, waitForState } from "../support/daemon.ts";
+import { type Daemon, e2eRuntime, startDaemon, waitForState } from "../support/daemon.ts";
 import { openEvents, type SseMessage } from "../support/sse-client.ts";
 
 const kept = (name: string) => ({ name, script: [] });
 
-describe("controls over HTTP: subtree cascades, steer, errors", () => {
+describe(`controls over HTTP: subtree cascades, steer, errors (${e2eRuntime()} runtime)`, () => {
   let d: Daemon;
   before(async () => {
     d = await startDaemon();

@@ -1,18 +1,15 @@
 /**
  * Drain over HTTP with scripted agents: `stop` with `mode: "drain"` lets the running turns finish,
  * refuses new work, and ends the members leaves first as `done`; a drain past its deadline falls
- * back to abort. Runs on the process runtime, and on docker through test/e2e/docker.test.ts.
+ * back to abort. Runs on the simulated runtime (or `SWARM_E2E_RUNTIME`); across a daemon SIGKILL it
+ * is test/faults/drain-sigkill.test.ts, on the process and docker runtimes.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { type Daemon, type Json, startDaemon, waitForState } from "../support/daemon.ts";
-import { spawnDaemon, waitState } from "../support/daemon-process.ts";
+import { type Daemon, e2eRuntime, type Json, startDaemon, waitForState } from "../support/daemon.ts";
 import { openEvents } from "../support/sse-client.ts";
 
-describe(`drain (${process.env.SWARM_E2E_RUNTIME ?? "process"} runtime)`, () => {
+describe(`drain (${e2eRuntime()} runtime)`, () => {
   let d: Daemon;
   before(async () => {
     d = await startDaemon();
@@ -204,56 +201,5 @@ describe(`drain (${process.env.SWARM_E2E_RUNTIME ?? "process"} runtime)`, () => 
     await d.call("POST", `/agents/${blocker}/stop`, {});
     await waitForState(d, agentId, "done", 30_000);
     assert.equal((await endedOf(runId, agentId)).data.reason, "drained");
-  });
-});
-
-// The daemon as a process of its own, on the process runtime: once, not again under docker.
-describe("drain across a daemon SIGKILL (process runtime)", {
-  skip: (process.env.SWARM_E2E_RUNTIME ?? "process") !== "process",
-}, () => {
-  const dataDir = mkdtempSync(join(tmpdir(), "swarmd-drain-"));
-  after(() => rmSync(dataDir, { recursive: true, force: true }));
-
-  it("a drain under way survives the restart: still draining, the turn finishes, and a deadline still aborts", async () => {
-    let daemon = await spawnDaemon(dataDir);
-    try {
-      const start = async (delayMs: number) => {
-        const created = await daemon.call("POST", "/runs", {
-          spec: { name: "drained", script: [{ text: "made it", delayMs }] },
-          prompt: "work",
-          keepAlive: true,
-        });
-        return { runId: created.body.runId as string, agentId: created.body.rootAgentId as string };
-      };
-      const finishing = await start(3_000);
-      const late = await start(120_000);
-      await waitState(daemon, finishing.agentId, "running");
-      await waitState(daemon, late.agentId, "running");
-      assert.equal((await daemon.call("POST", `/agents/${finishing.agentId}/stop`, { mode: "drain" })).status, 202);
-      assert.equal(
-        (await daemon.call("POST", `/agents/${late.agentId}/stop`, { mode: "drain", drainTimeoutMs: 4_000 })).status,
-        202,
-      );
-      await daemon.kill("SIGKILL");
-      daemon = await spawnDaemon(dataDir);
-
-      const view = (await daemon.call("GET", `/agents/${finishing.agentId}`)).body;
-      assert.equal(view.draining, true, "still draining after the restart");
-      assert.equal((await daemon.call("POST", `/agents/${finishing.agentId}/prompt`, { text: "more" })).status, 409);
-      await waitState(daemon, finishing.agentId, "done", 60_000);
-      assert.equal((await daemon.call("GET", `/agents/${finishing.agentId}/result`)).body.result, "made it");
-      await waitState(daemon, late.agentId, "aborted", 60_000);
-      for (const [{ runId, agentId }, reason] of [
-        [finishing, "drained"],
-        [late, "drain-timeout"],
-      ] as const) {
-        const stream = await openEvents(daemon.url, runId);
-        const ended = await stream.waitFor((m) => m.event === "agent_ended" && m.data.agentId === agentId, 30_000);
-        stream.close();
-        assert.equal(ended.data.reason, reason);
-      }
-    } finally {
-      await daemon.kill("SIGKILL");
-    }
   });
 });

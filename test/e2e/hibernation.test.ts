@@ -1,40 +1,19 @@
 /**
- * Hibernation over HTTP: an agent idle between turns gives up its harness process and comes back
- * on the next prompt or steer with the same session, as if it had never left. Runs on the process
- * runtime, and on docker through test/e2e/docker.test.ts (SWARM_E2E_RUNTIME=docker).
+ * Hibernation over HTTP: an agent idle between turns gives up its harness and comes back on the
+ * next prompt or steer with the same session, as if it had never left. Runs on the simulated
+ * runtime (or `SWARM_E2E_RUNTIME`); the runtimes' own hibernation (no process left, files and event
+ * log kept) is the sandbox contract's, and across a daemon SIGKILL it is
+ * test/faults/hibernation-sigkill.test.ts, on the process and docker runtimes.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { type Daemon, type Json, startDaemon, waitForState } from "../support/daemon.ts";
-import { sandboxProcesses, spawnDaemon, waitState } from "../support/daemon-process.ts";
+import { asleep, viewWhen } from "../support/agent-view.ts";
+import { type Daemon, e2eRuntime, type Json, startDaemon, waitForState } from "../support/daemon.ts";
+import { sandboxProcesses } from "../support/daemon-process.ts";
 
 const HIBERNATE_AFTER_MS = 300;
-const runtimeKind = () => process.env.SWARM_E2E_RUNTIME ?? "process";
 
-/** Poll the agent's view until `match` holds. */
-async function viewWhen(
-  call: Daemon["call"],
-  agentId: string,
-  match: (view: Json) => boolean,
-  what: string,
-  timeoutMs = 60_000,
-): Promise<Json> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const view = (await call("GET", `/agents/${agentId}`)).body;
-    if (match(view)) return view;
-    if (Date.now() > deadline) throw new Error(`agent ${agentId} never ${what}: ${JSON.stringify(view)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-const asleep = (call: Daemon["call"], agentId: string) =>
-  viewWhen(call, agentId, (v) => v.hibernated === true, "hibernated");
-
-describe(`hibernation (${runtimeKind()} runtime)`, () => {
+describe(`hibernation (${e2eRuntime()} runtime)`, () => {
   let d: Daemon;
   before(async () => {
     d = await startDaemon({ hibernateAfterMs: HIBERNATE_AFTER_MS });
@@ -72,8 +51,8 @@ describe(`hibernation (${runtimeKind()} runtime)`, () => {
     assert.equal(view.sessionStats?.userMessages, 1, "the stats of its last session");
     const info = await d.runtime.inspect(view.sandboxId, AbortSignal.timeout(10_000));
     assert.equal(info?.status, "hibernated");
-    // The process runtime's harness and everything of its sandbox are gone.
-    if (runtimeKind() === "process") assert.deepEqual(sandboxProcesses([view.sandboxId]), []);
+    // The process runtime's harness and everything of its sandbox are gone (the contract checks it too).
+    if (e2eRuntime() === "process") assert.deepEqual(sandboxProcesses([view.sandboxId]), []);
     await d.call("POST", `/agents/${agentId}/stop`, {});
   });
 
@@ -187,51 +166,5 @@ describe(`hibernation (${runtimeKind()} runtime)`, () => {
     assert.equal((await d.call("GET", `/agents/${child.body.agentId}/result?wait=60`)).body.result, "kept-on-disk\n");
     assert.equal((await eventsOf(runId, agentId, "agent_woke")).length, 0, "the fork did not wake the parent");
     await d.call("POST", `/agents/${agentId}/stop`, { scope: "subtree" });
-  });
-});
-
-describe(`hibernation across a daemon restart (${runtimeKind()} runtime)`, () => {
-  const dataDir = mkdtempSync(join(tmpdir(), "swarmd-hibernate-"));
-  after(() => rmSync(dataDir, { recursive: true, force: true }));
-
-  it("an agent hibernated when the daemon died is still hibernated after the restart, and wakes with its history", async () => {
-    const env = { SWARM_HIBERNATE_AFTER_MS: String(HIBERNATE_AFTER_MS), SWARM_RUNTIME: runtimeKind() };
-    const first = await spawnDaemon(dataDir, env);
-    let agentId = "";
-    try {
-      const created = (
-        await first.call("POST", "/runs", {
-          spec: { name: "sleeper", script: [{ text: "first" }, { text: "second" }] },
-          keepAlive: true,
-          prompt: "one",
-        })
-      ).body;
-      agentId = created.rootAgentId;
-      await waitState(first, agentId, "running");
-      assert.equal((await first.call("GET", `/agents/${agentId}/result?wait=60`)).body.result, "first");
-      await asleep(first.call, agentId);
-    } finally {
-      await first.kill("SIGKILL");
-    }
-    const second = await spawnDaemon(dataDir, env);
-    try {
-      const view = (await second.call("GET", `/agents/${agentId}`)).body;
-      assert.equal(view.state, "running");
-      assert.equal(view.hibernated, true);
-      assert.equal(view.sessionStats?.userMessages, 1);
-      await second.call("POST", `/agents/${agentId}/prompt`, { text: "two" });
-      await viewWhen(
-        second.call,
-        agentId,
-        (v) => v.sessionStats?.userMessages === 2 && v.sessionStats?.assistantMessages === 2,
-        "answered the second prompt with its history",
-      ).catch((err: unknown) => {
-        throw new Error(`${String(err)}; daemon output: ${second.output().slice(-4000)}`);
-      });
-      await second.call("POST", `/agents/${agentId}/stop`, {});
-      await waitState(second, agentId, "aborted");
-    } finally {
-      await second.kill("SIGTERM");
-    }
   });
 });

@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { type Daemon, startDaemon, waitForState } from "../support/daemon.ts";
+import { type Daemon, e2eRuntime, startDaemon, waitForState } from "../support/daemon.ts";
 import { openEvents } from "../support/sse-client.ts";
 
 const echo = (name = "echo") => ({ name, script: [] });
 const json = { "content-type": "application/json" };
 
-describe("run lifecycle over HTTP (process sandboxes, scripted agents)", () => {
+describe(`run lifecycle over HTTP (${e2eRuntime()} runtime, scripted agents)`, () => {
   let d: Daemon;
   before(async () => {
     d = await startDaemon();

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { type Daemon, startDaemon, waitForState } from "../support/daemon.ts";
+import { createRuntime, type Daemon, sandboxRuntime, startDaemon, waitForState } from "../support/daemon.ts";
 import { keysNaming, rawLedgerKeys } from "../support/raw-ledger.ts";
 import { openEvents } from "../support/sse-client.ts";
 
@@ -33,6 +33,9 @@ async function twoAgentRun(d: Daemon, name: string) {
   return { runId, root, child, sandboxIds, ids: [runId, root, child] };
 }
 
+/** On a real runtime: a purge removes sandbox folders too, which the simulated runtime has none of (test/service/purge.ts has the rest there). */
+const onProcess = (dataDir: string) => startDaemon({ dataDir, runtime: (dir) => createRuntime(sandboxRuntime(), dir) });
+
 describe("DELETE /runs/:runId?purge=true over HTTP (process sandboxes, scripted agents)", () => {
   const dataDir = mkdtempSync(join(tmpdir(), "swarmd-purge-"));
   let d: Daemon | undefined;
@@ -44,7 +47,7 @@ describe("DELETE /runs/:runId?purge=true over HTTP (process sandboxes, scripted 
   it("ends the run as a delete does, then removes everything of it and nothing of another run; a restart does not bring it back", {
     timeout: 300_000,
   }, async () => {
-    d = await startDaemon({ dataDir });
+    d = await onProcess(dataDir);
     const gone = await twoAgentRun(d, "gone");
     const kept = await twoAgentRun(d, "kept");
     const keptEvents = await openEvents(d.url, kept.runId);
@@ -133,7 +136,7 @@ describe("DELETE /runs/:runId?purge=true over HTTP (process sandboxes, scripted 
       assert.ok(keys.includes(key), `${key} kept`);
     assert.ok(keys.filter((key) => key.startsWith(`!ev!${kept.runId}!`)).length >= keptSeqs.length);
 
-    d = await startDaemon({ dataDir });
+    d = await onProcess(dataDir);
     assert.equal(await d.service.restore(), 1, "only the other run is restored");
     await assertGone(d);
     assert.equal((await d.call("GET", `/runs/${kept.runId}`)).body.agents.length, 2);

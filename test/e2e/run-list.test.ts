@@ -1,6 +1,6 @@
 /**
  * `GET /runs` (every run, newest first, agents counted by state) and `GET /agents/:agentId/machine`
- * (the machine's state, tags and transitions) over HTTP on the process runtime.
+ * (the machine's state, tags and transitions) over HTTP on the simulated runtime (or `SWARM_E2E_RUNTIME`).
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";

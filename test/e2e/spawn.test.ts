@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { type Daemon, startDaemon, waitForState } from "../support/daemon.ts";
+import { type Daemon, e2eRuntime, startDaemon, waitForState } from "../support/daemon.ts";
 import { openEvents } from "../support/sse-client.ts";
 
 const echo = (name = "echo") => ({ name, script: [] });
 
-describe("spawning children over HTTP and from agents", () => {
+describe(`spawning children over HTTP and from agents (${e2eRuntime()} runtime)`, () => {
   let d: Daemon;
   before(async () => {
     d = await startDaemon();

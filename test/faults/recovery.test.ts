@@ -3,23 +3,21 @@ import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, it } from "node:test";
-import { createProcessRuntime } from "../../src/sandbox/process/process-runtime.ts";
+import { it } from "node:test";
 import { spawnDaemon, waitState } from "../support/daemon-process.ts";
+import { onFaultRuntimes } from "../support/fault-runtimes.ts";
 import { scriptGateway } from "../support/script-gateway.ts";
 import { openEvents } from "../support/sse-client.ts";
 
-const quiet = { info: () => undefined, warn: () => undefined };
-
-describe("start-up recovery", () => {
+await onFaultRuntimes("start-up recovery", (rt) => {
   it("keeps a paused agent paused, ends an agent whose sandbox vanished as lost, closes orphan sandboxes, answers pending host calls", {
     timeout: 300_000,
   }, async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "swarmd-recovery-"));
     // The orphan below is started by the test, not a daemon: the test serves its model gateway.
     const models = scriptGateway();
-    const runtime = models.wrap(createProcessRuntime({ dataDir, logger: quiet }));
-    let d = await spawnDaemon(dataDir);
+    const runtime = models.wrap(rt.open(dataDir));
+    let d = await spawnDaemon(dataDir, rt.env);
     try {
       const run = (await d.call("POST", "/runs", { spec: { name: "root", script: [] }, keepAlive: true })).body;
       const spawn = async (spec: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
@@ -73,7 +71,7 @@ describe("start-up recovery", () => {
       );
       await runtime.startHarness(orphan, AbortSignal.timeout(60_000));
 
-      d = await spawnDaemon(dataDir);
+      d = await spawnDaemon(dataDir, rt.env);
       const pausedView = (await d.call("GET", `/agents/${paused}`)).body;
       assert.equal(pausedView.state, "paused");
       assert.equal((await runtime.inspect(pausedView.sandboxId, AbortSignal.timeout(10_000)))?.status, "frozen");
@@ -119,8 +117,8 @@ describe("start-up recovery", () => {
     timeout: 180_000,
   }, async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "swarmd-sigterm-"));
-    const runtime = createProcessRuntime({ dataDir, logger: quiet });
-    let d = await spawnDaemon(dataDir);
+    const runtime = rt.open(dataDir);
+    let d = await spawnDaemon(dataDir, rt.env);
     try {
       const run = (await d.call("POST", "/runs", { spec: { name: "root", script: [] }, keepAlive: true })).body;
       await waitState(d, run.rootAgentId, "running");
@@ -128,7 +126,7 @@ describe("start-up recovery", () => {
       assert.equal(d.child.exitCode, 0, "a clean exit");
       const [sandbox] = await runtime.list(AbortSignal.timeout(10_000));
       assert.equal(sandbox?.status, "running", "the sandbox outlived the daemon");
-      d = await spawnDaemon(dataDir);
+      d = await spawnDaemon(dataDir, rt.env);
       assert.equal((await d.call("GET", `/agents/${run.rootAgentId}`)).body.state, "running");
       await d.call("POST", `/agents/${run.rootAgentId}/prompt`, { text: "still here" });
       assert.equal((await d.call("GET", `/agents/${run.rootAgentId}/result?wait=60`)).body.result, "still here");
@@ -143,8 +141,8 @@ describe("start-up recovery", () => {
 
   it("a parent waiting only for its children across a restart ends once they do", { timeout: 180_000 }, async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "swarmd-waiting-parent-"));
-    const runtime = createProcessRuntime({ dataDir, logger: quiet });
-    let d = await spawnDaemon(dataDir);
+    const runtime = rt.open(dataDir);
+    let d = await spawnDaemon(dataDir, rt.env);
     try {
       // Not kept alive: after its turn the root stays only for its live child.
       const run = (
@@ -165,7 +163,7 @@ describe("start-up recovery", () => {
       assert.equal((await d.call("GET", `/agents/${run.rootAgentId}/result?wait=60`)).status, 200);
 
       await d.kill("SIGTERM");
-      d = await spawnDaemon(dataDir);
+      d = await spawnDaemon(dataDir, rt.env);
       assert.equal(
         (await d.call("GET", `/agents/${run.rootAgentId}`)).body.state,
         "running",

@@ -2,21 +2,20 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, it } from "node:test";
-import { createProcessRuntime } from "../../src/sandbox/process/process-runtime.ts";
-import { type DaemonProcess, sandboxProcesses, spawnDaemon, waitState } from "../support/daemon-process.ts";
+import { it } from "node:test";
+import type { SandboxRuntime } from "../../src/sandbox/runtime.ts";
+import { type DaemonProcess, spawnDaemon, waitState } from "../support/daemon-process.ts";
+import { onFaultRuntimes } from "../support/fault-runtimes.ts";
 import { openEvents, type SseConnection, type SseMessage } from "../support/sse-client.ts";
 
 const echo = (name: string) => ({ name, script: [] });
-const quiet = { info: () => undefined, warn: () => undefined };
-
-describe("restart after SIGKILL: nothing lost, nothing twice", () => {
+await onFaultRuntimes("restart after SIGKILL: nothing lost, nothing twice", (rt) => {
   it("survives kills mid-turn, mid-spawn with waitFor, mid-subtree-pause, mid-subtree-stop and between a turn's end and its result", {
     timeout: 600_000,
   }, async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "swarmd-faults-"));
-    const runtime = createProcessRuntime({ dataDir, logger: quiet }); // a second view of the same sandboxes
-    let d = await spawnDaemon(dataDir);
+    const runtime = rt.open(dataDir); // a second view of the same sandboxes
+    let d = await spawnDaemon(dataDir, rt.env);
     const seen: SseMessage[] = []; // every persisted event any watcher received before a kill
     let watcher: SseConnection | undefined;
     try {
@@ -60,7 +59,7 @@ describe("restart after SIGKILL: nothing lost, nothing twice", () => {
         watcher?.close();
         seen.push(...(watcher?.messages.filter((m) => m.id !== undefined) ?? []));
         await d.kill("SIGKILL");
-        d = await spawnDaemon(dataDir);
+        d = await spawnDaemon(dataDir, rt.env);
         // The reconnecting client gets exactly what it missed: the next id follows its last one.
         const w = await watch();
         const next = await w.waitFor((m) => m.id !== undefined, 30_000).catch(() => undefined);
@@ -142,12 +141,12 @@ describe("restart after SIGKILL: nothing lost, nothing twice", () => {
         assert.equal(typeof result.body.result, "string");
       }
 
-      // No sandbox, process or folder leaked or duplicated once the run is deleted.
+      // No sandbox, process, container or folder leaked or duplicated once the run is deleted.
       const sandboxIds = persisted.filter((m) => m.event === "agent_provisioned").map((m) => String(m.data.sandboxId));
       assert.equal(new Set(sandboxIds).size, sandboxIds.length, "no sandbox used twice");
       assert.equal((await d.call("DELETE", `/runs/${runId}`)).status, 204);
       assert.deepEqual(await runtime.list(AbortSignal.timeout(30_000)), []);
-      assert.deepEqual(sandboxProcesses(sandboxIds), []);
+      assert.deepEqual(await rt.leftovers(sandboxIds), []);
     } catch (err) {
       // The daemon's own log says why a request hung up or an agent failed.
       console.error(`daemon output:\n${d.output()}`);
@@ -166,11 +165,7 @@ describe("restart after SIGKILL: nothing lost, nothing twice", () => {
  * What the ledger says and what the sandbox is agree: paused ⇔ frozen, unless the agent hibernated
  * (idle for SWARM_HIBERNATE_AFTER_MS during this long test): then its sandbox has nothing to freeze.
  */
-async function assertSandboxMatches(
-  d: DaemonProcess,
-  runtime: ReturnType<typeof createProcessRuntime>,
-  agentId: string,
-): Promise<void> {
+async function assertSandboxMatches(d: DaemonProcess, runtime: SandboxRuntime, agentId: string): Promise<void> {
   const view = (await d.call("GET", `/agents/${agentId}`)).body;
   const info = await runtime.inspect(view.sandboxId, AbortSignal.timeout(10_000));
   const expected = view.hibernated ? "hibernated" : view.state === "paused" ? "frozen" : "running";

@@ -7,7 +7,7 @@ import { join, resolve } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { loadConfig } from "../../src/config.ts";
 import { findBubblewrap } from "../../src/sandbox/process/bubblewrap.ts";
-import { call, type Daemon, startDaemon, waitForState } from "../support/daemon.ts";
+import { call, createRuntime, type Daemon, sandboxRuntime, startDaemon, waitForState } from "../support/daemon.ts";
 import { freePort } from "../support/daemon-process.ts";
 import { openEvents } from "../support/sse-client.ts";
 
@@ -347,7 +347,7 @@ describe("access control", () => {
   });
 
   describe("sandboxes", () => {
-    const isolated = findBubblewrap() !== undefined || process.env.SWARM_E2E_RUNTIME === "docker";
+    const isolated = findBubblewrap() !== undefined || sandboxRuntime() === "docker";
     let d: Daemon;
     const saved = {
       SWARM_TOKEN: process.env.SWARM_TOKEN,
@@ -357,7 +357,8 @@ describe("access control", () => {
       // Secrets in the daemon's own environment, as a deployment would have them.
       process.env.SWARM_TOKEN = TOKEN;
       process.env.SWARMD_HARDENING_CANARY = "canary-91be5d";
-      d = await startDaemon({ token: TOKEN });
+      // What a sandbox sees: a real runtime (process, or docker by SWARM_E2E_RUNTIME).
+      d = await startDaemon({ token: TOKEN, runtime: (dataDir) => createRuntime(sandboxRuntime(), dataDir) });
     });
     after(async () => {
       await d.stop();

@@ -11,6 +11,7 @@ import { describe, it } from "node:test";
 import { createLogger } from "../../src/log/logger.ts";
 import { call } from "../support/daemon.ts";
 import { spawnDaemon } from "../support/daemon-process.ts";
+import { until } from "../support/poll.ts";
 
 const TOKEN = "tok-3f9a1c77e2b54d1e";
 
@@ -54,7 +55,13 @@ describe("logging", () => {
   it("a daemon: JSON when not a terminal, request lines only at debug, lifecycle at info, no token anywhere", async () => {
     for (const level of ["debug", "info"] as const) {
       const dataDir = mkdtempSync(join(tmpdir(), "swarmd-log-"));
-      const d = await spawnDaemon(dataDir, { SWARM_TOKEN: TOKEN, SWARM_LOG_LEVEL: level, SWARM_LOG_FORMAT: "json" });
+      // What the daemon logs, not what a sandbox does: the simulated runtime will do.
+      const d = await spawnDaemon(dataDir, {
+        SWARM_RUNTIME: "simulated",
+        SWARM_TOKEN: TOKEN,
+        SWARM_LOG_LEVEL: level,
+        SWARM_LOG_FORMAT: "json",
+      });
       try {
         const auth = { authorization: `Bearer ${TOKEN}` };
         // A run whose spawn a budget refuses: an agent that ends with an error.
@@ -75,7 +82,7 @@ describe("logging", () => {
         assert.equal(refused.status, 202);
         assert.equal((await call(d.url, "GET", "/runs", undefined, { authorization: "Bearer wrong" })).status, 401);
         await call(d.url, "DELETE", `/runs/${created.body.runId}`, undefined, auth);
-        await new Promise((r) => setTimeout(r, 300));
+        await until(() => /ended budget-exceeded: spawn refused/.test(d.output()), "the refused spawn logged", 30_000);
       } finally {
         await d.kill("SIGTERM");
         rmSync(dataDir, { recursive: true, force: true });

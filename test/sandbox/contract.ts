@@ -21,6 +21,8 @@ export interface SandboxContractSetup {
   workDir: (sandboxId: string) => string;
   /** Adapter-specific remains of a closed sandbox (processes, containers, images, cgroups), described. */
   leaks?: (sandboxId: string) => Promise<string[]>;
+  /** The sandbox's live processes on the host, described: none once it hibernated (runtimes with host processes). */
+  processes?: (sandboxId: string) => Promise<string[]>;
 }
 
 /** Cases whose sandboxes keep a process running in the background (`cmd &`) after its tool call. */
@@ -352,6 +354,7 @@ export function runSandboxContract(
       await rt.hibernate(id, signal());
       await client.closed; // the harness ended, and its connection with it
       assert.equal(await status(id), "hibernated");
+      assert.deepEqual((await env.processes?.(id)) ?? [], [], "nothing of a hibernated sandbox runs");
       assert.equal((await rt.list(signal())).find((i) => i.sandboxId === id)?.status, "hibernated");
       await rejectsWith(rt.connect(id, signal()), "HARNESS_UNREACHABLE");
       await rt.hibernate(id, signal());

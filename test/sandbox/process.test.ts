@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, rm, rmdir } from "node:fs/promises";
+import { mkdir, readFile, rm, rmdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
@@ -10,13 +10,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { isSwarmError } from "../../src/errors.ts";
 import { SWARMD_ROOT } from "../../src/harness/launch.ts";
 import { createCgroupFreezer, detectCgroupHierarchy } from "../../src/sandbox/process/cgroup-freezer.ts";
-import {
-  hasEnvEntry,
-  isAliveProc,
-  isStopped,
-  listProcs,
-  type ProcEntry,
-} from "../../src/sandbox/process/proc-table.ts";
+import { isStopped } from "../../src/sandbox/process/proc-table.ts";
 import {
   createProcessRuntime,
   type ProcessRuntime,
@@ -26,13 +20,9 @@ import {
 import { sandboxTag } from "../../src/sandbox/process/sandbox-tag.ts";
 import { createTestHarnessClient, type TestHarnessClient } from "../support/harness-client.ts";
 import { scriptGateway } from "../support/script-gateway.ts";
-import { runSandboxContract, type SandboxContractSetup } from "./contract.ts";
+import { processLeaks, taggedProcesses } from "./process-setup.ts";
 
 const quiet: RuntimeLogger = { info: () => undefined, warn: () => undefined };
-// Freezer cgroups, and the limit cgroups of the v1 pids, memory and cpu hierarchies.
-const CGROUP_BASES = ["swarmd", "unified/swarmd", "freezer/swarmd", "pids/swarmd", "memory/swarmd", "cpu/swarmd"].map(
-  (dir) => `/sys/fs/cgroup/${dir}`,
-);
 const signal = () => AbortSignal.timeout(60_000);
 const bashSpec = (command: string, extra: Record<string, unknown> = {}) => ({
   name: "t",
@@ -41,40 +31,6 @@ const bashSpec = (command: string, extra: Record<string, unknown> = {}) => ({
 });
 const COUNTER = (file: string) =>
   `(i=0; while true; do i=$((i+1)); echo $i > ${file}.tmp; mv ${file}.tmp ${file}; sleep 0.05; done) > /dev/null 2>&1 &`;
-
-async function taggedProcesses(sandboxId: string): Promise<ProcEntry[]> {
-  const live = (await listProcs()).filter(isAliveProc);
-  const tagged = await Promise.all(live.map((e) => hasEnvEntry(e.pid, sandboxTag(sandboxId))));
-  return live.filter((_, i) => tagged[i]);
-}
-
-/** Live processes tagged with the sandbox, its folder, its cgroup: what a closed sandbox must not leave. */
-async function processLeaks(dataDir: string, sandboxId: string): Promise<string[]> {
-  const leaks = (await taggedProcesses(sandboxId)).map((e) => `process ${e.pid} (${e.state})`);
-  if (existsSync(join(dataDir, "sandboxes", sandboxId))) leaks.push("sandbox folder");
-  for (const base of CGROUP_BASES) if (existsSync(join(base, sandboxId))) leaks.push(`cgroup ${join(base, sandboxId)}`);
-  return leaks;
-}
-
-function processSetup(options: Omit<ProcessRuntimeOptions, "dataDir">): () => Promise<SandboxContractSetup> {
-  return async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), "swarmd-process-"));
-    const make = () => createProcessRuntime({ dataDir, logger: quiet, ...options });
-    return {
-      runtime: make(),
-      reopen: async () => make(),
-      cleanup: () => rm(dataDir, { recursive: true, force: true }),
-      leaks: (id) => processLeaks(dataDir, id),
-      workDir: (id) => join(dataDir, "sandboxes", id, "work"),
-    };
-  };
-}
-
-runSandboxContract("process (bubblewrap, cgroup freezer)", processSetup({ isolation: "bubblewrap" }));
-runSandboxContract(
-  "process (bubblewrap, SIGSTOP/SIGCONT fallback)",
-  processSetup({ isolation: "bubblewrap", freezer: "signal" }),
-);
 
 /** A runtime on a fresh data folder, its sandboxes' model gateways served; every sandbox it owns is closed after the test. */
 function runtimeFor(

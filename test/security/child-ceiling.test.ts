@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { DEFAULT_SANDBOX_LIMITS } from "../../src/sandbox/runtime.ts";
-import { type Daemon, startDaemon, waitForState } from "../support/daemon.ts";
+import { createRuntime, type Daemon, sandboxRuntime, startDaemon, waitForState } from "../support/daemon.ts";
 
 /**
  * Attack: an agent (or a spawn made in its name) asks for a child with more than it has itself
@@ -11,7 +11,8 @@ describe("security: a child never exceeds its parent", () => {
   let d: Daemon;
   const ceiling = { ...DEFAULT_SANDBOX_LIMITS, memoryMiB: 1024 };
   before(async () => {
-    d = await startDaemon({ limits: ceiling });
+    // The security suites run on a real runtime (process, or docker by SWARM_E2E_RUNTIME).
+    d = await startDaemon({ limits: ceiling, runtime: (dataDir) => createRuntime(sandboxRuntime(), dataDir) });
   });
   after(() => d.stop());
 

@@ -32,10 +32,19 @@ const bashAgent = (command: string) => ({
   script: [{ tool: "bash", args: { command } }, { text: "{{lastToolResult}}" }],
 });
 
+// The two suites at once (each its own data folder and containers, its tests one after another):
+// the file then takes as long as the longer one.
 await whenDocker("docker containment", () => {
-  describe("docker containment: an agent attacking through its own bash tool (real daemon over HTTP)", () =>
-    daemonAttacks());
-  describe("docker containment: the limits a request names hold inside the sandbox", () => limitAttacks());
+  describe("docker containment", { concurrency: true }, () => {
+    describe(
+      "docker containment: an agent attacking through its own bash tool (real daemon over HTTP)",
+      { concurrency: false },
+      () => daemonAttacks(),
+    );
+    describe("docker containment: the limits a request names hold inside the sandbox", { concurrency: false }, () =>
+      limitAttacks(),
+    );
+  });
 });
 
 function daemonAttacks(): void {

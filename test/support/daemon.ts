@@ -32,6 +32,7 @@ export interface Daemon {
 
 export interface DaemonOptions {
   turnMaxMs?: number;
+  /** The sandbox runtime; default the one `SWARM_E2E_RUNTIME` names (`e2eRuntime`), simulated unless set. */
   runtime?: (dataDir: string) => SandboxRuntime;
   /** Default: the spec's 500, as the daemon has it. */
   slowConsumerLimit?: number;
@@ -51,12 +52,12 @@ export interface DaemonOptions {
   metrics?: boolean;
 }
 
-/** The whole daemon in this process, on a real loopback port, with real sandboxes and a real ledger. */
+/** The whole daemon in this process, on a real loopback port, with a real ledger and the sandboxes of its runtime. */
 export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "swarmd-e2e-"));
   const metrics = options.metrics === false ? undefined : new DaemonMetrics();
   const ledger = await openLedger(join(dataDir, "ledger"), { onCommit: metrics?.ledgerCommitted });
-  const runtime = options.runtime?.(dataDir) ?? defaultRuntime(dataDir);
+  const runtime = options.runtime?.(dataDir) ?? createRuntime(e2eRuntime(), dataDir);
   const service = createSwarmService({
     config: {
       dataDir,
@@ -108,19 +109,39 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> 
   };
 }
 
+export type RuntimeKind = "process" | "docker" | "simulated";
+
 /**
- * The runtime `SWARM_E2E_RUNTIME` names for the end-to-end suites: `process` (default), `docker` or
- * `simulated` (`SWARM_E2E_RUNTIME=simulated node --import tsx --test test/e2e/controls.test.ts`).
+ * The runtime of the in-process test daemon (`startDaemon` without a `runtime` of its own):
+ * `SWARM_E2E_RUNTIME`, `simulated` by default. Control-plane suites run on the simulated runtime;
+ * test/e2e/process.test.ts and test/e2e/docker.test.ts run the route suite again on the real ones
+ * (`SWARM_E2E_RUNTIME=process node --import tsx --test test/e2e/controls.test.ts` does it by hand).
  */
-function defaultRuntime(dataDir: string): SandboxRuntime {
-  const quiet = { info: () => undefined, warn: () => undefined };
-  switch (process.env.SWARM_E2E_RUNTIME) {
+export function e2eRuntime(): RuntimeKind {
+  const kind = process.env.SWARM_E2E_RUNTIME || "simulated";
+  if (kind !== "process" && kind !== "docker" && kind !== "simulated")
+    throw new Error(`SWARM_E2E_RUNTIME: ${kind} is not process, docker or simulated`);
+  return kind;
+}
+
+/**
+ * The runtime of suites about the sandboxes themselves (isolation, limits, their folders): the one
+ * `SWARM_E2E_RUNTIME` names when it is a real one, else process.
+ */
+export function sandboxRuntime(): Exclude<RuntimeKind, "simulated"> {
+  const kind = e2eRuntime();
+  return kind === "simulated" ? "process" : kind;
+}
+
+/** A runtime of `kind` on `dataDir`, as the daemon makes it (quiet). */
+export function createRuntime(kind: RuntimeKind, dataDir: string): SandboxRuntime {
+  switch (kind) {
     case "docker":
       return createDockerRuntime({ dataDir });
     case "simulated":
       return createMemoryRuntime();
-    default:
-      return createProcessRuntime({ dataDir, logger: quiet });
+    case "process":
+      return createProcessRuntime({ dataDir, logger: { info: () => undefined, warn: () => undefined } });
   }
 }
 
