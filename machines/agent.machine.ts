@@ -10,7 +10,7 @@ import { errorMessage } from "./error-message.ts";
  * Pure: every side effect is a named actor provided from `actors/`. Every control event is
  * answered with exactly one `member.reply` to the parent (the run supervisor), also in the ended
  * states, so a cascade never waits on an agent that cannot answer:
- * `test/machines/reply-rule.test.ts` checks this for every control in every reachable state. States
+ * `test/machines/reply-check.ts` (run by the reply-rule tests) checks this for every control in every reachable state. States
  * carry tags (`AgentTag`) that say the agent's status; the service reads them with `hasTag`
  * (`agent-status.ts`). A restart starts the same machine with the ledger's facts as input
  * (`AgentStart`): it reattaches a live sandbox or finishes an ending one in its own states.

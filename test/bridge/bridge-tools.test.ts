@@ -329,15 +329,15 @@ describe("tool bridge over stdio against a live daemon", () => {
     assert.equal(machine.isError, false, machine.text);
     assert.deepEqual(
       [machine.data.agentId, machine.data.running, machine.data.value, machine.data.tags],
-      [root, true, { live: { running: "idle" } }, ["live", "running"]],
+      [root, true, { live: { running: { idle: "awake" } } }, ["live", "running"]],
     );
     const values = machine.data.transitions.map((t: Json) => JSON.stringify(t.value));
     assert.equal(values[0], JSON.stringify({ unforked: "provisioning" }));
-    assert.equal(values.at(-1), JSON.stringify({ live: { running: "idle" } }));
+    assert.equal(values.at(-1), JSON.stringify({ live: { running: { idle: "awake" } } }));
     assert.match(
       machine.text,
       new RegExp(
-        `^The machine of ${root} is in \\{"live":\\{"running":"idle"\\}\\} \\(tags: live, running\\); ${values.length} transition\\(s\\) recorded\\.\n`,
+        `^The machine of ${root} is in \\{"live":\\{"running":\\{"idle":"awake"\\}\\}\\} \\(tags: live, running\\); ${values.length} transition\\(s\\) recorded\\.\n`,
       ),
     );
     await bridge.tool("swarm_pause_agent", { agentId: root });

@@ -70,11 +70,11 @@ describe("swarm runs table and swarm machine lines", () => {
     const view: MachineView = {
       agentId: "a_1",
       running: true,
-      value: { live: { running: "idle" } },
+      value: { live: { running: { idle: "awake" } } },
       tags: ["live", "running"],
       transitions: [
         { at: Date.UTC(2025, 0, 2, 3, 4, 5, 6), event: "xstate.init", value: { unforked: "provisioning" } },
-        { at: Date.UTC(2025, 0, 2, 3, 4, 5, 120), event: "provisioned", value: { live: { running: "idle" } } },
+        { at: Date.UTC(2025, 0, 2, 3, 4, 5, 120), event: "provisioned", value: { live: { running: { idle: "awake" } } } },
       ],
     };
     assert.deepEqual(machineLines(view), [
@@ -217,7 +217,7 @@ describe("swarm runs and machine against a live daemon", () => {
     const machine = json(viewed.stdout);
     assert.deepEqual(
       [machine.agentId, machine.running, machine.value, machine.tags],
-      [agentId, true, { live: { running: "idle" } }, ["live", "running"]],
+      [agentId, true, { live: { running: { idle: "awake" } } }, ["live", "running"]],
     );
     assert.ok(machine.transitions.length >= 2, viewed.stdout);
 

@@ -58,11 +58,11 @@ describe("run list and machine view over HTTP", () => {
     const machine = (await d.call("GET", `/agents/${agentId}/machine`)).body;
     assert.equal(machine.agentId, agentId);
     assert.equal(machine.running, true);
-    assert.deepEqual(machine.value, { live: { running: "idle" } });
+    assert.deepEqual(machine.value, { live: { running: { idle: "awake" } } });
     assert.deepEqual(machine.tags, ["live", "running"]);
     const values = machine.transitions.map((t: Json) => JSON.stringify(t.value));
     assert.ok(values.includes(JSON.stringify({ unforked: "provisioning" })), values.join(" "));
-    assert.equal(values.at(-1), JSON.stringify({ live: { running: "idle" } }));
+    assert.equal(values.at(-1), JSON.stringify({ live: { running: { idle: "awake" } } }));
     assert.ok(machine.transitions.every((t: Json) => typeof t.at === "number" && typeof t.event === "string"));
 
     await d.call("POST", `/agents/${agentId}/pause`, {});

@@ -7,11 +7,11 @@
  * whatever restarts happened in between.
  *
  * Reproducible: `SWARM_CHAOS_SEED` (default below) fixes the schedule (spawn, pause, resume and kill
- * times), which is printed. Other knobs: `SWARM_CHAOS_KILLS` (default 4), `SWARM_CHAOS_RUNTIMES`
- * (default `process,docker`), `SWARM_CHAOS_SETTLE_MS` (how long after the last restart every agent
+ * times), which is printed. Other knobs: `SWARM_CHAOS_KILLS` (default 4), `SWARM_FAULT_RUNTIMES`
+ * (default `process,docker`, as every fault test), `SWARM_CHAOS_SETTLE_MS` (how long after the last restart every agent
  * has to end, default 60 s), `SWARM_CHAOS_HIBERNATE_MS` (the daemon's SWARM_HIBERNATE_AFTER_MS,
  * default the daemon's own). Docker runs when an engine and the sandbox image are here; under
- * CI=true their absence fails (test/support/docker-engine.ts).
+ * CI=true their absence fails (test/support/fault-runtimes.ts).
  *
  *   SWARM_CHAOS_SEED=7 node --import tsx --test test/faults/chaos.test.ts
  */
@@ -19,14 +19,12 @@ import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, it } from "node:test";
+import { it } from "node:test";
 import { Level } from "level";
-import { createDockerRuntime } from "../../src/sandbox/docker/docker-runtime.ts";
-import { createProcessRuntime } from "../../src/sandbox/process/process-runtime.ts";
 import type { SandboxRuntime } from "../../src/sandbox/runtime.ts";
 import type { Json, Reply } from "../support/daemon.ts";
 import { type DaemonProcess, spawnDaemon, waitState } from "../support/daemon-process.ts";
-import { whenDocker } from "../support/docker-engine.ts";
+import { type FaultRuntime, onFaultRuntimes } from "../support/fault-runtimes.ts";
 import { seededRandom } from "../support/seeded-random.ts";
 import { openEvents } from "../support/sse-client.ts";
 
@@ -45,7 +43,6 @@ const envNumber = (name: string, fallback: number) => {
 const SEED = envNumber("SWARM_CHAOS_SEED", DEFAULT_SEED);
 const KILLS = envNumber("SWARM_CHAOS_KILLS", 4);
 const SETTLE_MS = envNumber("SWARM_CHAOS_SETTLE_MS", 60_000);
-const RUNTIMES = (process.env.SWARM_CHAOS_RUNTIMES ?? "process,docker").split(",").map((s) => s.trim());
 
 const leaf = { name: "leaf", script: [{ text: "leaf done" }] };
 const mid = (i: number) => ({
@@ -97,16 +94,14 @@ export function chaosSchedule(seed: number, kills: number): Schedule {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
-async function chaosRun(runtimeKind: "process" | "docker", seed: number): Promise<void> {
+async function chaosRun(rt: FaultRuntime, seed: number): Promise<void> {
+  const runtimeKind = rt.kind;
   const schedule = chaosSchedule(seed, KILLS);
   const log = (message: string) => console.log(`[chaos ${runtimeKind} seed=${seed}] ${message}`);
   log(`schedule ${JSON.stringify(schedule)}`);
   const dataDir = mkdtempSync(join(tmpdir(), `swarmd-chaos-${runtimeKind}-`));
-  const runtime: SandboxRuntime =
-    runtimeKind === "docker"
-      ? createDockerRuntime({ dataDir })
-      : createProcessRuntime({ dataDir, logger: { info: () => undefined, warn: () => undefined } });
-  const env: Record<string, string> = { SWARM_RUNTIME: runtimeKind };
+  const runtime: SandboxRuntime = rt.open(dataDir);
+  const env: Record<string, string> = { ...rt.env };
   if (process.env.SWARM_CHAOS_HIBERNATE_MS) env.SWARM_HIBERNATE_AFTER_MS = process.env.SWARM_CHAOS_HIBERNATE_MS;
   let d: DaemonProcess = await spawnDaemon(dataDir, env);
   env.SWARM_PORT = new URL(d.url).port; // every restart on the same address
@@ -329,12 +324,8 @@ async function rawLedgerEntries(path: string): Promise<Array<[string, string]>> 
   }
 }
 
-const declare = (kind: "process" | "docker") =>
-  describe(`SIGKILL chaos on the ${kind} runtime (issue 22 item 8)`, () => {
-    it(`seed ${SEED}, ${KILLS} kills: every mid and leaf ends, the root lives on`, { timeout: 600_000 }, () =>
-      chaosRun(kind, SEED),
-    );
-  });
-
-if (RUNTIMES.includes("process")) declare("process");
-if (RUNTIMES.includes("docker")) await whenDocker("SIGKILL chaos on the docker runtime", () => declare("docker"));
+await onFaultRuntimes("SIGKILL chaos (issue 22 item 8)", (rt) => {
+  it(`seed ${SEED}, ${KILLS} kills: every mid and leaf ends, the root lives on`, { timeout: 600_000 }, () =>
+    chaosRun(rt, SEED),
+  );
+});

@@ -16,13 +16,13 @@ import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, it } from "node:test";
-import { createProcessRuntime } from "../../src/sandbox/process/process-runtime.ts";
+import { it } from "node:test";
+import type { SandboxRuntime } from "../../src/sandbox/runtime.ts";
 import { type DaemonProcess, spawnDaemon, waitState } from "../support/daemon-process.ts";
+import { type FaultRuntime, onFaultRuntimes } from "../support/fault-runtimes.ts";
 import { until } from "../support/poll.ts";
 import { openEvents } from "../support/sse-client.ts";
 
-const quiet = { info: () => undefined, warn: () => undefined };
 const leaf = { name: "leaf", script: [{ text: "leaf done" }] };
 
 interface Setup {
@@ -49,7 +49,7 @@ async function pausedParentWithChild(d: DaemonProcess): Promise<Setup> {
 }
 
 /** The harness's own log of the child: how many prompts it took and turns it settled. */
-function harnessLog(runtime: ReturnType<typeof createProcessRuntime>, sandboxId: string) {
+function harnessLog(runtime: SandboxRuntime, sandboxId: string) {
   let lines: string[] = [];
   try {
     lines = readFileSync(join(runtime.controlDir(sandboxId), "events.jsonl"), "utf8").split("\n");
@@ -64,7 +64,7 @@ function harnessLog(runtime: ReturnType<typeof createProcessRuntime>, sandboxId:
  * The most the harness's log ever showed, read every 20 ms: the log goes with the sandbox once the
  * agent ends, and a prompt sent twice would show as a second `prompt_accepted` before that.
  */
-function watchHarness(runtime: ReturnType<typeof createProcessRuntime>, sandboxId: string) {
+function watchHarness(runtime: SandboxRuntime, sandboxId: string) {
   const most = { accepted: 0, settled: 0 };
   const timer = setInterval(() => {
     const now = harnessLog(runtime, sandboxId);
@@ -82,92 +82,91 @@ async function handleSettledCount(d: DaemonProcess, runId: string, agentId: stri
   return stream.messages.filter((m) => m.event === "handle_settled" && m.data.agentId === agentId).length;
 }
 
-describe("a spawn prompt on its way to the harness when the daemon is killed", () => {
-  it("never reached the harness: it is sent again after the restart, and the agent ends", {
-    timeout: 300_000,
-  }, async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), "swarmd-spawn-prompt-"));
-    const runtime = createProcessRuntime({ dataDir, logger: quiet });
-    let d = await spawnDaemon(dataDir);
-    let s: Setup | undefined;
-    try {
-      const setup = await pausedParentWithChild(d);
-      s = setup;
+/**
+ * One daemon process on `rt` and a paused parent with a child whose spawn prompt was never sent;
+ * `body` kills and restarts it (`restart`) and checks. What the child's harness and machine show is
+ * printed on failure; everything is stopped and removed after.
+ */
+async function withPausedChild(
+  rt: FaultRuntime,
+  body: (t: {
+    d: () => DaemonProcess;
+    restart(): Promise<void>;
+    runtime: SandboxRuntime;
+    setup: Setup;
+  }) => Promise<void>,
+): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), "swarmd-spawn-prompt-"));
+  const runtime = rt.open(dataDir);
+  let d = await spawnDaemon(dataDir, rt.env);
+  let s: Setup | undefined;
+  try {
+    s = await pausedParentWithChild(d);
+    const restart = async () => {
       await d.kill("SIGKILL");
-      d = await spawnDaemon(dataDir, { SWARM_PORT: new URL(d.url).port });
-      assert.equal((await d.call("GET", `/agents/${setup.child}`)).body.state, "paused");
-      const harness = watchHarness(runtime, setup.childSandbox);
-      assert.equal((await d.call("POST", `/agents/${setup.parent}/resume`, { scope: "subtree" })).status, 202);
-      await until(
-        async () => (await d.call("GET", `/agents/${setup.child}`)).body.state === "done",
-        `child ${setup.child} ends`,
-        60_000,
+      d = await spawnDaemon(dataDir, { ...rt.env, SWARM_PORT: new URL(d.url).port });
+    };
+    await body({ d: () => d, restart, runtime, setup: s });
+  } catch (err) {
+    if (s) {
+      const machine = (await d.call("GET", `/agents/${s.child}/machine`).catch(() => undefined))?.body;
+      console.error(
+        `child ${s.child}: harness ${JSON.stringify(harnessLog(runtime, s.childSandbox))}, machine ${JSON.stringify(machine?.value)}`,
       );
-      const view = (await d.call("GET", `/agents/${setup.child}/result`)).body;
-      assert.equal(view.result, "leaf done");
-      harness.stop();
-      assert.deepEqual(harness.most, { accepted: 1, settled: 1 }, "one prompt, one turn");
-      assert.equal(await handleSettledCount(d, setup.runId, setup.child), 1);
-    } catch (err) {
-      if (s) {
-        const machine = (await d.call("GET", `/agents/${s.child}/machine`).catch(() => undefined))?.body;
-        console.error(
-          `child ${s.child}: harness ${JSON.stringify(harnessLog(runtime, s.childSandbox))}, machine ${JSON.stringify(machine?.value)}`,
-        );
-      }
-      console.error(`daemon output:\n${d.output()}`);
-      throw err;
-    } finally {
-      await d.kill("SIGKILL");
-      for (const sb of await runtime.list(AbortSignal.timeout(30_000)))
-        await runtime.close(sb.sandboxId, AbortSignal.timeout(30_000));
-      rmSync(dataDir, { recursive: true, force: true });
     }
-  });
+    console.error(`daemon output:\n${d.output()}`);
+    throw err;
+  } finally {
+    d.child.kill("SIGCONT");
+    await d.kill("SIGKILL");
+    for (const sb of await runtime.list(AbortSignal.timeout(30_000)))
+      await runtime.close(sb.sandboxId, AbortSignal.timeout(30_000));
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
 
-  it("taken by the harness but not recorded: its turn is owed (not sent twice), and the agent ends", {
-    timeout: 300_000,
-  }, async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), "swarmd-spawn-prompt-"));
-    const runtime = createProcessRuntime({ dataDir, logger: quiet });
-    let d = await spawnDaemon(dataDir);
-    let s: Setup | undefined;
-    try {
-      const setup = await pausedParentWithChild(d);
-      s = setup;
-      assert.deepEqual(harnessLog(runtime, setup.childSandbox), { accepted: 0, settled: 0 });
-      // The resume's answer comes after the child's prompt was written to its harness, which
-      // first loads pi: stopping the daemon now keeps the harness's answer from being recorded.
-      assert.equal((await d.call("POST", `/agents/${setup.parent}/resume`, { scope: "subtree" })).status, 202);
-      d.child.kill("SIGSTOP");
-      await until(() => harnessLog(runtime, setup.childSandbox).accepted === 1, "the harness takes the prompt", 30_000);
+/** The child ended with its one turn's result: one prompt taken, one turn run, one `handle_settled`. */
+async function endsOnce(d: DaemonProcess, setup: Setup, harness: ReturnType<typeof watchHarness>): Promise<void> {
+  await until(
+    async () => (await d.call("GET", `/agents/${setup.child}`)).body.state === "done",
+    `child ${setup.child} ends`,
+    60_000,
+  );
+  assert.equal((await d.call("GET", `/agents/${setup.child}/result`)).body.result, "leaf done");
+  harness.stop();
+  assert.deepEqual(harness.most, { accepted: 1, settled: 1 }, "one prompt, one turn");
+  assert.equal(await handleSettledCount(d, setup.runId, setup.child), 1);
+}
+
+await onFaultRuntimes("a spawn prompt on its way to the harness when the daemon is killed", (rt) => {
+  it("never reached the harness: it is sent again after the restart, and the agent ends", { timeout: 300_000 }, () =>
+    withPausedChild(rt, async ({ d, restart, runtime, setup }) => {
+      await restart();
+      assert.equal((await d().call("GET", `/agents/${setup.child}`)).body.state, "paused");
       const harness = watchHarness(runtime, setup.childSandbox);
-      await d.kill("SIGKILL");
-      d = await spawnDaemon(dataDir, { SWARM_PORT: new URL(d.url).port });
-      await until(
-        async () => (await d.call("GET", `/agents/${setup.child}`)).body.state === "done",
-        `child ${setup.child} ends`,
-        60_000,
-      );
-      assert.equal((await d.call("GET", `/agents/${setup.child}/result`)).body.result, "leaf done");
-      harness.stop();
-      assert.deepEqual(harness.most, { accepted: 1, settled: 1 }, "one prompt, one turn");
-      assert.equal(await handleSettledCount(d, setup.runId, setup.child), 1);
-    } catch (err) {
-      if (s) {
-        const machine = (await d.call("GET", `/agents/${s.child}/machine`).catch(() => undefined))?.body;
-        console.error(
-          `child ${s.child}: harness ${JSON.stringify(harnessLog(runtime, s.childSandbox))}, machine ${JSON.stringify(machine?.value)}`,
+      assert.equal((await d().call("POST", `/agents/${setup.parent}/resume`, { scope: "subtree" })).status, 202);
+      await endsOnce(d(), setup, harness);
+    }),
+  );
+
+  it(
+    "taken by the harness but not recorded: its turn is owed (not sent twice), and the agent ends",
+    { timeout: 300_000 },
+    () =>
+      withPausedChild(rt, async ({ d, restart, runtime, setup }) => {
+        assert.deepEqual(harnessLog(runtime, setup.childSandbox), { accepted: 0, settled: 0 });
+        // The resume's answer comes after the child's prompt was written to its harness, which
+        // first loads pi: stopping the daemon now keeps the harness's answer from being recorded.
+        assert.equal((await d().call("POST", `/agents/${setup.parent}/resume`, { scope: "subtree" })).status, 202);
+        d().child.kill("SIGSTOP");
+        await until(
+          () => harnessLog(runtime, setup.childSandbox).accepted === 1,
+          "the harness takes the prompt",
+          30_000,
         );
-      }
-      console.error(`daemon output:\n${d.output()}`);
-      throw err;
-    } finally {
-      d.child.kill("SIGCONT");
-      await d.kill("SIGKILL");
-      for (const sb of await runtime.list(AbortSignal.timeout(30_000)))
-        await runtime.close(sb.sandboxId, AbortSignal.timeout(30_000));
-      rmSync(dataDir, { recursive: true, force: true });
-    }
-  });
+        const harness = watchHarness(runtime, setup.childSandbox);
+        await restart();
+        await endsOnce(d(), setup, harness);
+      }),
+  );
 });
