@@ -153,6 +153,13 @@ function daemonAttacks(): void {
 function limitAttacks(): void {
   let dataDir: string;
   let rt: SandboxRuntime;
+  /**
+   * A runtime whose disk watch does not run while a test looks at the per-file limit alone: a file
+   * that stops at that limit (the quota) puts the sandbox over its quota with its other files until
+   * it is removed, and a watch round in between would stop the sandbox mid-turn, rightly.
+   */
+  let rtNoWatch: SandboxRuntime;
+  let noWatchDir: string;
   const made = new Set<string>();
   const small: SandboxLimits = { pids: 64, memoryMiB: 256, cpus: 0.5, diskMiB: 64, tmpMiB: 16 };
   const request = (spec: Record<string, unknown>, limits?: SandboxLimits): ProvisionRequest => {
@@ -161,11 +168,11 @@ function limitAttacks(): void {
     return { sandboxId, runId: `run-${randomUUID()}`, agentId: `agent-${randomUUID()}`, spec, limits };
   };
   /** Provision, start and prompt once; the client stays open for more prompts. */
-  const started = async (spec: Record<string, unknown>, limits?: SandboxLimits) => {
+  const started = async (spec: Record<string, unknown>, limits?: SandboxLimits, on = rt) => {
     const req = request(spec, limits);
-    await rt.provision(req, signal());
-    await rt.startHarness(req.sandboxId, signal());
-    const client = createTestHarnessClient(await rt.connect(req.sandboxId, signal()));
+    await on.provision(req, signal());
+    await on.startHarness(req.sandboxId, signal());
+    const client = createTestHarnessClient(await on.connect(req.sandboxId, signal()));
     client.hello(0);
     return { req, client };
   };
@@ -183,11 +190,19 @@ function limitAttacks(): void {
   before(async () => {
     dataDir = await mkdtemp(join(tmpdir(), "swarmd-containment-"));
     rt = models.wrap(createDockerRuntime({ dataDir, diskWatchIntervalMs: 250, log: () => undefined }));
+    noWatchDir = await mkdtemp(join(tmpdir(), "swarmd-containment-"));
+    rtNoWatch = models.wrap(
+      createDockerRuntime({ dataDir: noWatchDir, diskWatchIntervalMs: 3_600_000, log: () => undefined }),
+    );
   });
   after(async () => {
-    for (const id of made) await rt.close(id, signal()).catch(() => undefined);
+    for (const id of made) {
+      await rt.close(id, signal()).catch(() => undefined);
+      await rtNoWatch.close(id, signal()).catch(() => undefined);
+    }
     await models.close();
     await rm(dataDir, { recursive: true, force: true });
+    await rm(noWatchDir, { recursive: true, force: true });
   });
 
   it("kills a memory hog inside its sandbox at the request's memory limit", async () => {
@@ -235,6 +250,7 @@ function limitAttacks(): void {
         `${fill("/work/big", small.diskMiB + 8)}; ${fill("/tmp/big", small.tmpMiB + 8)}; ${fill("/work/fits", 8)}`,
       ),
       small,
+      rtNoWatch,
     );
     const [output = ""] = (await attacked.client.prompt("go", 90_000)).toolOutputs;
     assert.match(output, /\/work\/big=[1-9]/, output);

@@ -13,6 +13,7 @@ import { waitForHarness } from "../wait-for-harness.ts";
 import { type DockerEndpoint, engineError, openEngine } from "./engine.ts";
 import { execHarness, execRunning, killHarness } from "./harness-exec.ts";
 import { ownerIdOf, SANDBOX_ID } from "./labels.ts";
+import { pauseContainer } from "./pause.ts";
 import { type OwnedContainer, sandboxContainers } from "./sandbox-containers.ts";
 import { type SandboxRecord, sandboxFolders } from "./sandbox-folder.ts";
 import { defaultSandboxImage } from "./sandbox-image.ts";
@@ -124,7 +125,7 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
   const whilePaused = async <T>(sandboxId: string, work: () => Promise<T>): Promise<T> => {
     const { container, info } = await containers.live(sandboxId);
     if (info.status === "frozen") return work();
-    await container.pause();
+    await pauseContainer(container);
     try {
       return await work();
     } finally {
@@ -207,7 +208,7 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
           // A hibernated sandbox has nothing to suspend: its wake waits for the agent's resume.
           if (info.status === "hibernated" || (info.status === "frozen") === paused) return;
           try {
-            await (paused ? container.pause({ abortSignal: signal }) : container.unpause({ abortSignal: signal }));
+            await (paused ? pauseContainer(container, signal) : container.unpause({ abortSignal: signal }));
           } catch (err) {
             // Another caller may have won the race; what matters is the state now.
             const now = await containers.find(sandboxId);
