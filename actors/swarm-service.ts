@@ -6,6 +6,7 @@ import type { ResultStore } from "../src/results/result-store.ts";
 import { DEFAULT_SANDBOX_LIMITS, type SandboxRuntime } from "../src/sandbox/runtime.ts";
 import { type AgentState, DEFAULT_RUN_LIST_LIMIT, type SwarmApi } from "../src/swarm-api.ts";
 import { countStates, createRunView } from "../src/views/run-view.ts";
+import { AgentDirectory } from "./agent-directory.ts";
 import { finishPurges } from "./run/purge.ts";
 import { Run, type RunDeps, type ServiceConfig } from "./run/run.ts";
 import { newRunId } from "./run/spawn.ts";
@@ -46,7 +47,7 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
   const starts = deps.starts ?? new StartQueue();
   const runs = new Map<string, Run>();
   /** Every agent of every known run, to find its run by id. */
-  const agentRuns = new Map<string, Run>();
+  const directory = new AgentDirectory();
 
   const open = (runId: string): Run => {
     const run: Run = new Run(runId, {
@@ -55,7 +56,7 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
       log,
       gateway,
       starts,
-      register: (agentId) => agentRuns.set(agentId, run),
+      directory,
     });
     runs.set(runId, run);
     return run;
@@ -68,10 +69,11 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
   /** A purged run leaves the maps at once: from then on it and its agents are 404s. */
   const forget = (run: Run): void => {
     runs.delete(run.runId);
-    for (const agentId of run.agentIds()) agentRuns.delete(agentId);
+    directory.remove(run.agentIds());
   };
   const runOf = (agentId: string): Run => {
-    const run = agentRuns.get(agentId);
+    const runId = directory.runOf(agentId);
+    const run = runId === undefined ? undefined : runs.get(runId);
     if (!run?.has(agentId)) throw new SwarmError("AGENT_NOT_FOUND", `agent ${agentId} does not exist`);
     return run;
   };

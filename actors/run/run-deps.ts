@@ -3,6 +3,7 @@ import type { ModelGateway } from "../../src/gateway/gateway.ts";
 import type { Ledger } from "../../src/ledger/ledger.ts";
 import type { ResultStore } from "../../src/results/result-store.ts";
 import type { SandboxLimits, SandboxRuntime } from "../../src/sandbox/runtime.ts";
+import type { AgentDirectory } from "../agent-directory.ts";
 import type { StartQueue } from "../start-queue.ts";
 
 export interface ServiceConfig {
@@ -26,8 +27,8 @@ export interface RunDeps {
   /** Inspection hook for the run's actors (SWARM_INSPECT=1). */
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
   log(message: string): void;
-  /** Tells the daemon which run an agent belongs to, for every agent the run takes on. */
-  register(agentId: string): void;
+  /** Which run each agent belongs to: the run adds every agent it takes on. */
+  directory: AgentDirectory;
   /** The daemon's model gateway: every agent's model calls go through it. */
   gateway: ModelGateway;
   /** The daemon's admission control for sandbox and harness starts, shared by every run. */

@@ -146,7 +146,7 @@ export function assembleRun(runId: string, deps: RunDeps, hooks: RunHooks) {
     turnMaxMs: deps.config.turnMaxMs,
     spend: spend,
     drains: drains,
-    register: deps.register,
+    register: (agentId) => deps.directory.add(agentId, runId),
   });
 
   return { writer, supervisor, harness, controls, drains, spend, permissions, spawner };

@@ -273,7 +273,7 @@ export class Run {
       table: this.#table,
       supervisor: this.#supervisor,
       launch: (agentId, start, options) => this.#spawner.launch(agentId, start, options),
-      register: this.#deps.register,
+      register: (agentId) => this.#deps.directory.add(agentId, this.runId),
       permissions: this.#permissions,
       drains: this.#drains,
       log: (message) => log(`run ${this.runId}: ${message}`),
