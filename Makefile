@@ -55,7 +55,7 @@ SLOWEST_TESTS := test/security/docker-containment.test.ts test/faults/restart.te
 SLOW_TESTS := $(SLOWEST_TESTS) $(filter-out $(SLOWEST_TESTS),$(wildcard test/faults/*.test.ts test/e2e/process.test.ts \
 	test/machines/reply-*.test.ts test/sandbox/*.test.ts))
 TESTS ?= $(SLOW_TESTS) $(filter-out $(SLOW_TESTS),$(shell find test -name "*.test.ts" | sort))
-SERIAL_TESTS := test/e2e/approvals.test.ts test/harness/harness.test.ts test/security/network.test.ts
+SERIAL_TESTS := test/e2e/approvals.test.ts test/harness/harness.test.ts
 # The reply rule's CPU-bound files first, as above.
 FAST_TESTS := $(filter $(SLOW_TESTS),$(wildcard test/machines/*.test.ts)) \
 	$(filter-out $(SLOW_TESTS),$(shell find test/machines test/ledger test/http test/api test/service -name "*.test.ts" | sort)) \

@@ -5,8 +5,9 @@
 # `--tests` (make test) also what only the tests use: prometheus and promtool, which
 # test/e2e/prometheus.test.ts scrapes the daemon with (not for `make run`: Debian's package starts a
 # Prometheus server of its own on systemd hosts), and chromium, which test/console drives through
-# playwright-core (never a downloaded browser). As root on Debian: one `apt-get update`, one
-# `apt-get install` of the missing packages, and nothing at all when every command is there. Not
+# playwright-core (never a downloaded browser), and strace, with which
+# test/sandbox/process-network-start.test.ts holds bwrap's loopback set-up. As root on Debian: one
+# `apt-get update`, one `apt-get install` of the missing packages, and nothing at all when every command is there. Not
 # root: prints what to install and carries on; the daemon then refuses to start without bubblewrap
 # (SWARM_ISOLATION).
 set -euo pipefail
@@ -19,11 +20,12 @@ declare -A PACKAGE_OF=(
   [prometheus]=prometheus
   [promtool]=prometheus
   [chromium]=chromium
+  [strace]=strace
 )
 
 missing=()
 commands=(bwrap slirp4netns ip)
-[[ "${1:-}" == "--tests" ]] && commands+=(prometheus promtool chromium)
+[[ "${1:-}" == "--tests" ]] && commands+=(prometheus promtool chromium strace)
 for command in "${commands[@]}"; do
   # ip lives in /usr/sbin, which a user's PATH may not hold.
   if ! PATH="$PATH:/usr/sbin:/sbin" command -v "$command" >/dev/null 2>&1; then

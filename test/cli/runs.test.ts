@@ -74,7 +74,11 @@ describe("swarm runs table and swarm machine lines", () => {
       tags: ["live", "running"],
       transitions: [
         { at: Date.UTC(2025, 0, 2, 3, 4, 5, 6), event: "xstate.init", value: { unforked: "provisioning" } },
-        { at: Date.UTC(2025, 0, 2, 3, 4, 5, 120), event: "provisioned", value: { live: { running: { idle: "awake" } } } },
+        {
+          at: Date.UTC(2025, 0, 2, 3, 4, 5, 120),
+          event: "provisioned",
+          value: { live: { running: { idle: "awake" } } },
+        },
       ],
     };
     assert.deepEqual(machineLines(view), [

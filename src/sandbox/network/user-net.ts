@@ -40,6 +40,11 @@ export type UserNetProcess = z.infer<typeof UserNetProcessSchema>;
 
 /** slirp4netns's fixed host alias (its gateway); prohibited too, on top of `--disable-host-loopback`. */
 export const SLIRP_HOST_ALIAS = "10.0.2.2";
+/** The sandbox's side: slirp4netns's tap device, its recommended guest address (10.0.2.0/24), and the MTU it is told. */
+const TAP = "tap0";
+const SLIRP_GUEST = "10.0.2.100";
+const SLIRP_BROADCAST = "10.0.2.255";
+const SLIRP_MTU = 65520;
 
 /**
  * Every slirp4netns swarmd starts carries `SWARMD_USER_NET=<sandboxId>` in its environment, so
@@ -113,7 +118,6 @@ function ended(child: ChildProcess): Promise<string> {
  * sandbox (no CAP_NET_ADMIN over its namespace) cannot remove them. Throws when any route fails.
  */
 export async function blockHostAddresses(targetPid: number, addresses: string[]): Promise<void> {
-  assertForeignNetns(targetPid);
   const ipv6 = (() => {
     try {
       accessSync("/proc/sys/net/ipv6", constants.R_OK);
@@ -123,17 +127,44 @@ export async function blockHostAddresses(targetPid: number, addresses: string[])
     }
   })();
   const targets = [SLIRP_HOST_ALIAS, ...addresses].filter((a) => ipv6 || !a.includes(":"));
-  const batch = targets.map((a) => `route replace prohibit ${a}/${a.includes(":") ? 128 : 32}\n`).join("");
+  const batch = targets.map((a) => `route replace prohibit ${a}/${a.includes(":") ? 128 : 32}`);
+  await ipBatch(targetPid, batch, "blocking the host's addresses in the sandbox's namespace");
+}
+
+/**
+ * What slirp4netns's `--configure` would do to `tap0` (up, MTU, no multicast, its recommended address
+ * 10.0.2.100/24, default route via its gateway), done here instead, so that nothing but bubblewrap (or docker) ever
+ * touches the namespace's `lo`. `--configure` also sets `lo` up: the kernel then gives it 127.0.0.1/8
+ * on its own, and a bwrap that has not made its loopback yet fails on it (its RTM_NEWADDR asks
+ * NLM_F_EXCL and gets EEXIST, which bwrap 0.8 reports with a stale errno as
+ * `bwrap: loopback: Failed RTM_NEWADDR: No child processes`). bwrap writes its child's pid to
+ * `--info-fd` before that child makes its loopback, so the two would run at the same time.
+ */
+async function configureTap(targetPid: number): Promise<void> {
+  await ipBatch(
+    targetPid,
+    [
+      `link set dev ${TAP} multicast off mtu ${SLIRP_MTU} up`,
+      `addr add ${SLIRP_GUEST}/24 broadcast ${SLIRP_BROADCAST} dev ${TAP}`,
+      `route add default via ${SLIRP_HOST_ALIAS} dev ${TAP}`,
+    ],
+    `configuring ${TAP} in the sandbox's namespace`,
+  );
+}
+
+/** Run `ip -batch` in the network namespace of `targetPid` (never the service's own); throws unless every line succeeded. */
+async function ipBatch(targetPid: number, lines: string[], what: string): Promise<void> {
+  assertForeignNetns(targetPid);
   const child = spawn(tool("nsenter"), [`--net=/proc/${targetPid}/ns/net`, "--", tool("ip"), "-batch", "-"], {
     stdio: ["pipe", "ignore", "pipe"],
     env: { PATH: SYSTEM_PATH },
   });
   let stderr = "";
   child.stderr?.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-  child.stdin?.end(batch);
+  child.stdin?.on("error", () => undefined); // an ip that died early: its exit says why
+  child.stdin?.end(lines.map((l) => `${l}\n`).join(""));
   const how = await ended(child);
-  if (child.exitCode !== 0)
-    throw new Error(`blocking the host's addresses in the sandbox's namespace ${how}: ${stderr.trim()}`);
+  if (child.exitCode !== 0) throw new Error(`${what} ${how}: ${stderr.trim()}`);
 }
 
 export interface AttachOptions {
@@ -154,9 +185,11 @@ export interface AttachOptions {
 /**
  * Give the sandbox's namespace its way out: first prohibit the host's addresses, then start
  * slirp4netns, detached (its own session, unreferenced: it outlives a service restart like the
- * harness), and resolve once it has configured `tap0` (address, default route). The order means the
- * namespace never has egress without the prohibit routes, whatever moment the service dies at.
- * On failure nothing is left running. The caller records the result and calls `stopUserNet` on close.
+ * harness), and once it is ready (its `tap0` exists, still down and without an address), configure
+ * `tap0` (address, default route). The order means the namespace never has egress without the
+ * prohibit routes, whatever moment the service dies at. slirp4netns does not configure the namespace
+ * itself (no `--configure`): see `configureTap`. On failure nothing is left running. The caller
+ * records the result and calls `stopUserNet` on close.
  */
 export async function attachUserNet(options: AttachOptions): Promise<UserNetProcess> {
   const { targetPid, signal } = options;
@@ -166,8 +199,7 @@ export async function attachUserNet(options: AttachOptions): Promise<UserNetProc
   assertForeignNetns(targetPid);
 
   const args = [
-    "--configure",
-    "--mtu=65520",
+    `--mtu=${SLIRP_MTU}`,
     "--disable-host-loopback",
     "--enable-sandbox",
     "--enable-seccomp",
@@ -177,7 +209,7 @@ export async function attachUserNet(options: AttachOptions): Promise<UserNetProc
   const log = openSync(options.logFile, "w", 0o600);
   let child: ChildProcess;
   try {
-    child = spawn(tool("slirp4netns"), [...args, String(targetPid), "tap0"], {
+    child = spawn(tool("slirp4netns"), [...args, String(targetPid), TAP], {
       detached: true,
       stdio: ["ignore", log, log, "pipe", ...(options.exitFd ? [options.exitFd] : [])],
       env: { PATH: SYSTEM_PATH, [USER_NET_TAG_VAR]: options.sandboxId },
@@ -206,6 +238,8 @@ export async function attachUserNet(options: AttachOptions): Promise<UserNetProc
       void ended(child).then(finish);
     });
     if (outcome !== undefined) throw new Error(`slirp4netns ${outcome}: ${readLogTail(options.logFile)}`);
+    signal.throwIfAborted();
+    await configureTap(targetPid);
     if (child.pid === undefined) throw new Error("slirp4netns has no pid");
     const startTime = await startTimeOf(child.pid);
     if (startTime === undefined) throw new Error(`slirp4netns ${await ended(child)}: ${readLogTail(options.logFile)}`);
