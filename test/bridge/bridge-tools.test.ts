@@ -249,6 +249,16 @@ describe("tool bridge over stdio against a live daemon", () => {
     assert.deepEqual(stopped.data.results, [{ agentId: kid, outcome: "applied" }]);
     assert.equal((await bridge.tool("swarm_get_agent", { agentId: kid })).data.outcome, "aborted");
 
+    // The steer queued while the root was paused runs as a turn after the resume: wait for it to
+    // settle, so the ledger is quiet before it is read whole.
+    let after = settled.data.lastSeq;
+    for (let rootSettled = false; !rootSettled; ) {
+      const window = await bridge.tool("swarm_watch_events", { runId, afterSeq: after, maxWaitSeconds: 60 });
+      assert.notEqual(window.data.events.length, 0, "the root's steered turn settles");
+      rootSettled = window.data.events.some((e: Json) => e.type === "handle_settled" && e.agentId === root);
+      after = window.data.lastSeq;
+    }
+
     // The whole ledger so far, in seq order, then a window with nothing new, then a bounded one.
     const all = await bridge.tool("swarm_watch_events", { runId, maxWaitSeconds: 0, maxEvents: 1000 });
     const seqs = all.data.events.map((e: Json) => e.seq);
