@@ -144,6 +144,33 @@ describe(`host calls wait in a queue; what swarmd refuses is a tool error (${e2e
     assert.equal((await viewOf(d, agentId)).toolErrors, 2);
     await d.call("POST", `/agents/${agentId}/stop`, {});
   });
+
+  it("an approval nobody answered within approveTimeoutMs is a tool_refused; one still waiting when the agent stops is not", async () => {
+    const { runId, agentId } = await startGatedRun(d.call, {
+      approve: [{ tool: "spawn_agent" }],
+      approveTimeoutMs: 1_000,
+      script: [{ tool: "spawn_agent", args: { spec: leaf, prompt: "never" } }, { text: "timed out" }],
+    });
+    assert.equal((await d.call("GET", `/agents/${agentId}/result?wait=60`)).body.result, "timed out");
+    const refused = await refusalsIn(d, runId, agentId);
+    assert.deepEqual(
+      refused.map((e) => [e.data.tool, e.data.code]),
+      [["spawn_agent", "PERMISSION_DENIED"]],
+    );
+    assert.match(refused[0]?.data.message, /nobody decided on this tool call in time \(approveTimeoutMs\)/);
+    await d.call("POST", `/agents/${agentId}/stop`, {});
+
+    const waiting = await startGatedRun(d.call, {
+      approve: [{ tool: "bash" }],
+      script: [{ tool: "bash", args: { command: "echo never" } }, { text: "never" }],
+    });
+    await inbox(d.call, waiting.runId, 1);
+    await d.call("POST", `/agents/${waiting.agentId}/stop`, {});
+    const [denied] = (await d.ledger.read(waiting.runId, 0)).filter((e) => e.type === "permission_resolved");
+    assert.equal(denied?.data.by, "stop");
+    assert.deepEqual(await refusalsIn(d, waiting.runId), [], "the agent's end says it all");
+    assert.equal((await viewOf(d, waiting.agentId)).toolErrors, 0);
+  });
 });
 
 describe(`a flood of host calls (${e2eRuntime()} runtime)`, () => {
