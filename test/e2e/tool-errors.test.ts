@@ -52,7 +52,7 @@ describe(`host calls wait in a queue; what swarmd refuses is a tool error (${e2e
   after(() => d.stop());
 
   it("a root spawning 10 children in one step, each spawning 19 in one step, makes all 201 agents, none with a tool error", {
-    timeout: 900_000,
+    timeout: 600_000,
   }, async () => {
     const mid = {
       name: "mid",
@@ -70,7 +70,7 @@ describe(`host calls wait in a queue; what swarmd refuses is a tool error (${e2e
     assert.equal(created.status, 202, JSON.stringify(created.body));
     const { runId, rootAgentId } = created.body;
     // The root ends only once every child ended, and each child once its own children did.
-    await waitForState(d, rootAgentId, "done", 900_000);
+    await waitForState(d, rootAgentId, "done", 600_000);
     const agents = (await d.call("GET", `/runs/${runId}`)).body.agents as Json[];
     assert.equal(agents.length, 201);
     assert.deepEqual(
