@@ -62,6 +62,9 @@ export const AgentViewSchema = z
     queuePosition: Int.min(1).optional().describe("Only while the agent's sandbox waits for a start slot; 1 is next."),
     usage: UsageSchema.describe("Its own model calls."),
     subtreeUsage: UsageSchema.describe("The model calls of its whole subtree: it and every descendant."),
+    toolErrors: Int.min(0).describe(
+      "Its tool calls that swarmd itself refused or could not carry out (host calls past the queue, refused spawns, denied approvals, model calls the gateway refused): the sum of its `tool_refused` events' `count`. 0 when none.",
+    ),
   })
   .describe("Spec section 2.2: the fold of the run's ledger.");
 

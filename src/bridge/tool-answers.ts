@@ -89,8 +89,9 @@ export const ANSWERS: { [K in RouteToolName]: ToolAnswer<(typeof ROUTE_TOOLS)[K]
   async swarm_get_agent(input, { call }) {
     const agent = await call(input);
     const paused = agent.pausedBy ? ` (paused by ${agent.pausedBy})` : "";
+    const refused = agent.toolErrors > 0 ? `; swarmd refused ${agent.toolErrors} of its tool call(s)` : "";
     return toolOk(
-      `Agent ${agent.agentId} (${agent.specName}) is ${agent.state}${paused}${agent.outcome ? `, outcome ${agent.outcome}` : ""}; its subtree spent ${usageText(agent.subtreeUsage)}.`,
+      `Agent ${agent.agentId} (${agent.specName}) is ${agent.state}${paused}${agent.outcome ? `, outcome ${agent.outcome}` : ""}${refused}; its subtree spent ${usageText(agent.subtreeUsage)}.`,
       { ...agent },
     );
   },

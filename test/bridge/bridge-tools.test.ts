@@ -201,7 +201,8 @@ describe("tool bridge over stdio against a live daemon", () => {
       remainingTokens: null,
       remainingCostUsd: null,
     });
-    assert.match(agent.text, /; its subtree spent \d+ tokens, \$[\d.]+ in 1 model call\(s\)\.$/m);
+    assert.equal(agent.data.toolErrors, 0);
+    assert.match(agent.text, / is running; its subtree spent \d+ tokens, \$[\d.]+ in 1 model call\(s\)\.$/m);
     const tree = await bridge.tool("swarm_get_run", { runId });
     assert.deepEqual(
       tree.data.agents.map((a: Json) => [a.agentId, a.state]),
@@ -430,6 +431,9 @@ describe("tool bridge over stdio against a live daemon", () => {
     const result = (await bridge.tool("swarm_get_result", { agentId: second.root, waitSeconds: 60 })).data.result;
     assert.match(result, /^done: .*\bno\b/s);
     assert.doesNotMatch(result, /\bhi\b/, "the command did not run");
+    const refusedAgent = await bridge.tool("swarm_get_agent", { agentId: second.root });
+    assert.equal(refusedAgent.data.toolErrors, 1, "the denial is counted");
+    assert.match(refusedAgent.text, /; swarmd refused 1 of its tool call\(s\); its subtree spent /);
     const all = await bridge.tool("swarm_list_permissions", { runId: second.runId, state: "all" });
     assert.deepEqual(
       all.data.permissions.map((p: Json) => [p.requestId, p.decision, p.by, p.message]),

@@ -232,6 +232,11 @@ describe("swarm approvals, allow, deny and stop --mode drain against a live daem
     const result = await swarmInProcess(["result", root, "--wait", "60"], env);
     assert.match(result.stdout, /^done: .*\bno\b/s, result.stderr);
     assert.doesNotMatch(result.stdout, /\bhi\b/, "the command did not run");
+    assert.match(
+      (await swarmInProcess(["tree", runId, "--once"], env)).stdout,
+      new RegExp(`\n● refused ${root} running · 1 tool error · ${SPENT}\n$`),
+      "the denied call is counted",
+    );
     const events = (await swarm(["events", runId, "--json"], env)).stdout.trimEnd().split("\n").map(json);
     assert.equal(
       events.find((e: Json) => e.type === "tool_end" && e.agentId === root)?.data.isError,

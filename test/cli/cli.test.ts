@@ -37,6 +37,7 @@ describe("swarm tree rendering", () => {
     pendingPermissions: [],
     usage: zero(),
     subtreeUsage: zero(),
+    toolErrors: 0,
   });
   const modelUsage = (seq: number, agentId: string, inputTokens: number, outputTokens: number, costUsd: number) => ({
     seq,
@@ -154,6 +155,7 @@ describe("swarm tree rendering", () => {
       "specName",
       "state",
       "outcome",
+      "toolErrors",
       "usage",
       "subtreeUsage",
       "children",
@@ -192,6 +194,54 @@ describe("swarm tree rendering", () => {
       agents: [{ ...agent("a_1", null, "lead"), state: "paused", pausedBy: "operator", draining: true }],
     });
     assert.equal(renderTree(snapshotDraining)[1], "‖ lead a_1 paused (by operator) (draining)");
+  });
+
+  it("counts tool_refused events into toolErrors from the snapshot on, and says so beside the outcome", () => {
+    const tracker = trackRun({
+      runId: "r_1",
+      rootAgentId: "a_1",
+      asOf: 5,
+      usage: zero(),
+      agents: [{ ...agent("a_1", null, "lead"), toolErrors: 2 }, agent("a_2", "a_1", "kid")],
+    });
+    const refused = (seq: number, agentId: string, count: number) => ({
+      seq,
+      type: "tool_refused",
+      agentId,
+      at: 2,
+      data: { tool: "spawn_agent", code: "HOST_CALLS_FULL", message: "too many host calls", count },
+    });
+    assert.equal(renderTree(tracker)[1], "● lead a_1 running · 2 tool errors");
+    assert.equal(renderTree(tracker)[2], "└─ ● kid a_2 running", "none: nothing said");
+    tracker.apply(refused(6, "a_1", 1));
+    tracker.apply(refused(7, "a_2", 1));
+    tracker.apply(refused(8, "a_2", 40)); // a burst written as one event
+    tracker.apply({
+      seq: 9,
+      type: "agent_ended",
+      agentId: "a_2",
+      at: 2,
+      data: { outcome: "success", endedAt: 5, error: null },
+    });
+    assert.deepEqual(renderTree(tracker).slice(1), [
+      "● lead a_1 running · 3 tool errors",
+      "└─ ✓ kid a_2 done success · 41 tool errors",
+    ]);
+    assert.deepEqual(
+      (treeJson(tracker).agents as Json[]).map((a) => a.toolErrors),
+      [3, 41],
+    );
+    tracker.apply(refused(10, "a_1", 1));
+    assert.equal(renderTree(tracker)[1], "● lead a_1 running · 4 tool errors");
+    const one = trackRun({
+      runId: "r_1",
+      rootAgentId: "a_1",
+      asOf: 5,
+      usage: zero(),
+      agents: [agent("a_1", null, "x")],
+    });
+    one.apply(refused(6, "a_1", 1));
+    assert.equal(renderTree(one)[1], "● x a_1 running · 1 tool error");
   });
 });
 

@@ -29,6 +29,7 @@ export const AGENT: AgentView = {
     costUsd: 0.00002,
     calls: 1,
   },
+  toolErrors: 0,
 };
 
 export const PERMISSION: PermissionView = {
