@@ -245,7 +245,24 @@ describe("swarm CLI against a live daemon", () => {
     assert.match(badWait.stderr, /--wait must be an integer 0\.\.240/);
     const badOption = await swarmInProcess(["tree", "r_1", "--bogus"], env);
     assert.equal(badOption.code, 2);
-    assert.match(badOption.stderr, /--bogus/);
+    assert.equal(
+      badOption.stderr,
+      "swarm: unknown option --bogus; swarm tree takes --json, --url, --help, --once\nusage: swarm tree <runId> [--once] [--json]\n",
+      "nothing near: the flags it has",
+    );
+    const typo = await swarm(["result", "a_1", "--wiat", "3"], env);
+    assert.equal(typo.code, 2);
+    assert.match(typo.stderr, /^swarm: unknown option --wiat; did you mean --wait\?\nusage: swarm result /);
+    const noValue = await swarmInProcess(["result", "a_1", "--wait"], env);
+    assert.equal(noValue.code, 2);
+    assert.match(noValue.stderr, /^swarm: --wait needs a value\n/);
+    const valued = await swarmInProcess(["tree", "r_1", "--once=yes"], env);
+    assert.match(valued.stderr, /^swarm: --once takes no value\n/);
+    const shortNoValue = await swarmInProcess(["deny", "a_1", "p_1", "-m"], env);
+    assert.match(shortNoValue.stderr, /^swarm: --message needs a value\n/);
+    const command = await swarmInProcess(["stp", "a_1"], env);
+    assert.equal(command.code, 2);
+    assert.match(command.stderr, /^swarm: unknown command "stp"; did you mean swarm stop\?\n/);
     const help = await swarmInProcess(["--help"], env);
     assert.equal(help.code, 0);
     assert.match(help.stdout, /Exit codes: 0 ok/);
@@ -372,15 +389,19 @@ describe("swarm CLI against a live daemon", () => {
     assert.equal((await d.call("GET", `/agents/${fam.child}`)).body.state, "paused");
     const steered = await swarmInProcess(["steer", fam.root, "re-plan", "please"], env);
     assert.equal(steered.code, 0, steered.stderr);
-    assert.equal(steered.stdout, `delivery: queued\n${fam.root} applied\n`);
+    assert.equal(steered.stdout, `${fam.root} steered: queued until it runs (it is paused or not yet running)\n`);
     const resumed = await swarmInProcess(["resume", fam.root, "--subtree"], env);
     assert.equal(resumed.code, 0);
-    assert.equal(resumed.stdout, `${fam.child} applied\n${fam.root} applied\n`, "children first");
+    assert.equal(
+      resumed.stdout,
+      `${fam.child} resumed\n${fam.root} resumed\nresumed 2 agents\n`,
+      "children first, then the count",
+    );
     const stopped = await swarmInProcess(["stop", fam.child, "--json"], env);
     assert.deepEqual(json(stopped.stdout), { results: [{ agentId: fam.child, outcome: "applied" }] });
     const again = await swarmInProcess(["pause", fam.child], env);
     assert.equal(again.code, 1);
-    assert.match(again.stderr, /^swarm: service error 409: /);
+    assert.equal(again.stderr, `swarm: ${fam.child} already ended (aborted): nothing to pause\n`);
     const badMode = await swarmInProcess(["stop", fam.root, "--mode", "gently"], env);
     assert.equal(badMode.code, 2);
     await swarmInProcess(["stop", fam.root, "--subtree"], env);
@@ -454,7 +475,7 @@ describe("swarm CLI against a live daemon", () => {
       ],
       [["budget", kid, "--max-cost-usd", "cheap"], /^swarm: --max-cost-usd must be a number of dollars/],
       [["budget", kid, "--max-cost-usd=-1"], /--max-cost-usd must be a number of dollars up to 1000000000, not "-1"/],
-      [["budget", kid, "--max-tokenz", "5"], /--max-tokenz/],
+      [["budget", kid, "--max-tokenz", "5"], /^swarm: unknown option --max-tokenz; did you mean --max-tokens\?\n/],
       [["budget", "--max-tokens", "5"], /missing <agentId>/],
       [
         ["run", file("lead2.json", { name: "lead", script: [] }), "--max-tokens", "lots"],
@@ -512,7 +533,7 @@ describe("swarm CLI against a live daemon", () => {
       new RegExp(`maxTokens +1000000 +\\(${1_000_000 - totalTokens(paused.subtreeUsage)} left\\)`),
     );
     assert.equal((await d.call("GET", `/agents/${root}`)).body.state, "paused", "raising a cap resumes nothing");
-    assert.equal((await swarmInProcess(["resume", root], env)).stdout, `${root} applied\n`);
+    assert.equal((await swarmInProcess(["resume", root], env)).stdout, `${root} resumed\n`);
     const result = await swarmInProcess(["result", root, "--wait", "60"], env);
     assert.equal(result.stdout, "done: one\n", result.stderr);
   });
@@ -568,7 +589,20 @@ describe("swarm CLI against a live daemon", () => {
     const notJson = await swarmInProcess(["run", file("broken.json", "{nope")], env);
     assert.equal(notJson.code, 2);
     assert.match(notJson.stderr, /not valid JSON/);
-    assert.equal((await swarmInProcess(["run", "no-such-spec"], env)).code, 2);
+    const unsaved = await swarmInProcess(["run", "no-such-spec"], env);
+    assert.equal(unsaved.code, 2);
+    assert.match(
+      unsaved.stderr,
+      /^swarm: no-such-spec is neither a file nor a saved spec \(swarm specs list\): No saved spec named "no-such-spec"/,
+    );
+    for (const missing of ["missing.json", join(dir, "nowhere", "spec.json")]) {
+      const absent = await swarm(["run", missing], env);
+      assert.equal(absent.code, 2);
+      assert.match(
+        absent.stderr,
+        new RegExp(`^swarm: ${missing.replaceAll(".", "\\.")} does not exist \\(no such file`),
+      );
+    }
 
     const rm = await swarmInProcess(["specs", "rm", "my-echo"], env);
     assert.equal(rm.code, 0);

@@ -132,7 +132,7 @@ test("fastify's own request errors are mapped: bad JSON 400, wrong type 415, too
     [
       { method: "POST", url: "/runs", headers: json, body: JSON.stringify({ spec: SPEC, prompt: "x".repeat(2000) }) },
       413,
-      "The request body is too large.",
+      "The request body is over the limit of 1024 bytes; the daemon's SWARM_BODY_LIMIT sets it.",
     ],
     [{ method: "GET", url: "/runs/%zz" }, 400, "'/runs/%zz' is not a valid url component"],
   ] as const;
