@@ -61,7 +61,7 @@ export async function controlCommand(ctx: CliContext, verb: ControlVerb, args: s
 }
 
 /**
- * Runs `send`; a 409 is said in words from the agent's view (`refusalWords`) on stderr, and answered
+ * Runs `send`; a 409 is said in words from the agent's view and machine (`refusalWords`) on stderr, and answered
  * with its exit code: 0 for a resume with nothing to resume, else 1. Other errors are thrown on.
  */
 export async function refused<T>(
@@ -75,8 +75,12 @@ export async function refused<T>(
     return await send();
   } catch (err) {
     if (!isServiceError(err) || err.status !== 409) throw err;
-    const agent = await client.getAgent(agentId, { signal: ctx.signal }).catch(() => undefined);
-    const said = agent ? refusalWords(action, agent) : null;
+    const options = { signal: ctx.signal };
+    const [agent, machine] = await Promise.all([
+      client.getAgent(agentId, options).catch(() => undefined),
+      client.getMachine(agentId, options).catch(() => undefined),
+    ]);
+    const said = agent ? refusalWords(action, agent, machine?.tags ?? []) : null;
     if (said === null) throw err;
     ctx.io.err(`swarm: ${said.text}\n`);
     return said.nothing ? EXIT.OK : EXIT.SERVICE;

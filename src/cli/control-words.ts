@@ -55,24 +55,26 @@ export function controlLines(kind: ControlKind, answer: ControlResponse & { deli
 }
 
 /**
- * A 409 of a control, prompt or spawn, said from the agent's view read just after: ended, draining,
- * or (resume) live but not paused, which is no failure: `nothing` is true then. Null when the view
- * says none of these (the service's own message says it best).
+ * A 409 of a control, prompt or spawn, said from the agent's view and its machine's tags read just
+ * after: ended, ending (its sandbox is being closed; the view still shows its last state), draining,
+ * or (resume) live but not paused, which is no failure: `nothing` is true then. Null when none of
+ * these holds (the service's own message says it best).
  */
 export function refusalWords(
   action: string,
   agent: Pick<AgentDetail, "agentId" | "state" | "outcome" | "draining">,
+  tags: readonly string[],
 ): { text: string; nothing: boolean } | null {
+  const id = agent.agentId;
   if (agent.state === "done" || agent.state === "aborted")
-    return {
-      text: `${agent.agentId} already ended (${agent.outcome ?? agent.state}): nothing to ${action}`,
-      nothing: false,
-    };
+    return { text: `${id} already ended (${agent.outcome ?? agent.state}): nothing to ${action}`, nothing: false };
+  if (tags.includes("ending"))
+    return { text: `${id} is ending (its sandbox is being closed): nothing to ${action}`, nothing: false };
   if (action === "resume" && agent.state !== "paused")
-    return { text: `${agent.agentId} not paused: nothing to resume (it is ${agent.state})`, nothing: true };
+    return { text: `${id} not paused: nothing to resume (it is ${agent.state})`, nothing: true };
   if (agent.draining)
     return {
-      text: `${agent.agentId} is draining: it takes no new prompt, steer or spawn, and ends once its turns settle`,
+      text: `${id} is draining: it takes no new prompt, steer or spawn, and ends once its turns settle`,
       nothing: false,
     };
   return null;
