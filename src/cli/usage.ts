@@ -8,7 +8,9 @@ Usage:
             [--max-tokens N] [--max-cost-usd X]
   swarm spawn <parentAgentId> <spec.json | saved-spec | -> [--prompt TEXT] [--wait-for AGENT]...
             [--keep-alive] [--spawn-depth N] [--max-agents N] [--max-tokens N] [--max-cost-usd X]
-            [--idempotency-key KEY] [--run RUN]  a child forked from a live parent's sandbox
+            [--idempotency-key KEY] [--run RUN]
+                                           a child forked from a live parent's sandbox; --wait-for
+                                           (repeatable): fork once those agents' results settled
   swarm models [FILTER] [--provider NAME] [--available]
                                            the models a spec may name, and where each key would
                                            come from (env, file, command, none; never the key)

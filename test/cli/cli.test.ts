@@ -610,6 +610,67 @@ describe("swarm CLI against a live daemon", () => {
     assert.deepEqual(json((await swarmInProcess(["specs", "list", "--json"], env)).stdout).specs, []);
   });
 
+  it("spawn: every field of the route as a flag; --wait-for leaves it spawning; an idempotency key returns the same child; prompt and delete", async () => {
+    const fam = await liveFamily();
+    const kid = file("kid.json", { name: "kid", script: [{ text: "kid says {{lastUserMessage}}" }] });
+    const waiting = await swarm(
+      ["spawn", fam.root, kid, "--wait-for", fam.child, "--prompt", "hello", "--max-tokens", "50000", "--keep-alive"],
+      env,
+    );
+    assert.equal(waiting.code, 0, waiting.stderr);
+    const [line, follow] = waiting.stdout.split("\n");
+    const waiter = /^agent (a_[0-9a-f]+) spawned under /.exec(line ?? "")?.[1] ?? "";
+    assert.equal(
+      line,
+      `agent ${waiter} spawned under ${fam.root} in run ${fam.runId}; it is spawning: it is forked once ${fam.child} settled or ended`,
+    );
+    assert.equal(follow, `follow it: swarm tree ${fam.runId}`);
+    const view = (await d.call("GET", `/agents/${waiter}`)).body;
+    assert.deepEqual([view.state, view.parentAgentId, view.budget.maxTokens], ["spawning", fam.root, 50000]);
+
+    const once = await swarmInProcess(
+      ["spawn", fam.root, kid, "--idempotency-key", "k-1", "--json", "--run", fam.runId],
+      env,
+    );
+    const twice = await swarmInProcess(["spawn", fam.root, kid, "--idempotency-key", "k-1", "--json"], env);
+    assert.equal(once.code, 0, once.stderr);
+    assert.deepEqual(json(twice.stdout), json(once.stdout), "the retry returns the first child");
+    assert.deepEqual(Object.keys(json(once.stdout)), ["runId", "agentId", "state"]);
+
+    const prompted = await swarmInProcess(["prompt", json(once.stdout).agentId, "from", "the", "cli"], env);
+    assert.equal(prompted.code, 0, prompted.stderr);
+    assert.equal(
+      (await swarmInProcess(["result", json(once.stdout).agentId, "--wait", "60"], env)).stdout,
+      "kid says from the cli\n",
+    );
+    for (const [args, problem] of [
+      [["spawn", fam.root], /^swarm: missing <spec\.json>\nusage: swarm spawn /],
+      [["spawn", fam.root, kid, "--idempotency-key="], /--idempotency-key must be 1\.\.256 characters/],
+      [["spawn", fam.root, kid, "--wait-four", "x"], /unknown option --wait-four; did you mean --wait-for\?/],
+      [["prompt", fam.root], /^swarm: missing <text>/],
+      [["delete"], /^swarm: missing <runId>/],
+    ] as const) {
+      const bad = await swarmInProcess([...args], env);
+      assert.equal(bad.code, 2, `${args.join(" ")}: ${bad.stderr}`);
+      assert.match(bad.stderr, problem);
+    }
+
+    const deleted = await swarmInProcess(["delete", fam.runId, "--json"], env);
+    assert.equal(deleted.code, 0, deleted.stderr);
+    // The root, its kept child and the one waiting; the prompted kid ended after its turn.
+    assert.deepEqual(json(deleted.stdout), { runId: fam.runId, stopped: 3, purged: false });
+    const purged = await swarm(["delete", fam.runId, "--purge"], env);
+    assert.deepEqual(
+      [purged.code, purged.stdout],
+      [
+        0,
+        `run ${fam.runId} already ended: nothing to stop; purged: its events, results and sandbox folders are gone\n`,
+      ],
+    );
+    const gone = await swarmInProcess(["delete", fam.runId], env);
+    assert.deepEqual([gone.code, gone.stderr], [1, `swarm: service error 404: run ${fam.runId} does not exist\n`]);
+  });
+
   it("sends SWARM_TOKEN as a bearer token", async () => {
     const secured = await startDaemon({ token: "s3cret" });
     try {
