@@ -104,11 +104,16 @@ bench: $(NODE_STAMP)
 	$(NODE) --expose-gc --import tsx bench/density.ts
 
 # `swarm`, `swarmd` and `swarmd-mcp` on the PATH: symlinks in $(PREFIX)/bin to bin/*.js, which run
-# this checkout's Node 24 whatever node the PATH holds.
+# this checkout's Node 24 whatever node the PATH holds (their first line finds it through the link).
+# Again is harmless; a folder it cannot write says what to do instead.
 PREFIX ?= /usr/local
+LINKED := swarm swarmd swarmd-mcp
 link:
-	mkdir -p "$(PREFIX)/bin"
-	for name in swarm swarmd swarmd-mcp; do ln -sfn "$(CURDIR)/bin/$$name.js" "$(PREFIX)/bin/$$name"; done
+	@mkdir -p "$(PREFIX)/bin" 2>/dev/null && [ -w "$(PREFIX)/bin" ] || { \
+	  echo "make link: cannot write $(PREFIX)/bin: run it with sudo, or choose a folder of yours: make link PREFIX=$$HOME/.local" >&2; exit 1; }
+	@for name in $(LINKED); do ln -sfn "$(CURDIR)/bin/$$name.js" "$(PREFIX)/bin/$$name"; done
+	@echo "linked $(LINKED) into $(PREFIX)/bin (they run $(CURDIR)/bin/*.js under this checkout's Node 24)"
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "note: $(PREFIX)/bin is not on your PATH: export PATH=\"$(PREFIX)/bin:\$$PATH\"" ;; esac
 
 # The docker runtime's image, swarmd-sandbox:<version>, built from the Node 24 above and this machine's
 # bash and busybox with no registry access (scripts/build-sandbox-image.sh --dockerfile for node:24-slim).

@@ -176,6 +176,16 @@ export const ANSWERS: { [K in RouteToolName]: ToolAnswer<(typeof ROUTE_TOOLS)[K]
       { ...resolved },
     );
   },
+
+  async swarm_list_models(input, { call }) {
+    const { models } = await call(input);
+    const keyed = models.filter((m) => m.key !== "none").length;
+    const which = input.provider ? ` of ${input.provider}` : "";
+    return toolOk(
+      `${models.length} model(s)${which} a spec may name, ${keyed} with a key; name one in a spec as "model": {"provider", "id"}.`,
+      { models },
+    );
+  },
 };
 
 /** Pause and resume: "Pause a_1 and its subtree: 2 applied". */

@@ -25,6 +25,7 @@ const TOOL_NAMES = [
   "swarm_get_result",
   "swarm_list_permissions",
   "swarm_resolve_permission",
+  "swarm_list_models",
   "swarm_start_service",
   "swarm_spec_add",
   "swarm_spec_list",

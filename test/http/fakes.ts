@@ -192,6 +192,10 @@ export function createFakeSwarm() {
       record("hasRun", runId);
       return runs.has(runId);
     },
+    listModels(filter) {
+      record("listModels", filter);
+      return { models: [] };
+    },
   };
 
   return {
