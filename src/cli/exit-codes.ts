@@ -1,7 +1,7 @@
 import { EndpointError, isServiceError, isUnreachable, SpecStoreError } from "../client/client-errors.ts";
 
 /**
- * Exit codes `swarm` promises to scripts (README "Command line"). Stable: add, never renumber.
+ * Exit codes `swarm` promises to scripts (docs/cli.md). Stable: add, never renumber.
  */
 export const EXIT = {
   /** Done; for `result`, the result is settled. */
