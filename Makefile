@@ -40,12 +40,12 @@ $(CONSOLE): $(CONSOLE_SOURCES) | $(NODE_STAMP)
 run: $(NODE_STAMP) $(CONSOLE)
 	$(SETUP_MACHINE) && $(NODE) --import tsx src/main.ts
 
-# Tests (README "Tests": which suites run on which runtime). Each file runs in a process of its own,
+# Tests (docs/testing.md: which suites run on which runtime). Each file runs in a process of its own,
 # TEST_CONCURRENCY at a time, in the order given (test/support/run-tests.mjs: the longest first, so
 # that none of them starts last and ends the run alone); files keep their own data folders, ports,
 # sandboxes and containers. SERIAL_TESTS then run one at a time, with nothing else of the run: their
 # assertions need the CPU in time (a 50 ms limit on approval patterns, an abort that must be
-# prompt), or their networked sandboxes fail to start more often on a busy machine (README "Tests").
+# prompt), or their networked sandboxes fail to start more often on a busy machine (docs/testing.md).
 # The spec reporter prints every test and one summary, then the slowest 15 files.
 # `make test TESTS="test/e2e/controls.test.ts test/faults/restart.test.ts"` runs chosen files.
 # test-fast is the inner loop: the machines, the ledger, views and HTTP on the simulated runtime, with
@@ -94,7 +94,7 @@ check-layers: $(NODE_STAMP)
 format: $(NODE_STAMP)
 	npx biome check --write .
 
-# Benchmarks, not tests: they print markdown tables (README "Benchmarks"); BENCH_* variables in bench/*.ts.
+# Benchmarks, not tests: they print markdown tables (docs/benchmarks.md); BENCH_* variables in bench/*.ts.
 bench: $(NODE_STAMP)
 	npx tsx bench/sandbox.ts
 	$(NODE) --expose-gc --import tsx bench/service.ts
