@@ -134,8 +134,12 @@ async function endsOnce(d: DaemonProcess, setup: Setup, harness: ReturnType<type
   );
   assert.equal((await d.call("GET", `/agents/${setup.child}/result`)).body.result, "leaf done");
   harness.stop();
-  assert.deepEqual(harness.most, { accepted: 1, settled: 1 }, "one prompt, one turn");
-  assert.equal(await handleSettledCount(d, setup.runId, setup.child), 1);
+  // The harness's log is sampled every 20 ms and goes with its sandbox once the agent ends, so a
+  // turn that settles just before the end may not be seen there: the ledger's handle_settled is
+  // the count of turns; the log shows the prompt was taken once and no second turn ran.
+  assert.equal(harness.most.accepted, 1, "the harness took the prompt once");
+  assert.ok(harness.most.settled <= 1, `one turn at most in the harness's log: ${harness.most.settled}`);
+  assert.equal(await handleSettledCount(d, setup.runId, setup.child), 1, "one turn settled");
 }
 
 await onFaultRuntimes("a spawn prompt on its way to the harness when the daemon is killed", (rt) => {
