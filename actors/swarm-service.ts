@@ -9,7 +9,7 @@ import { countStates, createRunView } from "../src/views/run-view.ts";
 import { AgentDirectory } from "./agent-directory.ts";
 import { finishPurges } from "./run/purge.ts";
 import { Run, type RunDeps, type ServiceConfig } from "./run/run.ts";
-import { newRunId } from "./run/spawn.ts";
+import { newRunId, planRoot } from "./run/spawn.ts";
 import { StartQueue } from "./start-queue.ts";
 
 export type { ServiceConfig };
@@ -49,18 +49,8 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
   /** Every agent of every known run, to find its run by id. */
   const directory = new AgentDirectory();
 
-  const open = (runId: string): Run => {
-    const run: Run = new Run(runId, {
-      ...deps,
-      config,
-      log,
-      gateway,
-      starts,
-      directory,
-    });
-    runs.set(runId, run);
-    return run;
-  };
+  /** A run object, not yet in the map: a run is listed once its ledger has it. */
+  const build = (runId: string): Run => new Run(runId, { ...deps, config, log, gateway, starts, directory });
   const runById = (runId: string): Run => {
     const run = runs.get(runId);
     if (!run) throw new SwarmError("RUN_NOT_FOUND", `run ${runId} does not exist`);
@@ -82,9 +72,26 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
   return {
     restore: async () => {
       await finishPurges({ ...deps, log });
-      return restoreRuns(open, deps.runtime, deps.ledger.runIds(), log);
+      return restoreRuns(build, runs, deps.runtime, deps.ledger.runIds(), log);
     },
-    createRun: async (request) => open(newRunId()).start(request),
+    createRun: async (request) => {
+      const runId = newRunId();
+      // Everything a run can be refused for is decided before it exists: a refusal leaves nothing.
+      const root = planRoot(runId, request, {
+        limits: config.limits,
+        harnessOutOfReach: deps.runtime.harnessOutOfReach,
+        resolveModel: (model, field) => void gateway.catalog.resolve(model, field),
+      });
+      const run = build(runId);
+      try {
+        const created = await run.start(root);
+        runs.set(runId, run);
+        return created;
+      } catch (err) {
+        run.close();
+        throw err;
+      }
+    },
     getRun: (runId) => runById(runId).snapshot(),
     listRuns: (limit = DEFAULT_RUN_LIST_LIMIT) => {
       const summaries = [...runs.values()].map((run) => run.summary());
@@ -130,14 +137,23 @@ const closeSoon = (runtime: SandboxRuntime, sandboxId: string) => runtime.close(
  * closed. Returns the number of runs restored.
  */
 async function restoreRuns(
-  open: (runId: string) => Run,
+  build: (runId: string) => Run,
+  runs: Map<string, Run>,
   runtime: SandboxRuntime,
   runIds: string[],
   log: (message: string) => void,
 ): Promise<number> {
   const owned = await runtime.list(AbortSignal.timeout(60_000));
   const kept = new Set<string>();
-  for (const runId of runIds) await open(runId).restore(kept);
+  for (const runId of runIds) {
+    const run = build(runId);
+    if (await run.restore(kept)) {
+      runs.set(runId, run);
+      continue;
+    }
+    run.close();
+    log(`run ${runId}: its ledger records no root agent; not restored (its events stay in the ledger)`);
+  }
   for (const info of owned) {
     if (kept.has(info.sandboxId)) continue;
     log(`closing sandbox ${info.sandboxId} (agent ${info.agentId} of run ${info.runId}): no live agent owns it`);
@@ -145,5 +161,5 @@ async function restoreRuns(
       log(`could not close ${info.sandboxId}: ${errorMessage(err)}`),
     );
   }
-  return runIds.length;
+  return runs.size;
 }
