@@ -51,6 +51,11 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
 
   /** A run object, not yet in the map: a run is listed once its ledger has it. */
   const build = (runId: string): Run => new Run(runId, { ...deps, config, log, gateway, starts, directory });
+  /** Refused at once while the ledger cannot write, before the request does anything (507). */
+  const writable = (): void => {
+    const storage = deps.ledger.storage();
+    if (!storage.ok) throw storage.error;
+  };
   const runById = (runId: string): Run => {
     const run = runs.get(runId);
     if (!run) throw new SwarmError("RUN_NOT_FOUND", `run ${runId} does not exist`);
@@ -60,6 +65,11 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
   const forget = (run: Run): void => {
     runs.delete(run.runId);
     directory.remove(run.agentIds());
+  };
+  /** The run, once the ledger is known to write (a 404 comes first). */
+  const writing = (run: Run): Run => {
+    writable();
+    return run;
   };
   const runOf = (agentId: string): Run => {
     const runId = directory.runOf(agentId);
@@ -82,6 +92,7 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
         harnessOutOfReach: deps.runtime.harnessOutOfReach,
         resolveModel: (model, field) => void gateway.catalog.resolve(model, field),
       });
+      writable();
       const run = build(runId);
       try {
         const created = await run.start(root);
@@ -100,21 +111,25 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
       return { runs: summaries.slice(0, limit) };
     },
     getMachine: (agentId) => runOf(agentId).machine(agentId),
+    // What records new work or a decision is refused while the ledger cannot write; pause, resume,
+    // stop and a plain delete still act on the sandboxes (an operator must be able to stop agents).
     deleteRun: async (runId, options) => {
       const run = runById(runId);
+      if (options?.purge) writable();
       await (options?.purge ? run.purge(() => forget(run)) : run.stopAll());
     },
-    spawn: async (runId, request) => runById(runId).spawn(request),
+    spawn: async (runId, request) => writing(runById(runId)).spawn(request),
     getAgent: async (agentId) => runOf(agentId).agent(agentId),
-    setBudget: async (agentId, caps) => runOf(agentId).setBudget(agentId, caps),
-    prompt: async (agentId, text) => runOf(agentId).prompt(agentId, text),
-    steer: async (agentId, request) => runOf(agentId).steer(agentId, request.message, request.scope),
+    setBudget: async (agentId, caps) => writing(runOf(agentId)).setBudget(agentId, caps),
+    prompt: async (agentId, text) => writing(runOf(agentId)).prompt(agentId, text),
+    steer: async (agentId, request) => writing(runOf(agentId)).steer(agentId, request.message, request.scope),
     pause: async (agentId, scope) => runOf(agentId).pause(agentId, scope),
     resume: async (agentId, scope) => runOf(agentId).resume(agentId, scope),
-    stop: async (agentId, request) => runOf(agentId).stop(agentId, request),
+    stop: async (agentId, request) =>
+      (request.mode === "drain" ? writing(runOf(agentId)) : runOf(agentId)).stop(agentId, request),
     listPermissions: (runId, state = "pending") => ({ permissions: runById(runId).listPermissions(state) }),
     resolvePermission: async (agentId, requestId, answer) =>
-      runOf(agentId).resolvePermission(agentId, requestId, answer),
+      writing(runOf(agentId)).resolvePermission(agentId, requestId, answer),
     result: async (agentId, waitSeconds, signal) => runOf(agentId).result(agentId, waitSeconds, signal),
     hasRun: (runId) => runs.has(runId),
     countAgents: () => {

@@ -3,7 +3,14 @@ import { join } from "node:path";
 import { z } from "zod";
 import * as agents from "../../api/agents.ts";
 import { STREAM_MESSAGE_SCHEMAS } from "../../api/events.ts";
-import { ErrorBodySchema, HealthSchema, PATH_PARAMS, SpendViewSchema, UsageSchema } from "../../api/fields.ts";
+import {
+  ErrorBodySchema,
+  HealthFaultSchema,
+  HealthSchema,
+  PATH_PARAMS,
+  SpendViewSchema,
+  UsageSchema,
+} from "../../api/fields.ts";
 import type { Answer, Operation } from "../../api/operation.ts";
 import { OPERATIONS } from "../../api/operations.ts";
 import * as permissions from "../../api/permissions.ts";
@@ -44,6 +51,7 @@ const COMPONENTS: Record<string, z.ZodType> = {
   PermissionAnswer: permissions.PermissionAnswerBody,
   Error: ErrorBodySchema,
   Health: HealthSchema,
+  HealthFault: HealthFaultSchema,
   Usage: UsageSchema,
   SpendView: SpendViewSchema,
   AgentView: agents.AgentViewSchema,
