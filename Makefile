@@ -40,12 +40,12 @@ $(CONSOLE): $(CONSOLE_SOURCES) | $(NODE_STAMP)
 run: $(NODE_STAMP) $(CONSOLE)
 	$(SETUP_MACHINE) && $(NODE) --import tsx src/main.ts
 
-# Tests (README "Tests": which suites run on which runtime). Each file runs in a process of its own,
+# Tests (docs/testing.md: which suites run on which runtime). Each file runs in a process of its own,
 # TEST_CONCURRENCY at a time, in the order given (test/support/run-tests.mjs: the longest first, so
 # that none of them starts last and ends the run alone); files keep their own data folders, ports,
 # sandboxes and containers. SERIAL_TESTS then run one at a time, with nothing else of the run: their
 # assertions need the CPU in time (a 50 ms limit on approval patterns, an abort that must be
-# prompt), or their networked sandboxes fail to start more often on a busy machine (README "Tests").
+# prompt), or their networked sandboxes fail to start more often on a busy machine (docs/testing.md).
 # The spec reporter prints every test and one summary, then the slowest 15 files.
 # `make test TESTS="test/e2e/controls.test.ts test/faults/restart.test.ts"` runs chosen files.
 # test-fast is the inner loop: the machines, the ledger, views and HTTP on the simulated runtime, with
@@ -94,7 +94,7 @@ check-layers: $(NODE_STAMP)
 format: $(NODE_STAMP)
 	npx biome check --write .
 
-# Benchmarks, not tests: they print markdown tables (README "Benchmarks"); BENCH_* variables in bench/*.ts.
+# Benchmarks, not tests: they print markdown tables (docs/benchmarks.md); BENCH_* variables in bench/*.ts.
 bench: $(NODE_STAMP)
 	npx tsx bench/sandbox.ts
 	$(NODE) --expose-gc --import tsx bench/service.ts
@@ -104,11 +104,16 @@ bench: $(NODE_STAMP)
 	$(NODE) --expose-gc --import tsx bench/density.ts
 
 # `swarm`, `swarmd` and `swarmd-mcp` on the PATH: symlinks in $(PREFIX)/bin to bin/*.js, which run
-# this checkout's Node 24 whatever node the PATH holds.
+# this checkout's Node 24 whatever node the PATH holds (their first line finds it through the link).
+# Again is harmless; a folder it cannot write says what to do instead.
 PREFIX ?= /usr/local
+LINKED := swarm swarmd swarmd-mcp
 link:
-	mkdir -p "$(PREFIX)/bin"
-	for name in swarm swarmd swarmd-mcp; do ln -sfn "$(CURDIR)/bin/$$name.js" "$(PREFIX)/bin/$$name"; done
+	@mkdir -p "$(PREFIX)/bin" 2>/dev/null && [ -w "$(PREFIX)/bin" ] || { \
+	  echo "make link: cannot write $(PREFIX)/bin: run it with sudo, or choose a folder of yours: make link PREFIX=$$HOME/.local" >&2; exit 1; }
+	@for name in $(LINKED); do ln -sfn "$(CURDIR)/bin/$$name.js" "$(PREFIX)/bin/$$name"; done
+	@echo "linked $(LINKED) into $(PREFIX)/bin (they run $(CURDIR)/bin/*.js under this checkout's Node 24)"
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "note: $(PREFIX)/bin is not on your PATH: export PATH=\"$(PREFIX)/bin:\$$PATH\"" ;; esac
 
 # The docker runtime's image, swarmd-sandbox:<version>, built from the Node 24 above and this machine's
 # bash and busybox with no registry access (scripts/build-sandbox-image.sh --dockerfile for node:24-slim).

@@ -132,6 +132,15 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
       writing(runOf(agentId)).resolvePermission(agentId, requestId, answer),
     result: async (agentId, waitSeconds, signal) => runOf(agentId).result(agentId, waitSeconds, signal),
     hasRun: (runId) => runs.has(runId),
+    listModels: (filter = {}) => ({
+      models: gateway.catalog
+        .list()
+        .filter(
+          (model) =>
+            (filter.provider === undefined || model.provider === filter.provider) &&
+            (!filter.available || model.key !== "none"),
+        ),
+    }),
     countAgents: () => {
       let counts: Record<AgentState, number> | undefined;
       for (const run of runs.values()) counts = run.countStates(counts);

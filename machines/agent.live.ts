@@ -1,4 +1,4 @@
-import { assign } from "xstate";
+import { assign, sendTo } from "xstate";
 import { reply } from "./agent.replies.ts";
 import { running } from "./agent.running.ts";
 import { agentSetup } from "./agent.setup.ts";
@@ -113,6 +113,7 @@ export const live = agentSetup.createStateConfig({
         },
         paused: {
           tags: ["paused"],
+          entry: sendTo("harness", { type: "harness.hold" }),
           on: {
             "control.pause": { actions: reply("noop") },
             "control.resume": { actions: "deferRequest" },
@@ -121,8 +122,10 @@ export const live = agentSetup.createStateConfig({
       },
     },
     running,
+    // Paused (and on the way there), the agent's waiting host calls stand still; `running` releases them.
     pausing: {
       tags: ["paused"],
+      entry: sendTo("harness", { type: "harness.hold" }),
       invoke: {
         src: "freeze",
         input: ({ context }) => ({ agentId: context.agentId, sandboxId: context.sandboxId }),
@@ -176,6 +179,7 @@ export const live = agentSetup.createStateConfig({
     },
     paused: {
       tags: ["paused"],
+      entry: sendTo("harness", { type: "harness.hold" }),
       // Drained while paused with nothing left to run: it ends without being resumed.
       always: {
         guard: "drained",

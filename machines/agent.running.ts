@@ -8,6 +8,8 @@ import { agentSetup } from "./agent.setup.ts";
  */
 export const running = agentSetup.createStateConfig({
   tags: ["running"],
+  // Host calls held by a pause start again.
+  entry: sendTo("harness", { type: "harness.release" }),
   initial: "check",
   states: {
     check: {

@@ -127,7 +127,11 @@ export type HarnessCommandEvent =
    * harness's log is replayed, send it unless a `prompt_accepted` shows the harness has it. Its turn
    * is already counted; no answer comes back.
    */
-  | { type: "harness.resend"; text: string };
+  | { type: "harness.resend"; text: string }
+  /** The agent is pausing or paused: its waiting host calls start no more (those being answered go on). No answer. */
+  | { type: "harness.hold" }
+  /** The agent runs again: its waiting host calls start again, in order. No answer. */
+  | { type: "harness.release" };
 
 /** What the harness actor reports back. */
 export type HarnessReportEvent =

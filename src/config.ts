@@ -70,7 +70,7 @@ export interface Config {
   host: string;
   port: number;
   dataDir: string;
-  /** `simulated`: sandboxes and scripted harnesses in the daemon's memory, for test suites (README "Simulated runtime"). */
+  /** `simulated`: sandboxes and scripted harnesses in the daemon's memory, for test suites (docs/simulated.md). */
   runtime: RuntimeKind;
   turnMaxMs: number;
   /** How long a control waits for one member's answer before recording it `failed` (SWARM_MEMBER_TIMEOUT_MS). */

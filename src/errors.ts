@@ -34,6 +34,11 @@ export const ERROR_CODES = {
   HARNESS_UNREACHABLE: "The harness socket does not answer.",
   HARNESS_REJECTED: "The harness did not accept the command.",
   HARNESS_TIMEOUT: "The harness did not answer in time.",
+  // An agent's tool calls that swarmd refuses (recorded as `tool_refused`, never an HTTP answer)
+  HOST_CALLS_FULL: "Too many host calls of one agent wait already.",
+  PERMISSION_DENIED: "The tool call was denied by an approval decision.",
+  SPAWN_BUDGET_EXCEEDED: "The spawn was refused by a spawn budget.",
+  MODEL_CALL_REFUSED: "The model gateway refused or could not carry out the model call.",
   // Misc
   CONFIG_INVALID: "The configuration is not valid.",
   INTERNAL: "Internal error.",

@@ -9,6 +9,7 @@ import type {
 } from "./api/agents.ts";
 import type { Scope, SpendView } from "./api/fields.ts";
 import type { AGENT_STATES } from "./api/limits.ts";
+import type { ModelView } from "./api/models.ts";
 import type { PermissionAnswer, PermissionState, PermissionView } from "./api/permissions.ts";
 import type {
   CreateRunRequest,
@@ -66,6 +67,8 @@ export interface SwarmApi {
   result(agentId: string, waitSeconds: number, signal?: AbortSignal): Promise<ResultView>;
   /** Whether a run exists (for the event stream's 404). */
   hasRun(runId: string): boolean;
+  /** The models a spec may name, by provider then id: only `provider`'s, only those with a key when `available`. Never a key. */
+  listModels(filter?: { provider?: string; available?: boolean }): { models: ModelView[] };
 }
 
 export type {
@@ -93,6 +96,7 @@ export {
   MAX_RUN_LIST_LIMIT,
   MAX_WAIT_SECONDS,
 } from "./api/limits.ts";
+export type { KeySource, ModelView } from "./api/models.ts";
 export type {
   PermissionAnswer,
   PermissionBy,

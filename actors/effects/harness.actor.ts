@@ -5,14 +5,22 @@ import { attachHarnessClient, type HarnessClient, HarnessRejected } from "../../
 import {
   type HarnessEventMessage,
   type HostCallMessage,
+  hostCallTool,
   isHarnessRecordedEvent,
   isPersistedHarnessEvent,
   type TurnSettledData,
 } from "../../src/harness/protocol.ts";
 import { createLimitedLog } from "../../src/harness/rate-gate.ts";
 import { capEventData } from "../../src/harness/wire-schemas.ts";
+import type { ToolRefusal } from "../../src/ledger/run-events.ts";
 import type { SandboxRuntime } from "../../src/sandbox/runtime.ts";
 import type { Admit } from "../start-queue.ts";
+import {
+  createHostCallQueue,
+  HOST_CALLS_ANSWERED,
+  HOST_CALLS_WAITING,
+  HOST_CALLS_WAITING_BYTES,
+} from "./host-call-queue.ts";
 
 /** What the harness actor needs from the rest of the service. */
 export interface HarnessActorDeps {
@@ -35,6 +43,8 @@ export interface HarnessActorDeps {
    * when the connection it came on closes: the harness sends the call again on its next one.
    */
   hostCall(agentId: string, call: HostCallMessage, signal: AbortSignal): Promise<unknown>;
+  /** Record a host call refused here (the queue was full) as the agent's `tool_refused`; must not throw. */
+  refused(agentId: string, refusal: ToolRefusal): void;
   log(message: string): void;
   /** Start a hibernated harness once the start line admits it. */
   admit: Admit;
@@ -54,9 +64,6 @@ export interface HarnessEffect {
 const RECONNECT_ATTEMPTS = 5;
 /** How long a hibernation waits for the harness's state and last session stats. */
 const STATS_TIMEOUT_MS = 2_000;
-
-/** Host calls of one agent answered at once; more are refused with a tool error until some finish. */
-export const MAX_PENDING_HOST_CALLS = 8;
 
 export function createHarnessEffect(deps: HarnessActorDeps): HarnessEffect {
   /** Each live agent's open connection: the actor's, read for `sessionStats`. */
@@ -106,7 +113,8 @@ function harnessLogic(deps: HarnessActorDeps, connections: Map<string, HarnessCl
     let seen = -1; // newest hseq handled on any connection of this actor
     let prompts = -1; // prompts the harness took over the agent's life, as recorded in the ledger
     let accepted = 0; // `prompt_accepted` events handled by this actor, replayed ones included
-    let pendingHostCalls = 0;
+    // Host calls: 8 answered at once, 64 waiting in order; held while the agent is paused.
+    const calls = createHostCallQueue();
     let ready: Promise<HarnessClient>;
     /** The harness was ended on purpose (hibernated): nothing reconnects until a wake. */
     let detached = input.asleep;
@@ -126,8 +134,9 @@ function harnessLogic(deps: HarnessActorDeps, connections: Map<string, HarnessCl
       if (seen < 0) seen = await deps.recordedHseq(agentId);
       if (prompts < 0) prompts = await deps.recordedPrompts(agentId);
       const socket = await deps.runtime.connect(sandboxId, abort.signal);
-      // Host calls still waiting when this connection closes are given up: their slots free up, and
-      // the harness sends them again on its next connection.
+      // Host calls still open when this connection closes are given up: those being answered are
+      // aborted (their slots free up as they end), those waiting are dropped, and the harness sends
+      // every one again on its next connection.
       const connection = new AbortController();
       const callsEnd = AbortSignal.any([abort.signal, connection.signal]);
       const next = attachHarnessClient(socket, seen, {
@@ -136,10 +145,11 @@ function harnessLogic(deps: HarnessActorDeps, connections: Map<string, HarnessCl
           seen = event.hseq;
           handle(event);
         },
-        onHostCall: (call) => answer(next, call, callsEnd),
+        onHostCall: (call, size) => answer(next, call, size, callsEnd),
         log,
         onClose: () => {
           connection.abort();
+          calls.drop();
           if (connections.get(agentId) === next) connections.delete(agentId);
           if (!abort.signal.aborted && !detached) setReady(reconnect());
         },
@@ -214,24 +224,26 @@ function harnessLogic(deps: HarnessActorDeps, connections: Map<string, HarnessCl
       }
     }
 
-    function answer(to: HarnessClient, call: HostCallMessage, signal: AbortSignal) {
-      if (pendingHostCalls >= MAX_PENDING_HOST_CALLS) {
-        refusals(`refused a ${call.method} host call: ${MAX_PENDING_HOST_CALLS} already pending`);
-        to.answer(call.id, {
-          ok: false,
-          error: `too many host calls in flight (at most ${MAX_PENDING_HOST_CALLS}); retry when one has answered`,
-        });
-        return;
-      }
-      pendingHostCalls++;
-      Promise.resolve()
-        .then(() => deps.hostCall(agentId, call, signal))
-        .then(
-          (data) => to.answer(call.id, { ok: true, data }),
-          (err: unknown) => to.answer(call.id, { ok: false, error: errorMessage(err) }),
-        )
-        .catch((err: unknown) => log(`answering host call failed: ${errorMessage(err)}`))
-        .finally(() => pendingHostCalls--);
+    /** Answer a host call now or once its turn in the queue comes; past the queue, refuse it at once. */
+    function answer(to: HarnessClient, call: HostCallMessage, size: number, signal: AbortSignal) {
+      const taken = calls.offer(size, () =>
+        Promise.resolve()
+          .then(() => {
+            signal.throwIfAborted();
+            return deps.hostCall(agentId, call, signal);
+          })
+          .then(
+            (data) => to.answer(call.id, { ok: true, data }),
+            (err: unknown) => to.answer(call.id, { ok: false, error: errorMessage(err) }),
+          )
+          .catch((err: unknown) => log(`answering host call failed: ${errorMessage(err)}`)),
+      );
+      if (taken) return;
+      const { answering, waiting } = calls.counts;
+      refusals(`refused a ${call.method} host call: ${answering} being answered and ${waiting} waiting`);
+      const message = `too many host calls: ${answering} are being answered and ${waiting} wait, as many as may (${HOST_CALLS_ANSWERED} answered at once, at most ${HOST_CALLS_WAITING} calls or ${HOST_CALLS_WAITING_BYTES / 1024 / 1024} MiB waiting); retry when one has answered`;
+      deps.refused(agentId, { tool: hostCallTool(call), code: "HOST_CALLS_FULL", message });
+      to.answer(call.id, { ok: false, error: message });
     }
 
     /**
@@ -304,6 +316,9 @@ function harnessLogic(deps: HarnessActorDeps, connections: Map<string, HarnessCl
     }
 
     receive((command) => {
+      // Waiting host calls stand still while the agent is paused; the idle timer is not theirs.
+      if (command.type === "harness.hold") return calls.hold();
+      if (command.type === "harness.release") return calls.release();
       clearTimeout(idleTimer);
       switch (command.type) {
         case "harness.idle":
@@ -383,6 +398,7 @@ function harnessLogic(deps: HarnessActorDeps, connections: Map<string, HarnessCl
     return () => {
       clearTimeout(idleTimer);
       abort.abort();
+      calls.drop();
       if (client && connections.get(agentId) === client) connections.delete(agentId);
       client?.close();
     };

@@ -1,6 +1,7 @@
 import { z } from "zod";
-import { SwarmError } from "../../src/errors.ts";
-import type { HostCallMessage } from "../../src/harness/protocol.ts";
+import { errorMessage, isSwarmError, SwarmError } from "../../src/errors.ts";
+import { type HostCallMessage, hostCallTool } from "../../src/harness/protocol.ts";
+import type { ToolRefusal } from "../../src/ledger/run-events.ts";
 import { AgentSpecSchema, BudgetSchema } from "../../src/spec/agent-spec.ts";
 import type { ApproveRule } from "../../src/spec/approve.ts";
 import { DAEMON_GATED_TOOLS, needsApproval } from "../../src/spec/approve.ts";
@@ -21,6 +22,8 @@ export interface AgentCallDeps {
   /** Whether the agent belongs to this run. */
   recorded(agentId: string): boolean;
   result(agentId: string, waitSeconds: number, signal?: AbortSignal): Promise<ResultView>;
+  /** Record a call swarmd refused or could not carry out as the agent's `tool_refused` (never throws). */
+  refused(agentId: string, refusal: ToolRefusal): void;
 }
 
 const SpawnParams = z.strictObject({
@@ -36,12 +39,22 @@ const AwaitParams = z.strictObject({
 /** A tool call the harness holds for the agent's `approve` policy (the tools other than the two above). */
 const PermissionParams = z.strictObject({ tool: z.string().min(1).max(64), args: z.record(z.string(), z.unknown()) });
 
+/** The answer to a `permission` call: the harness blocks the tool call on a deny, with `message` as its error. */
+interface PermissionReply {
+  decision: "allow" | "deny";
+  message: string | null;
+}
+
 /**
  * An agent's own `spawn_agent` / `await_result`. Spawns go through the same path as
  * `POST /runs/:runId/agents`, under the calling agent, with the harness's call id as idempotency
  * key (a call re-sent after a reconnect or a restart returns the same child). An agent can only
  * reach agents of its own run. Both wait for the operator first when the agent's `approve` policy
  * holds them; `permission` asks the same for the tools the harness gates.
+ *
+ * What is refused here (a call that fails, an approval denied) is recorded as the agent's
+ * `tool_refused`, but not a call given up because its connection closed: the harness sends it
+ * again, or the agent ended.
  */
 export async function answerAgentCall(
   deps: AgentCallDeps,
@@ -49,6 +62,25 @@ export async function answerAgentCall(
   call: HostCallMessage,
   signal?: AbortSignal,
 ): Promise<unknown> {
+  const tool = hostCallTool(call);
+  try {
+    const answer = await answerCall(deps, agentId, call, signal);
+    if ("decision" in answer && answer.decision === "deny" && !signal?.aborted)
+      deps.refused(agentId, { tool, code: "PERMISSION_DENIED", message: answer.message ?? "denied" });
+    return answer;
+  } catch (err) {
+    if (!signal?.aborted)
+      deps.refused(agentId, { tool, code: isSwarmError(err) ? err.code : "INTERNAL", message: errorMessage(err) });
+    throw err;
+  }
+}
+
+async function answerCall(
+  deps: AgentCallDeps,
+  agentId: string,
+  call: HostCallMessage,
+  signal?: AbortSignal,
+): Promise<PermissionReply | SpawnResponse | ResultView> {
   const policy = deps.policyOf(agentId);
   if (call.method === "permission") {
     const { tool, args } = parseOrThrow(PermissionParams, call.params, "params");
@@ -62,7 +94,7 @@ export async function answerAgentCall(
   // spawn_agent and await_result are gated here, before they do anything.
   if (needsApproval(policy, call.method, call.params)) {
     const decided = await deps.permissions.ask(agentId, call.id, call.method, call.params, signal);
-    if (decided.decision === "deny") throw new Error(denialText(decided));
+    if (decided.decision === "deny") throw new SwarmError("PERMISSION_DENIED", denialText(decided));
   }
   if (call.method === "spawn_agent") {
     const params = parseOrThrow(SpawnParams, call.params, "params");

@@ -2,7 +2,7 @@ import type { AgentEvent } from "../../machines/agent.types.ts";
 import type { ModelCaller } from "../../src/gateway/model-caller.ts";
 import type { ModelCatalog } from "../../src/gateway/models.ts";
 import { SCRIPTED_MODEL } from "../../src/gateway/scripted-model.ts";
-import type { RunEventInput } from "../../src/ledger/run-events.ts";
+import type { RunEventInput, ToolRefusal } from "../../src/ledger/run-events.ts";
 import type { AgentSpec } from "../../src/spec/agent-spec.ts";
 import type { AgentStatus } from "../../src/swarm-api.ts";
 import { type CursorStore, LedgerScriptCursor } from "./script-cursor.ts";
@@ -19,6 +19,8 @@ export interface ModelCallerDeps {
   send(event: AgentEvent): void;
   status(): AgentStatus | null;
   append(events: RunEventInput[]): Promise<unknown>;
+  /** Record a model call the gateway refused as the agent's `tool_refused`; never throws. */
+  refused(refusal: ToolRefusal): void;
   /** Resolves at the run's next change; rejects when `signal` aborts. */
   nextChange(signal: AbortSignal): Promise<unknown>;
 }
@@ -35,6 +37,7 @@ export function createModelCaller(deps: ModelCallerDeps, agentId: string): Model
     record: async (usage) => {
       await deps.append([{ type: "model_usage", agentId, data: usage }]);
     },
+    refused: (message) => deps.refused({ tool: "model", code: "MODEL_CALL_REFUSED", message }),
     whenRunning: async (signal) => {
       while (deps.status() === "paused") await deps.nextChange(signal);
     },

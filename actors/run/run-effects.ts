@@ -4,6 +4,7 @@ import type { ModelGateway } from "../../src/gateway/gateway.ts";
 import type { HostCallMessage } from "../../src/harness/protocol.ts";
 import type { Ledger } from "../../src/ledger/ledger.ts";
 import { endingKey, hseqKey, promptsKey } from "../../src/ledger/ledger-keys.ts";
+import type { ToolRefusal } from "../../src/ledger/run-events.ts";
 import type { ResultStore } from "../../src/results/result-store.ts";
 import type { SandboxRuntime } from "../../src/sandbox/runtime.ts";
 import type { AgentStatus } from "../../src/swarm-api.ts";
@@ -33,6 +34,8 @@ export interface RunEffectsDeps {
   outcomeOf(agentId: string): string | null;
   /** An agent's own call to the service (`spawn_agent`, `await_result`, `permission`). */
   hostCall(agentId: string, call: HostCallMessage, signal: AbortSignal): Promise<unknown>;
+  /** Record a tool call swarmd refused (a host call past the queue, a model call the gateway refused); never throws. */
+  refused(agentId: string, refusal: ToolRefusal): void;
   /** Resolves once the agent's sandbox exists. */
   whenLive(agentId: string, signal: AbortSignal): Promise<void>;
   /** The spend gate before each model call. */
@@ -65,6 +68,7 @@ export function createRunEffects(deps: RunEffectsDeps) {
     persist: (agentId, event) => writer.harnessEvent(agentId, event),
     publish: (agentId, event) => ledger.publish(runId, { type: event.event, agentId, data: event.data }),
     hostCall: deps.hostCall,
+    refused: deps.refused,
     log: deps.log,
     admit: deps.admit,
     hibernateAfterMs: deps.hibernateAfterMs,
@@ -90,6 +94,7 @@ export function createRunEffects(deps: RunEffectsDeps) {
               send: (event) => deps.send(agentId, event),
               status: () => deps.status(agentId),
               append: (events) => writer.appendWaiting(events, [], holding),
+              refused: (refusal) => deps.refused(agentId, refusal),
               nextChange: deps.nextChange,
             },
             agentId,

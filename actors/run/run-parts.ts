@@ -15,6 +15,7 @@ import { Spawner } from "./spawn.ts";
 import { Spend } from "./spend.ts";
 import { subtreeSteerMessage } from "./steer-message.ts";
 import { Supervisor } from "./supervisor.ts";
+import { ToolRefusals } from "./tool-refusals.ts";
 
 /** What the run keeps itself and lends its parts. */
 export interface RunHooks {
@@ -44,6 +45,8 @@ export function assembleRun(runId: string, deps: RunDeps, hooks: RunHooks) {
   const { view, table, nextChange } = hooks;
   const writer = new RunWriter(deps.ledger, runId, deps.results, deps.log);
   const append = writer.append.bind(writer);
+  const refusals = new ToolRefusals({ append, timer: hooks.timer, log: hooks.log });
+  const refused = refusals.record.bind(refusals);
 
   const { actors, harness } = createRunEffects({
     runId,
@@ -63,14 +66,16 @@ export function assembleRun(runId: string, deps: RunDeps, hooks: RunHooks) {
           policyOf: (id) => table.require(id).meta.approve ?? [],
           permissions: permissions,
           supervisor: supervisor,
-          spawn: (request, root) => spawner.spawn(request, root),
+          spawn: (request, root) => spawner.spawn(request, root, true),
           recorded: (id) => view.agents.has(id),
           result: (id, waitSeconds, s) => hooks.results.result(id, waitSeconds, s),
+          refused,
         },
         agentId,
         call,
         signal,
       ),
+    refused,
     whenLive: (agentId, signal) => supervisor.whenLive(agentId, signal),
     admitSpend: (agentId, signal) => spend.admit(agentId, signal),
     send: (agentId, event) => supervisor.send(agentId, event),
@@ -149,5 +154,5 @@ export function assembleRun(runId: string, deps: RunDeps, hooks: RunHooks) {
     unregister: (agentId) => deps.directory.remove([agentId]),
   });
 
-  return { writer, supervisor, harness, controls, drains, spend, permissions, spawner };
+  return { writer, supervisor, harness, controls, drains, spend, permissions, spawner, refusals };
 }

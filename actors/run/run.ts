@@ -38,6 +38,7 @@ import type { RunWriter } from "./run-writer.ts";
 import type { RootPlan, Spawner } from "./spawn.ts";
 import type { Spend } from "./spend.ts";
 import type { Supervisor } from "./supervisor.ts";
+import type { ToolRefusals } from "./tool-refusals.ts";
 
 export type { RunDeps, ServiceConfig } from "./run-deps.ts";
 
@@ -69,6 +70,7 @@ export class Run {
   readonly #drains: Drains;
   readonly #spend: Spend;
   readonly #permissions: Permissions;
+  readonly #refusals: ToolRefusals;
   /** Recent transitions of each agent machine. */
   readonly #machines = new MachineLog((actorId) => this.#table.has(actorId));
   readonly #results: Results;
@@ -108,6 +110,7 @@ export class Run {
     this.#spend = parts.spend;
     this.#permissions = parts.permissions;
     this.#spawner = parts.spawner;
+    this.#refusals = parts.refusals;
 
     this.#unsubscribe = deps.ledger.subscribe(runId, (event) => {
       if (!event.persisted) return;
@@ -287,6 +290,7 @@ export class Run {
   /** Stop the supervisor and drop the harness connections; sandboxes keep running for the next start. */
   close(): void {
     for (const timer of this.#timers) clearTimeout(timer);
+    this.#refusals.close();
     this.#permissions.close();
     this.#supervisor.stop();
     this.#unsubscribe();

@@ -86,10 +86,12 @@ export class Spawner {
   }
 
   /**
-   * POST /runs/:runId/agents and the agents' own `spawn_agent`. The budget decision and counters
-   * are taken synchronously, before any write, so concurrent spawns cannot both squeeze under a cap.
+   * POST /runs/:runId/agents and the agents' own `spawn_agent` (`byAgent`, with `root` "params").
+   * The budget decision and counters are taken synchronously, before any write, so concurrent
+   * spawns cannot both squeeze under a cap. A spawn a budget refuses is answered as any other (its
+   * child ends `budget-exceeded`); when an agent asked for it, its `tool_refused` is in the batch.
    */
-  async spawn(request: SpawnRequest, root = "body"): Promise<SpawnResponse> {
+  async spawn(request: SpawnRequest, root = "body", byAgent = false): Promise<SpawnResponse> {
     const { deps } = this;
     const parentId = request.parentAgentId;
     if (!deps.recorded(parentId))
@@ -149,6 +151,14 @@ export class Spawner {
         },
         { type: "agent_ended", agentId, data: { outcome: "budget-exceeded", endedAt: Date.now(), error } },
       );
+      if (byAgent) {
+        const message = `${error}: its child ${agentId} ended budget-exceeded (${decision.remaining} left)`;
+        events.push({
+          type: "tool_refused",
+          agentId: parentId,
+          data: { tool: "spawn_agent", code: "SPAWN_BUDGET_EXCEEDED", message, count: 1 },
+        });
+      }
     }
     const put = [{ key: agentKey(agentId), value: JSON.stringify(meta) }];
     if (request.idempotencyKey)

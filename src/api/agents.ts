@@ -19,7 +19,7 @@ import {
   MAX_DRAIN_TIMEOUT_MS,
   MAX_WAIT_SECONDS,
 } from "./limits.ts";
-import { operation } from "./operation.ts";
+import { operation, requestBody } from "./operation.ts";
 import { type Rule, withRules } from "./rules.ts";
 
 /** One agent's routes (spec sections 2.2, 2.4 and 4.6 to 4.12): its view, machine, budget, turns, controls and result. */
@@ -62,6 +62,9 @@ export const AgentViewSchema = z
     queuePosition: Int.min(1).optional().describe("Only while the agent's sandbox waits for a start slot; 1 is next."),
     usage: UsageSchema.describe("Its own model calls."),
     subtreeUsage: UsageSchema.describe("The model calls of its whole subtree: it and every descendant."),
+    toolErrors: Int.min(0).describe(
+      "Its tool calls that swarmd itself refused or could not carry out (host calls past the queue, refused spawns, denied approvals, model calls the gateway refused): the sum of its `tool_refused` events' `count`. 0 when none.",
+    ),
   })
   .describe("Spec section 2.2: the fold of the run's ledger.");
 
@@ -245,7 +248,13 @@ export const setBudget = operation({
   tag: "agents",
   summary: "Set an agent's spend caps",
   description: "New absolute caps for the agent's subtree; `null` lifts its own cap. Resumes nothing.",
-  body: { schema: SetBudgetBody },
+  body: requestBody(SetBudgetBody, {
+    caps: {
+      summary: "New absolute caps for the agent's subtree: 200,000 tokens and $5",
+      value: { maxTokens: 200_000, maxCostUsd: 5 },
+    },
+    lift: { summary: "Lift the agent's own dollar cap (its ancestors' still bound it)", value: { maxCostUsd: null } },
+  }),
   ok: { 200: { description: "The new caps, committed as `budget_changed`.", json: BudgetAnswerSchema } },
   errors: {
     400: "Neither `maxTokens` nor `maxCostUsd`, another field, or a value out of range.",
@@ -261,7 +270,9 @@ export const promptAgent = operation({
   tag: "agents",
   summary: "Start a turn",
   description: "Runs after the current turn when busy, on resume when paused, once running when not yet running.",
-  body: { schema: PromptBody },
+  body: requestBody(PromptBody, {
+    prompt: { summary: "A new turn", value: { text: "Summarise what you changed, in three lines." } },
+  }),
   ok: { 202: { description: "The prompt was accepted.", json: PromptAcceptedSchema } },
   errors: { 400: "Invalid body.", 404: "No such agent.", 409: "Agent not live, or draining (`AGENT_DRAINING`)." },
 });
@@ -273,7 +284,13 @@ export const steerAgent = operation({
   tag: "agents",
   summary: "Steer the current turn",
   description: `${SCOPE} With \`subtree\` the named agent gets one message with a table of its children. ${CONTROL}`,
-  body: { schema: SteerBody },
+  body: requestBody(SteerBody, {
+    agent: { summary: "Guidance into the running turn", value: { message: "Focus on the failing test first." } },
+    subtree: {
+      summary: "Re-plan: the agent gets the message with a table of its children",
+      value: { message: "Stop the slow branch; merge what works.", scope: "subtree" },
+    },
+  }),
   ok: {
     202: { description: "One result per member, and how the message reached the agent.", json: SteerResponseSchema },
   },
@@ -292,7 +309,14 @@ export const pauseAgent = operation({
   tag: "agents",
   summary: "Pause (freeze) an agent or subtree",
   description: `${SCOPE} The body is optional. ${CONTROL}`,
-  body: { schema: ScopeBody, optional: true },
+  body: requestBody(
+    ScopeBody,
+    {
+      agent: { summary: "This agent only", value: { scope: "agent" } },
+      subtree: { summary: "It and every agent under it, parents first", value: { scope: "subtree" } },
+    },
+    true,
+  ),
   ok: { 202: { description: "One result per member, parents first.", json: ControlResponseSchema } },
   errors: {
     400: "Invalid scope.",
@@ -309,7 +333,14 @@ export const resumeAgent = operation({
   tag: "agents",
   summary: "Resume a paused agent or subtree",
   description: `${SCOPE} The body is optional. ${CONTROL}`,
-  body: { schema: ScopeBody, optional: true },
+  body: requestBody(
+    ScopeBody,
+    {
+      agent: { summary: "This agent only", value: { scope: "agent" } },
+      subtree: { summary: "It and the paused agents under it, children first", value: { scope: "subtree" } },
+    },
+    true,
+  ),
   ok: { 202: { description: "One result per member, children first.", json: ControlResponseSchema } },
   errors: {
     400: "Invalid scope.",
@@ -326,7 +357,17 @@ export const stopAgent = operation({
   tag: "agents",
   summary: "Stop an agent or subtree: abort now, or drain",
   description: `${SCOPE} \`mode\` is \`abort\` (default) or \`drain\`; \`drainTimeoutMs\` is for \`drain\` only. The body is optional. A stop of an ended agent answers \`noop\`.`,
-  body: { schema: StopBody, optional: true },
+  body: requestBody(
+    StopBody,
+    {
+      abort: { summary: "Abort now: the agent and its subtree, leaves first", value: { scope: "subtree" } },
+      drain: {
+        summary: "Drain: no new work; each ends once its turns settle, aborted after a minute",
+        value: { mode: "drain", scope: "subtree", drainTimeoutMs: 60_000 },
+      },
+    },
+    true,
+  ),
   ok: { 202: { description: "One result per member (leaves first for an abort).", json: ControlResponseSchema } },
   errors: {
     400: 'Invalid `mode`, `scope` or `drainTimeoutMs`, or `drainTimeoutMs` without `mode: "drain"`.',

@@ -26,6 +26,16 @@ export const PATH_PARAMS = {
 } as const;
 export type PathParamName = keyof typeof PATH_PARAMS;
 
+/**
+ * The ids the document's examples use (path parameters and ids inside example bodies): stand-ins
+ * a caller replaces with its own run's, agent's and request's.
+ */
+export const EXAMPLE_IDS = {
+  runId: "r_0123456789abcdef",
+  agentId: "a_0123456789abcdef",
+  requestId: "p_0123456789abcdef01234567",
+} as const satisfies Record<PathParamName, string>;
+
 export const AgentStateSchema = z.enum(AGENT_STATES);
 export const OutcomeSchema = z.enum(["success", "failed", "aborted", "budget-exceeded", "lost"]);
 

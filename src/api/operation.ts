@@ -11,7 +11,7 @@ export interface Operation {
   /** OpenAPI form: `/runs/{runId}`. Each `{name}` is one of `PATH_PARAMS` (fields.ts). */
   path: string;
   operationId: string;
-  tag: "service" | "runs" | "agents" | "approvals" | "events";
+  tag: "service" | "runs" | "agents" | "approvals" | "events" | "models";
   summary: string;
   description?: string;
   /** Needs no bearer token (`src/http/auth.ts`). */
@@ -20,11 +20,21 @@ export interface Operation {
   query?: z.ZodObject;
   /** Request headers the route reads, with the zod schema it parses each with. */
   headers?: Readonly<Record<string, { schema: z.ZodType; describe: string }>>;
-  /** The zod schema the route parses its body with; `optional` when the body may be left out. */
-  body?: { schema: z.ZodType; optional?: true };
+  /**
+   * The zod schema the route parses its body with; `optional` when the body may be left out;
+   * `examples`, by name, bodies that work as they are (ids aside: `EXAMPLE_IDS` stand for the
+   * caller's), which the document offers (`/docs`' "Try it out" starts from the first).
+   */
+  body?: { schema: z.ZodType; optional?: true; examples: Readonly<Record<string, BodyExample>> };
   ok: Readonly<Record<number, Answer>>;
   /** The refusals particular to this route (spec section 7) with their conditions; the document adds those every route shares. */
   errors: Readonly<Record<number, string>>;
+}
+
+/** A request body that works as it is, but for its ids (`EXAMPLE_IDS`), with what it shows. */
+export interface BodyExample {
+  summary: string;
+  value: unknown;
 }
 
 /** A success answer: a JSON body (a zod schema), a body of another media type, or none. */
@@ -33,6 +43,20 @@ export type Answer = { description: string } & (
   | { media: string; schema: Readonly<Record<string, unknown>> }
   | { empty: true }
 );
+
+/**
+ * A route's body: its schema, examples checked against that schema's input type, and whether it
+ * may be left out.
+ */
+export const requestBody = <S extends z.ZodType, const Optional extends true | undefined = undefined>(
+  schema: S,
+  examples: Readonly<Record<string, { summary: string; value: z.input<S> }>>,
+  optional?: Optional,
+) =>
+  ({ schema, examples, ...(optional ? { optional } : {}) }) as {
+    schema: S;
+    examples: typeof examples;
+  } & (Optional extends true ? { optional: true } : unknown);
 
 /** Declares an operation, keeping its literal path and exact schemas in its type. */
 export const operation = <const O extends Operation>(op: O): O => op;

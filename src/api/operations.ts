@@ -10,6 +10,7 @@ import {
   stopAgent,
 } from "./agents.ts";
 import { streamRunEvents } from "./events.ts";
+import { listModels } from "./models.ts";
 import type { Operation } from "./operation.ts";
 import { listPermissions, resolvePermission } from "./permissions.ts";
 import { createRun, deleteRun, getRun, listRuns, spawnAgent } from "./runs.ts";
@@ -53,4 +54,5 @@ export const OPERATIONS: readonly Operation[] = [
   stopAgent,
   getResult,
   resolvePermission,
+  listModels,
 ];

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { AgentId, Epoch, RequestId, RunId } from "./fields.ts";
 import { MAX_PERMISSION_MESSAGE_CHARS } from "./limits.ts";
-import { operation } from "./operation.ts";
+import { operation, requestBody } from "./operation.ts";
 
 /** Approval requests (spec sections 2.6 and 4.15): a run's inbox, and an agent's request answered. */
 
@@ -76,7 +76,13 @@ export const resolvePermission = operation({
   tag: "approvals",
   summary: "Answer an approval request",
   description: "Resolves a pending request of the agent; two answers at once: one wins, the other is the 409.",
-  body: { schema: PermissionAnswerBody },
+  body: requestBody(PermissionAnswerBody, {
+    allow: { summary: "Run the held tool call", value: { decision: "allow" } },
+    deny: {
+      summary: "Refuse it: the agent's model reads the message as the tool's error",
+      value: { decision: "deny", message: "Not now: finish the tests first." },
+    },
+  }),
   ok: {
     202: {
       description: "The request as resolved, after `permission_resolved` is committed.",

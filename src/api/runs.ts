@@ -6,6 +6,7 @@ import {
   AgentIdValue,
   AgentStateSchema,
   Epoch,
+  EXAMPLE_IDS,
   Int,
   queryInteger,
   RunId,
@@ -13,7 +14,7 @@ import {
   UsageSchema,
 } from "./fields.ts";
 import { DEFAULT_RUN_LIST_LIMIT, MAX_RUN_LIST_LIMIT } from "./limits.ts";
-import { operation } from "./operation.ts";
+import { operation, requestBody } from "./operation.ts";
 
 /** A run's routes (spec sections 2.1 and 4.1 to 4.5, 4.18): create, list, read, delete, spawn into. */
 
@@ -122,7 +123,38 @@ export const createRun = operation({
   summary: "Create a run",
   description:
     "Creates the root agent and provisions its sandbox in the background; `prompt`, when given, is its first turn.",
-  body: { schema: CreateRunBody },
+  body: requestBody(CreateRunBody, {
+    scripted: {
+      summary: "A scripted agent (no model, no key): it answers the prompt from its script and ends",
+      value: { spec: { name: "echo", script: [{ text: "hello: {{lastUserMessage}}" }] }, prompt: "say hello" },
+    },
+    family: {
+      summary: "A scripted root that spawns a child with its spawn_agent tool, then ends once the child has",
+      value: {
+        spec: {
+          name: "lead",
+          script: [
+            { tool: "spawn_agent", args: { spec: { name: "helper", script: [] }, prompt: "hello from the lead" } },
+            { text: "spawned a helper" },
+          ],
+        },
+        prompt: "start",
+        budget: { maxAgents: 4 },
+      },
+    },
+    model: {
+      summary:
+        "A real model, capped at $2 for its subtree; without a prompt it waits (POST /agents/{agentId}/prompt), and GET /models lists the models",
+      value: {
+        spec: {
+          name: "coder",
+          model: { provider: "anthropic", id: "claude-sonnet-4-5" },
+          systemPrompt: "You are a careful engineer.",
+        },
+        budget: { maxCostUsd: 2, maxTokens: 2_000_000 },
+      },
+    },
+  }),
   ok: { 202: { description: "The run was created; its root is provisioning.", json: CreateRunResponseSchema } },
   errors: {
     400: "Invalid body, the spec above the daemon's limits, or a `model` the service does not know or does not carry.",
@@ -177,7 +209,27 @@ export const spawnAgent = operation({
   summary: "Spawn a child",
   description:
     "Forks a live parent's sandbox. A spawn a budget refuses still answers 202; the child then ends `budget-exceeded`.",
-  body: { schema: SpawnBody },
+  body: requestBody(SpawnBody, {
+    scripted: {
+      summary: "A scripted child of a live agent, forked from its sandbox, kept live after its turn",
+      value: {
+        parentAgentId: EXAMPLE_IDS.agentId,
+        spec: { name: "helper", script: [{ text: "on it: {{lastUserMessage}}" }] },
+        prompt: "check the tests",
+        keepAlive: true,
+      },
+    },
+    capped: {
+      summary: "A child with tighter budgets than its parent's, and a key that makes a retry return the same child",
+      value: {
+        parentAgentId: EXAMPLE_IDS.agentId,
+        spec: { name: "worker", script: [] },
+        prompt: "echo me",
+        budget: { spawnDepth: 0, maxTokens: 50_000, maxCostUsd: 0.5 },
+        idempotencyKey: "worker-1",
+      },
+    },
+  }),
   ok: {
     202: {
       description: "The child was accepted (`spawning` while it waits for `waitFor`).",

@@ -12,6 +12,7 @@ import {
 } from "./agents.ts";
 import { streamRunEvents } from "./events.ts";
 import { MACHINE_TRANSITIONS_KEPT, MAX_WAIT_SECONDS } from "./limits.ts";
+import { listModels } from "./models.ts";
 import { listPermissions, resolvePermission } from "./permissions.ts";
 import { routeTool } from "./route-tool.ts";
 import { createRun, deleteRun, getRun, listRuns, spawnAgent } from "./runs.ts";
@@ -253,6 +254,16 @@ export const ROUTE_TOOLS = {
     fields: {
       agentId: { describe: "The agent that asked: the agentId of the request in swarm_list_permissions." },
       requestId: { describe: 'Approval request id, "p_<hex>", as returned by swarm_list_permissions.' },
+    },
+  }),
+  swarm_list_models: routeTool({
+    route: listModels,
+    title: "List models",
+    description:
+      'The models an agent spec may name as "model": {provider, id}, by provider then id, each with its name, api, contextWindow, maxTokens (most output tokens), cost (US dollars per million input, output, cacheRead and cacheWrite tokens) and key: where the service would take the provider\'s key from ("env", "file", "command") or "none" (a call would fail for want of a key). The key itself is never shown. Give provider to narrow the list (there are hundreds), available true for only the models that have a key.',
+    annotations: READ,
+    fields: {
+      available: { describe: 'true: only models whose key the service finds (key not "none"). Default false: all.' },
     },
   }),
 };

@@ -89,8 +89,9 @@ export const ANSWERS: { [K in RouteToolName]: ToolAnswer<(typeof ROUTE_TOOLS)[K]
   async swarm_get_agent(input, { call }) {
     const agent = await call(input);
     const paused = agent.pausedBy ? ` (paused by ${agent.pausedBy})` : "";
+    const refused = agent.toolErrors > 0 ? `; swarmd refused ${agent.toolErrors} of its tool call(s)` : "";
     return toolOk(
-      `Agent ${agent.agentId} (${agent.specName}) is ${agent.state}${paused}${agent.outcome ? `, outcome ${agent.outcome}` : ""}; its subtree spent ${usageText(agent.subtreeUsage)}.`,
+      `Agent ${agent.agentId} (${agent.specName}) is ${agent.state}${paused}${agent.outcome ? `, outcome ${agent.outcome}` : ""}${refused}; its subtree spent ${usageText(agent.subtreeUsage)}.`,
       { ...agent },
     );
   },
@@ -173,6 +174,16 @@ export const ANSWERS: { [K in RouteToolName]: ToolAnswer<(typeof ROUTE_TOOLS)[K]
     return toolOk(
       `${verdict(resolved)} ${resolved.tool} call of ${resolved.agentId} (request ${resolved.requestId}).`,
       { ...resolved },
+    );
+  },
+
+  async swarm_list_models(input, { call }) {
+    const { models } = await call(input);
+    const keyed = models.filter((m) => m.key !== "none").length;
+    const which = input.provider ? ` of ${input.provider}` : "";
+    return toolOk(
+      `${models.length} model(s)${which} a spec may name, ${keyed} with a key; name one in a spec as "model": {"provider", "id"}.`,
+      { models },
     );
   },
 };

@@ -1,6 +1,5 @@
-import { parseArgs } from "node:util";
 import type { PermissionState } from "../swarm-api.ts";
-import { positionals, usage } from "./args.ts";
+import { parseCommandArgs, positionals, usage } from "./args.ts";
 import { type CliContext, COMMON_OPTIONS, printJson } from "./cli-context.ts";
 import { EXIT, type ExitCode } from "./exit-codes.ts";
 import { permissionTable } from "./permission-table.ts";
@@ -14,10 +13,9 @@ const STATES: readonly string[] = ["pending", "resolved", "all"] satisfies (Perm
  * None to show is a note on stderr and exit 0, so a script can poll.
  */
 export async function approvalsCommand(ctx: CliContext, args: string[]): Promise<ExitCode> {
-  const { values, positionals: given } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: { ...COMMON_OPTIONS, state: { type: "string" } },
+  const { values, positionals: given } = parseCommandArgs("approvals", args, {
+    ...COMMON_OPTIONS,
+    state: { type: "string" },
   });
   const [runId = ""] = positionals("approvals", given, ["runId"]);
   const state = values.state ?? "pending";

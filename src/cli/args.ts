@@ -1,7 +1,45 @@
 import { readFileSync } from "node:fs";
+import { type ParseArgsOptionsConfig, parseArgs } from "node:util";
+import { closest } from "../closest.ts";
 import type { SpendCaps } from "../swarm-api.ts";
 import { UsageError } from "./exit-codes.ts";
 import { COMMAND_USAGE } from "./usage.ts";
+
+/**
+ * A command's flags and positionals (node's `parseArgs`, strict). An unknown flag, a flag without
+ * its value or a switch given one is a usage error in the CLI's words, naming the closest flag the
+ * command has (`unknown option --max-tokenz; did you mean --max-tokens?`), not node's own text.
+ */
+export function parseCommandArgs<const O extends ParseArgsOptionsConfig>(command: string, args: string[], options: O) {
+  try {
+    return parseArgs({ args, options, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw optionError(command, err, options);
+  }
+}
+
+function optionError(command: string, err: unknown, options: ParseArgsOptionsConfig): unknown {
+  const code = (err as { code?: unknown } | null)?.code;
+  const text = err instanceof Error ? err.message : String(err);
+  const flags = Object.keys(options).map((name) => `--${name}`);
+  if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
+    const given = /'([^']+)'/.exec(text)?.[1] ?? text;
+    const near = closest(given.replace(/^-+/, "").split("=")[0] ?? "", Object.keys(options), 1);
+    const hint = near.length > 0 ? `did you mean --${near[0]}?` : `swarm ${command} takes ${flags.join(", ")}`;
+    return usage(command, `unknown option ${given}; ${hint}`);
+  }
+  if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") {
+    // "Option '-m, --message <value>' argument missing": the long name when there is one.
+    const quoted = /'([^']+)'/.exec(text)?.[1] ?? "";
+    const flag = /--[\w-]+/.exec(quoted)?.[0] ?? /-\w/.exec(quoted)?.[0] ?? "an option";
+    const name = flag.replace(/^-+/, "");
+    const takesValue = Object.entries(options).some(
+      ([long, option]) => (long === name || option.short === name) && option.type === "string",
+    );
+    return usage(command, takesValue ? `${flag} needs a value` : `${flag} takes no value`);
+  }
+  return err;
+}
 
 /** The positionals a command expects, or a usage error naming what is missing or extra. */
 export function positionals(command: string, given: string[], names: string[], rest = false): string[] {

@@ -1,5 +1,4 @@
-import { parseArgs } from "node:util";
-import { positionals, spendCapOptions } from "./args.ts";
+import { parseCommandArgs, positionals, spendCapOptions } from "./args.ts";
 import { type CliContext, COMMON_OPTIONS, printJson, SPEND_OPTIONS } from "./cli-context.ts";
 import { EXIT, type ExitCode } from "./exit-codes.ts";
 import { budgetLines, spentLine } from "./spend-format.ts";
@@ -11,11 +10,7 @@ import { budgetLines, spentLine } from "./spend-format.ts";
  * agent's budget and what its subtree has spent. Raising a cap resumes nothing.
  */
 export async function budgetCommand(ctx: CliContext, args: string[]): Promise<ExitCode> {
-  const { values, positionals: given } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: { ...COMMON_OPTIONS, ...SPEND_OPTIONS },
-  });
+  const { values, positionals: given } = parseCommandArgs("budget", args, { ...COMMON_OPTIONS, ...SPEND_OPTIONS });
   const [agentId = ""] = positionals("budget", given, ["agentId"]);
   const caps = spendCapOptions("budget", values);
   const client = ctx.client(values.url);

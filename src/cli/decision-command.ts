@@ -1,7 +1,6 @@
-import { parseArgs } from "node:util";
 import { MAX_PERMISSION_MESSAGE_CHARS } from "../client/swarm-client.ts";
 import type { PermissionAnswer, PermissionDecision } from "../swarm-api.ts";
-import { positionals, usage } from "./args.ts";
+import { parseCommandArgs, positionals, usage } from "./args.ts";
 import { type CliContext, COMMON_OPTIONS, printJson } from "./cli-context.ts";
 import { EXIT, type ExitCode } from "./exit-codes.ts";
 import { argsSummary } from "./permission-table.ts";
@@ -17,10 +16,9 @@ export async function decisionCommand(
   decision: PermissionDecision,
   args: string[],
 ): Promise<ExitCode> {
-  const { values, positionals: given } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: { ...COMMON_OPTIONS, message: { type: "string", short: "m" } },
+  const { values, positionals: given } = parseCommandArgs(decision, args, {
+    ...COMMON_OPTIONS,
+    message: { type: "string", short: "m" },
   });
   const [agentId = "", requestId = ""] = positionals(decision, given, ["agentId", "requestId"]);
   const answer: PermissionAnswer = { decision };

@@ -1,7 +1,6 @@
-import { parseArgs } from "node:util";
 import type { SwarmEvent } from "../client/event-stream.ts";
 import { watchRun } from "../client/run-watch.ts";
-import { intOption, positionals } from "./args.ts";
+import { intOption, parseCommandArgs, positionals } from "./args.ts";
 import { type CliContext, COMMON_OPTIONS, printJson } from "./cli-context.ts";
 import { EXIT, type ExitCode } from "./exit-codes.ts";
 
@@ -12,15 +11,11 @@ import { EXIT, type ExitCode } from "./exit-codes.ts";
  * `--json` prints one JSON object per line: `{seq, type, agentId, at, data}`.
  */
 export async function eventsCommand(ctx: CliContext, args: string[]): Promise<ExitCode> {
-  const { values, positionals: given } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: {
-      ...COMMON_OPTIONS,
-      after: { type: "string" },
-      follow: { type: "boolean", short: "f", default: false },
-      ephemeral: { type: "boolean", default: false },
-    },
+  const { values, positionals: given } = parseCommandArgs("events", args, {
+    ...COMMON_OPTIONS,
+    after: { type: "string" },
+    follow: { type: "boolean", short: "f", default: false },
+    ephemeral: { type: "boolean", default: false },
   });
   const [runId = ""] = positionals("events", given, ["runId"]);
   const afterSeq = intOption("events", "after", values.after, 0, Number.MAX_SAFE_INTEGER, 0);

@@ -1,12 +1,18 @@
 import { EndpointError, isServiceError, isUnreachable, SpecStoreError } from "../client/client-errors.ts";
 
 /**
- * Exit codes `swarm` promises to scripts (README "Command line"). Stable: add, never renumber.
+ * Exit codes `swarm` promises to scripts (docs/controls.md, "Exit codes"). Stable: add, never renumber.
  */
 export const EXIT = {
-  /** Done; for `result`, the result is settled. */
+  /**
+   * Done, or already so: a control whose members were applied or had nothing to do (`already
+   * paused`, `already ended`, `not paused: nothing to resume`); for `result`, the result is settled.
+   */
   OK: 0,
-  /** The service answered with an error (its message is printed), or a member of a control failed. */
+  /**
+   * The service refused (its message, or what the agent's state says, is printed: not live,
+   * draining, no such agent), a member of a control failed, or a spawn was refused by a budget.
+   */
   SERVICE: 1,
   /** Bad command line or local input: unknown command or option, unreadable spec file, bad spec name, SWARM_URL not a URL. */
   USAGE: 2,

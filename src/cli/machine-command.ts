@@ -1,5 +1,4 @@
-import { parseArgs } from "node:util";
-import { positionals } from "./args.ts";
+import { parseCommandArgs, positionals } from "./args.ts";
 import { type CliContext, COMMON_OPTIONS, printJson } from "./cli-context.ts";
 import { EXIT, type ExitCode } from "./exit-codes.ts";
 import { machineLines } from "./machine-render.ts";
@@ -10,7 +9,7 @@ import { machineLines } from "./machine-render.ts";
  * `--json` prints the service's answer. An unknown agent (404) is exit 1.
  */
 export async function machineCommand(ctx: CliContext, args: string[]): Promise<ExitCode> {
-  const { values, positionals: given } = parseArgs({ args, allowPositionals: true, options: COMMON_OPTIONS });
+  const { values, positionals: given } = parseCommandArgs("machine", args, COMMON_OPTIONS);
   const [agentId = ""] = positionals("machine", given, ["agentId"]);
   const machine = await ctx.client(values.url).getMachine(agentId, { signal: ctx.signal });
   if (values.json) printJson(ctx.io, machine);

@@ -1,6 +1,7 @@
 import { pathToFileURL } from "node:url";
 import { endpointFromEnv } from "../client/endpoint.ts";
 import { createSwarmClient } from "../client/swarm-client.ts";
+import { closest } from "../closest.ts";
 import type { PermissionDecision } from "../swarm-api.ts";
 import type { CliContext, CliIo } from "./cli-context.ts";
 import type { ControlVerb } from "./control-command.ts";
@@ -21,6 +22,10 @@ const decide =
     (await import("./decision-command.ts")).decisionCommand(ctx, decision, args);
 const COMMANDS: Record<string, () => Promise<Command>> = {
   run: async () => (await import("./run-command.ts")).runCommand,
+  spawn: async () => (await import("./spawn-command.ts")).spawnCommand,
+  delete: async () => (await import("./delete-command.ts")).deleteCommand,
+  models: async () => (await import("./models-command.ts")).modelsCommand,
+  prompt: async () => (await import("./prompt-command.ts")).promptCommand,
   runs: async () => (await import("./runs-command.ts")).runsCommand,
   tree: async () => (await import("./tree-command.ts")).treeCommand,
   machine: async () => (await import("./machine-command.ts")).machineCommand,
@@ -58,7 +63,9 @@ export async function runCli(argv: string[], options: CliOptions = {}): Promise<
   }
   const load = COMMANDS[command];
   if (!load) {
-    io.err(`swarm: unknown command ${JSON.stringify(command)}\n\n${USAGE}`);
+    const near = closest(command, [...Object.keys(COMMANDS), "mcp"], 1);
+    const hint = near.length > 0 ? `; did you mean swarm ${near[0]}?` : "";
+    io.err(`swarm: unknown command ${JSON.stringify(command)}${hint}\n\n${USAGE}`);
     return EXIT.USAGE;
   }
   if (args.includes("--help") || args.includes("-h")) {
@@ -96,6 +103,14 @@ function processIo(): CliIo {
   };
 }
 
+/** Resolves once everything written to `stream` before this call has been handed to the OS. */
+function drained(stream: NodeJS.WriteStream): Promise<void> {
+  return new Promise((resolve) => {
+    if (stream.destroyed || !stream.writable) resolve();
+    else stream.write("", () => resolve());
+  });
+}
+
 /** The `swarm` process: runs one command and exits with its code; never returns or throws. */
 export async function main(argv: string[]): Promise<never> {
   try {
@@ -113,8 +128,11 @@ export async function main(argv: string[]): Promise<never> {
     }
     const controller = new AbortController();
     process.once("SIGINT", () => controller.abort());
-    // Exit explicitly: idle keep-alive sockets must not hold a finished command open.
-    process.exit(await runCli(argv, { signal: controller.signal }));
+    const code = await runCli(argv, { signal: controller.signal });
+    // Exit explicitly: idle keep-alive sockets must not hold a finished command open. But first let
+    // a pipe take what was written: writes to a pipe are asynchronous, and `exit` drops the rest.
+    await Promise.all([drained(process.stdout), drained(process.stderr)]);
+    process.exit(code);
   } catch (err) {
     const failure = describeFailure(err);
     console.error(`swarm: ${failure.message}`);

@@ -1,6 +1,5 @@
-import { parseArgs } from "node:util";
 import { MAX_WAIT_SECONDS } from "../swarm-api.ts";
-import { intOption, positionals } from "./args.ts";
+import { intOption, parseCommandArgs, positionals } from "./args.ts";
 import { type CliContext, COMMON_OPTIONS, printJson } from "./cli-context.ts";
 import { EXIT, type ExitCode } from "./exit-codes.ts";
 
@@ -9,10 +8,9 @@ import { EXIT, type ExitCode } from "./exit-codes.ts";
  * still pending after the wait: exit 4. `--json` prints the Result resource either way.
  */
 export async function resultCommand(ctx: CliContext, args: string[]): Promise<ExitCode> {
-  const { values, positionals: given } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: { ...COMMON_OPTIONS, wait: { type: "string" } },
+  const { values, positionals: given } = parseCommandArgs("result", args, {
+    ...COMMON_OPTIONS,
+    wait: { type: "string" },
   });
   const [agentId = ""] = positionals("result", given, ["agentId"]);
   const wait = intOption("result", "wait", values.wait, 0, MAX_WAIT_SECONDS, 0);

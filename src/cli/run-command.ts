@@ -1,7 +1,6 @@
 import { existsSync } from "node:fs";
-import { parseArgs } from "node:util";
 import type { AgentSpec } from "../spec/agent-spec.ts";
-import { intOption, positionals, readJsonArg, spendCapOptions, usage } from "./args.ts";
+import { intOption, parseCommandArgs, positionals, readJsonArg, spendCapOptions, usage } from "./args.ts";
 import { type CliContext, COMMON_OPTIONS, printJson, SPEND_OPTIONS } from "./cli-context.ts";
 import { EXIT, type ExitCode } from "./exit-codes.ts";
 
@@ -11,20 +10,16 @@ import { EXIT, type ExitCode } from "./exit-codes.ts";
  * sent as read; the service validates it (a 400 names the failing fields, exit 1).
  */
 export async function runCommand(ctx: CliContext, args: string[]): Promise<ExitCode> {
-  const { values, positionals: given } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: {
-      ...COMMON_OPTIONS,
-      ...SPEND_OPTIONS,
-      prompt: { type: "string" },
-      "keep-alive": { type: "boolean", default: false },
-      "spawn-depth": { type: "string" },
-      "max-agents": { type: "string" },
-    },
+  const { values, positionals: given } = parseCommandArgs("run", args, {
+    ...COMMON_OPTIONS,
+    ...SPEND_OPTIONS,
+    prompt: { type: "string" },
+    "keep-alive": { type: "boolean", default: false },
+    "spawn-depth": { type: "string" },
+    "max-agents": { type: "string" },
   });
   const [source = ""] = positionals("run", given, ["spec.json"]);
-  const spec = await readSpec(ctx, source);
+  const spec = await readSpec(ctx, "run", source);
   const spawnDepth = intOption("run", "spawn-depth", values["spawn-depth"], 0, 64, -1);
   const maxAgents = intOption("run", "max-agents", values["max-agents"], 0, 100_000, -1);
   const budget = {
@@ -49,17 +44,23 @@ export async function runCommand(ctx: CliContext, args: string[]): Promise<ExitC
   return EXIT.OK;
 }
 
-/** A JSON file, `-` for stdin, or the name of a spec saved with `swarm specs add`. */
-async function readSpec(ctx: CliContext, source: string): Promise<AgentSpec> {
+/**
+ * A JSON file, `-` for stdin, or the name of a spec saved with `swarm specs add`. A path (with a
+ * `/` or ending `.json`) that is not there is said to be missing; a name neither a file nor saved
+ * is said to be neither.
+ */
+export async function readSpec(ctx: CliContext, command: string, source: string): Promise<AgentSpec> {
   // Sent as read: the service is the judge of a spec, and its 400 names each failing field.
-  if (source === "-" || existsSync(source)) return readJsonArg("run", source) as AgentSpec;
+  if (source === "-" || existsSync(source)) return readJsonArg(command, source) as AgentSpec;
+  if (source.includes("/") || source.endsWith(".json"))
+    throw usage(command, `${source} does not exist (no such file${source.includes("/") ? "" : " in this folder"})`);
   const specs = await ctx.specs();
   try {
     return specs.get(source);
   } catch (err) {
     // No such saved spec, or one that no longer validates: say which, beside "not a file".
     throw usage(
-      "run",
+      command,
       `${source} is neither a file nor a saved spec (swarm specs list): ${err instanceof Error ? err.message : String(err)}`,
     );
   }

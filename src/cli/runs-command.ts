@@ -1,6 +1,5 @@
-import { parseArgs } from "node:util";
 import { DEFAULT_RUN_LIST_LIMIT, MAX_RUN_LIST_LIMIT } from "../swarm-api.ts";
-import { intOption, positionals } from "./args.ts";
+import { intOption, parseCommandArgs, positionals } from "./args.ts";
 import { type CliContext, COMMON_OPTIONS, printJson } from "./cli-context.ts";
 import { EXIT, type ExitCode } from "./exit-codes.ts";
 import { runTable } from "./run-table.ts";
@@ -11,10 +10,9 @@ import { runTable } from "./run-table.ts";
  * note on stderr and exit 0.
  */
 export async function runsCommand(ctx: CliContext, args: string[]): Promise<ExitCode> {
-  const { values, positionals: given } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: { ...COMMON_OPTIONS, limit: { type: "string" } },
+  const { values, positionals: given } = parseCommandArgs("runs", args, {
+    ...COMMON_OPTIONS,
+    limit: { type: "string" },
   });
   positionals("runs", given, []);
   const limit = intOption("runs", "limit", values.limit, 1, MAX_RUN_LIST_LIMIT, DEFAULT_RUN_LIST_LIMIT);

@@ -1,5 +1,4 @@
-import { parseArgs } from "node:util";
-import { positionals, readJsonArg, usage } from "./args.ts";
+import { parseCommandArgs, positionals, readJsonArg, usage } from "./args.ts";
 import { type CliContext, COMMON_OPTIONS, printJson } from "./cli-context.ts";
 import { EXIT, type ExitCode } from "./exit-codes.ts";
 
@@ -8,10 +7,10 @@ import { EXIT, type ExitCode } from "./exit-codes.ts";
  * of saved specs the bridge's `swarm_spec_*` tools also use. Never calls the service.
  */
 export async function specsCommand(ctx: CliContext, args: string[]): Promise<ExitCode> {
-  const { values, positionals: given } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: { ...COMMON_OPTIONS, name: { type: "string" }, "no-overwrite": { type: "boolean", default: false } },
+  const { values, positionals: given } = parseCommandArgs("specs", args, {
+    ...COMMON_OPTIONS,
+    name: { type: "string" },
+    "no-overwrite": { type: "boolean", default: false },
   });
   const [action = "", ...rest] = given;
   const store = await ctx.specs();

@@ -1,6 +1,5 @@
-import { parseArgs } from "node:util";
 import { watchRun } from "../client/run-watch.ts";
-import { positionals } from "./args.ts";
+import { parseCommandArgs, positionals } from "./args.ts";
 import { type CliContext, COMMON_OPTIONS, printJson } from "./cli-context.ts";
 import { EXIT, type ExitCode } from "./exit-codes.ts";
 import { renderTree, trackActivity, treeJson } from "./tree-render.ts";
@@ -14,10 +13,9 @@ const FRAME_MS = 100;
  * otherwise (a pipe, a log, `--json`) only the final tree is printed, once the run is over.
  */
 export async function treeCommand(ctx: CliContext, args: string[]): Promise<ExitCode> {
-  const { values, positionals: given } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: { ...COMMON_OPTIONS, once: { type: "boolean", default: false } },
+  const { values, positionals: given } = parseCommandArgs("tree", args, {
+    ...COMMON_OPTIONS,
+    once: { type: "boolean", default: false },
   });
   const [runId = ""] = positionals("tree", given, ["runId"]);
   const watch = await watchRun(ctx.client(values.url), runId, {

@@ -45,8 +45,8 @@ export function trackActivity(activity: Map<string, string>, event: SwarmEvent):
 /**
  * The spawn tree as lines: a header (with the run's model spend once it has any), then one line
  * per agent in tree order with box-drawing branches, its spec name and id, state, outcome (once
- * ended), whether it drains, how many approval requests wait on the operator, what its subtree has
- * spent (what its spend caps count) and current activity.
+ * ended), whether it drains, how many of its tool calls swarmd refused, how many approval requests
+ * wait on the operator, what its subtree has spent (what its spend caps count) and current activity.
  */
 export function renderTree(tracker: RunTracker, activity: ReadonlyMap<string, string> = new Map()): string[] {
   const agents = tracker.ordered();
@@ -75,6 +75,8 @@ function describe(agent: AgentRecord, activity: string | undefined): string {
   if (agent.outcome) parts.push(agent.outcome);
   if (agent.state === "paused" && agent.pausedBy) parts.push(`(by ${agent.pausedBy})`);
   if (agent.draining) parts.push("(draining)");
+  // Calls swarmd refused: work the agent asked for and did not get, so a lossy tree never looks clean.
+  if (agent.toolErrors > 0) parts.push(`· ${agent.toolErrors} tool error${agent.toolErrors === 1 ? "" : "s"}`);
   // What waits on the operator comes before spend and activity: it is what they must act on.
   const waiting = agent.pendingPermissions.length;
   if (waiting > 0) parts.push(`· ${waiting} approval${waiting === 1 ? "" : "s"} pending`);
@@ -85,8 +87,8 @@ function describe(agent: AgentRecord, activity: string | undefined): string {
 }
 
 /**
- * The final tree as JSON: the run's usage, and agents in tree order with their usage and child ids
- * (`draining` and `pendingPermissions` only when set, so trees without them read as before).
+ * The final tree as JSON: the run's usage, and agents in tree order with their usage, tool errors
+ * and child ids (`draining` and `pendingPermissions` only when set, so trees without them read as before).
  */
 export function treeJson(tracker: RunTracker): Record<string, unknown> {
   const { view } = tracker;
@@ -107,6 +109,7 @@ export function treeJson(tracker: RunTracker): Record<string, unknown> {
       ...(a.pausedBy ? { pausedBy: a.pausedBy } : {}),
       ...(a.draining ? { draining: true } : {}),
       ...(a.pendingPermissions.length > 0 ? { pendingPermissions: a.pendingPermissions } : {}),
+      toolErrors: a.toolErrors,
       usage: a.usage,
       subtreeUsage: a.subtreeUsage,
       children: a.children,

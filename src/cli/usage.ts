@@ -6,17 +6,27 @@ export const USAGE = `swarm: operate swarmd (runs of sandboxed AI coding agents)
 Usage:
   swarm run <spec.json | saved-spec | -> [--prompt TEXT] [--keep-alive] [--spawn-depth N] [--max-agents N]
             [--max-tokens N] [--max-cost-usd X]
+  swarm spawn <parentAgentId> <spec.json | saved-spec | -> [--prompt TEXT] [--wait-for AGENT]...
+            [--keep-alive] [--spawn-depth N] [--max-agents N] [--max-tokens N] [--max-cost-usd X]
+            [--idempotency-key KEY] [--run RUN]
+                                           a child forked from a live parent's sandbox; --wait-for
+                                           (repeatable): fork once those agents' results settled
+  swarm models [FILTER] [--provider NAME] [--available]
+                                           the models a spec may name, and where each key would
+                                           come from (env, file, command, none; never the key)
   swarm runs [--limit N]                   every run, newest first: root spec, age, live/all agents,
                                            agents per state, spend (N 1..${MAX_RUN_LIST_LIMIT}, default ${DEFAULT_RUN_LIST_LIMIT})
   swarm tree <runId> [--once]              the spawn tree, redrawn live until the run ends
                                            (tokens and cost per agent count its whole subtree)
   swarm machine <agentId>                  the agent's state machine: state, tags, latest transitions
   swarm events <runId> [--after SEQ] [--follow] [--ephemeral]
+  swarm prompt <agentId> <text...>         a new turn (after the one under way; on resume when paused)
   swarm pause|resume <agentId> [--subtree]
   swarm stop <agentId> [--subtree] [--mode abort|drain] [--drain-timeout MS]
                                            drain: no new work; each ends once its turn settles,
                                            aborted after MS milliseconds (default ${DEFAULT_DRAIN_TIMEOUT_MS})
   swarm steer <agentId> <message...> [--subtree]
+  swarm delete <runId> [--purge]           stop every live agent of the run; --purge: remove it for good
   swarm result <agentId> [--wait SECONDS]  (0..240)
   swarm budget <agentId> [--max-tokens N] [--max-cost-usd X]
                                            set the subtree's spend caps (none given: show them);
@@ -37,12 +47,22 @@ Every command takes --json (machine-readable output; events print one JSON objec
 Environment: SWARM_URL (default http://127.0.0.1:4600), SWARM_TOKEN (sent as a Bearer token),
 SWARM_SPECS_DIR (saved specs; default $XDG_CONFIG_HOME/swarmd/specs or ~/.config/swarmd/specs).
 
-Exit codes: 0 ok (result settled), 1 the service refused or a control failed on some agent,
-2 usage or local input error, 3 service unreachable, 4 result still pending, 130 interrupted.
+Controls say what happened in words (a_… paused, a_… already paused, stopped 5 agents);
+docs/controls.md has what each control does in each state.
+
+Exit codes: 0 ok, or already so (already paused, already ended, not paused: nothing to resume;
+result settled), 1 the service refused (not live, draining, not found, a spawn budget) or a control
+failed on some agent, 2 usage or local input error, 3 service unreachable, 4 result still pending,
+130 interrupted.
 `;
 
 export const COMMAND_USAGE: Record<string, string> = {
   run: "swarm run <spec.json | saved-spec | -> [--prompt TEXT] [--keep-alive] [--spawn-depth N] [--max-agents N] [--max-tokens N] [--max-cost-usd X] [--json]",
+  spawn:
+    "swarm spawn <parentAgentId> <spec.json | saved-spec | -> [--prompt TEXT] [--wait-for AGENT]... [--keep-alive] [--spawn-depth N] [--max-agents N] [--max-tokens N] [--max-cost-usd X] [--idempotency-key KEY] [--run RUN] [--json]",
+  models: "swarm models [FILTER] [--provider NAME] [--available] [--json]",
+  prompt: "swarm prompt <agentId> <text...> [--json]",
+  delete: "swarm delete <runId> [--purge] [--json]",
   runs: "swarm runs [--limit N] [--json]",
   tree: "swarm tree <runId> [--once] [--json]",
   machine: "swarm machine <agentId> [--json]",

@@ -29,13 +29,15 @@ export function trackRun(snapshot: RunSnapshot): RunTracker {
     permissions: new Map(),
   };
   for (const agent of snapshot.agents) {
-    // A daemon older than the model gateway sends no usage; one older than approvals, no pending ids.
+    // A daemon older than the model gateway sends no usage; one older than approvals, no pending ids;
+    // one older than `tool_refused`, no tool error count.
     const pendingPermissions = [...(agent.pendingPermissions ?? [])];
     view.agents.set(agent.agentId, {
       ...agent,
       pendingPermissions,
       usage: { ...(agent.usage ?? emptyUsage()) },
       subtreeUsage: { ...(agent.subtreeUsage ?? emptyUsage()) },
+      toolErrors: agent.toolErrors ?? 0,
       waitFor: [],
       prompt: null,
       settled: null,

@@ -9,6 +9,7 @@ import {
   steerAgent,
   stopAgent,
 } from "../api/agents.ts";
+import { listModels } from "../api/models.ts";
 import type { AnswerOf, Operation, RouteRequest } from "../api/operation.ts";
 import { listPermissions, resolvePermission } from "../api/permissions.ts";
 import { createRun, deleteRun, getRun, listRuns, spawnAgent } from "../api/runs.ts";
@@ -20,6 +21,7 @@ import {
   type Delivery,
   MAX_WAIT_SECONDS,
   type MachineView,
+  type ModelView,
   type PermissionAnswer,
   type PermissionState,
   type PermissionView,
@@ -123,6 +125,11 @@ export interface SwarmClient {
   result(agentId: string, waitSeconds?: number, options?: CallOptions): Promise<ResultView>;
   /** The run's event stream; see `streamEvents`. */
   events(runId: string, options?: StreamOptions): AsyncGenerator<SwarmEvent>;
+  /** The models a spec may name (only `provider`'s; only those whose key the service finds when `available`), never a key. */
+  listModels(
+    filter?: { provider?: string; available?: boolean },
+    options?: CallOptions,
+  ): Promise<{ models: ModelView[] }>;
 }
 
 export function createSwarmClient(endpoint: Endpoint): SwarmClient {
@@ -176,6 +183,8 @@ export function createSwarmClient(endpoint: Endpoint): SwarmClient {
     result: (agentId, waitSeconds = 0, options) =>
       call(getResult, { params: { agentId }, query: { wait: waitSeconds } }, options),
     events: (runId, options) => streamEvents(endpoint, runId, options),
+    listModels: (filter = {}, options) =>
+      call(listModels, { query: { provider: filter.provider, available: filter.available || undefined } }, options),
   };
 }
 

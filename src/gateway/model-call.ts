@@ -45,28 +45,32 @@ export async function handleModelCall(
   deps: ModelCallDeps,
 ): Promise<void> {
   const model = caller.model;
+  // What the gateway itself refuses is recorded for the agent (a provider's own answers are not).
+  const refuse = (status: number, message: string) => {
+    caller.refused(message);
+    gatewayError(res, status, message);
+  };
   // The agent hung up (stopped, aborted, or gave up): a call not yet sent is dropped.
   const hungUp = new AbortController();
   res.on("close", () => hungUp.abort(new Error("the agent closed the call")));
   const path = new URL(req.url ?? "/", "http://gateway").pathname;
   const prefix = new URL(gatewayBaseUrl(model.baseUrl)).pathname;
   if (req.method !== "POST" || path !== prefix + API_PATHS[model.api]) {
-    return gatewayError(
-      res,
+    return refuse(
       404,
       `the gateway carries only POST ${prefix + API_PATHS[model.api]} for ${model.provider}/${model.id}, not ${req.method} ${path}`,
     );
   }
   const raw = await readBody(req).catch(() => null);
   if (raw === null) return void res.destroy(); // the request broke off
-  if (raw === undefined) return gatewayError(res, 413, `a model request may be at most ${BODY_LIMIT} bytes`);
+  if (raw === undefined) return refuse(413, `a model request may be at most ${BODY_LIMIT} bytes`);
   let body: Record<string, unknown>;
   try {
     const parsed: unknown = JSON.parse(raw.toString("utf8"));
     if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error("not a JSON object");
     body = parsed as Record<string, unknown>;
   } catch (err) {
-    return gatewayError(res, 400, `the model request is not a JSON object: ${errorMessage(err)}`);
+    return refuse(400, `the model request is not a JSON object: ${errorMessage(err)}`);
   }
   body.model = model.id; // the agent's model, never one it names itself
   const callId = randomUUID();
@@ -95,10 +99,9 @@ export async function handleModelCall(
       }
       const credentials = await deps.catalog.credentials(model).catch((err: unknown) => ({ error: errorMessage(err) }));
       if ("error" in credentials)
-        return gatewayError(res, 401, `swarmd has no credentials for ${model.provider}: ${credentials.error}`);
+        return refuse(401, `swarmd has no credentials for ${model.provider}: ${credentials.error}`);
       if (!credentials.apiKey && !credentials.headers?.authorization && !credentials.headers?.Authorization) {
-        return gatewayError(
-          res,
+        return refuse(
           401,
           `swarmd has no API key for provider ${model.provider}: set it in the daemon's environment (as pi-ai names it, for example ANTHROPIC_API_KEY) or as apiKey in the models file (SWARM_MODELS)`,
         );
@@ -113,11 +116,7 @@ export async function handleModelCall(
         deps.closing,
       ).catch((err: unknown) => err as Error);
       if (upstream instanceof Error)
-        return gatewayError(
-          res,
-          502,
-          `the gateway could not reach ${model.provider} at ${url}: ${errorMessage(upstream)}`,
-        );
+        return refuse(502, `the gateway could not reach ${model.provider} at ${url}: ${errorMessage(upstream)}`);
       if (LOAD_STATUSES.has(upstream.statusCode) && attempt < MAX_LOAD_RETRIES) {
         deps.pacing.backOff(model.provider, retryAfterMs(upstream.headers));
         await upstream.body.dump().catch(() => undefined);

@@ -40,6 +40,8 @@ export interface ModelCaller {
   holding(on: boolean): void;
   /** Make a finished call's usage durable; awaited before the call's last byte reaches the agent. */
   record(usage: CallUsage): Promise<void>;
+  /** The gateway refused the call or could not carry it out (its own answer, not a provider's): recorded for the agent; must not throw. */
+  refused(message: string): void;
   /** Resolves while the agent is not paused: a scripted answer is paced only while its agent runs. */
   whenRunning(signal: AbortSignal): Promise<void>;
 }

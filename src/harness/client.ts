@@ -28,8 +28,8 @@ export type CommandInput = DistributiveOmit<HarnessCommand, "id">;
 export interface HarnessClientHandlers {
   /** Every event after `after`, in hseq order, exactly once per connection. */
   onEvent(event: HarnessEventMessage): void;
-  /** A host call from the agent; answer with `client.answer(...)`. */
-  onHostCall?(call: HostCallMessage): void;
+  /** A host call from the agent (`size`: its line's length); answer with `client.answer(...)`. */
+  onHostCall?(call: HostCallMessage, size: number): void;
   /** The connection ended (harness exited, sandbox closed, or replaced by a newer client). */
   onClose?(): void;
   /** Where dropped lines and throttling are reported (rate-limited: once per burst). */
@@ -131,7 +131,7 @@ export function attachHarnessClient(socket: Duplex, after: number, handlers: Har
       lastHseq = message.hseq;
       guarded("event", () => handlers.onEvent(message));
     } else if (message.type === "host_call") {
-      guarded("host call", () => handlers.onHostCall?.(message));
+      guarded("host call", () => handlers.onHostCall?.(message, item.line.length));
     } else {
       guarded("response", () => settle(message));
     }

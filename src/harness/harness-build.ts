@@ -45,8 +45,8 @@ const DEFERRED: Record<string, string> = {
  * `import()` turned into a `require` (a vm.Script compiled from a cache has no dynamic-import hook)
  * and `import.meta.url` naming the script's own file. Measured on Node 24 against node's own module
  * compile cache (`module.enableCompileCache`, which covers ES modules too) and a V8 startup snapshot
- * of main.cjs: neither starts a harness in less CPU and memory (README, "Harness start on Node 20
- * and 24"; bench/harness-start.ts).
+ * of main.cjs: neither starts a harness in less CPU and memory (docs/benchmarks.md, "Harness start
+ * on Node 20 and 24"; bench/harness-start.ts).
  */
 const COMMON: BuildOptions = {
   bundle: true,

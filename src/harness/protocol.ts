@@ -116,6 +116,16 @@ export interface HostCallMessage {
   params: Record<string, unknown>;
 }
 
+/**
+ * The tool a host call is for: its method, or for a `permission` the tool the approval is asked
+ * for (when the harness named one that could be a tool's name).
+ */
+export function hostCallTool(call: HostCallMessage): string {
+  if (call.method !== "permission") return call.method;
+  const tool = call.params.tool;
+  return typeof tool === "string" && tool.length > 0 && tool.length <= 64 ? tool : "permission";
+}
+
 export type HarnessMessage = ResponseMessage | HarnessEventMessage | HostCallMessage;
 
 /** Data of the `turn_settled` event: how the turn ended and its final text. */

@@ -19,6 +19,7 @@ import { exceedsJsonDepth, MAX_JSON_DEPTH } from "./json-depth.ts";
 import { openApiRoutes } from "./openapi/openapi-routes.ts";
 import { agentRoutes } from "./routes/agents.ts";
 import { eventRoutes } from "./routes/events.ts";
+import { modelRoutes } from "./routes/models.ts";
 import { runRoutes } from "./routes/runs.ts";
 import type { EventStream } from "./sse/event-stream.ts";
 
@@ -126,6 +127,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   };
   runRoutes(app, { swarm: deps.swarm, endStreams });
   agentRoutes(app, deps.swarm);
+  modelRoutes(app, deps.swarm);
   openApiRoutes(app);
   consolePage(app, config.consoleDir);
   // The plugin hooks `onRoute` when it loads, so the event routes are registered after it.

@@ -32,12 +32,24 @@ const STATUS: Partial<Record<ErrorCode, number>> = {
   CONSOLE_NOT_BUILT: 503,
 };
 
+/** The 413's words: the limit the request went over, and the setting that chose it. */
+function tooLarge(request: FastifyRequest): string {
+  const limit = request.routeOptions.bodyLimit;
+  if (limit === undefined) return ERROR_CODES.BODY_TOO_LARGE;
+  const mib = limit / (1024 * 1024);
+  const size = Number.isInteger(mib) ? ` (${mib} MiB)` : "";
+  return `The request body is over the limit of ${limit} bytes${size}; the daemon's SWARM_BODY_LIMIT sets it.`;
+}
+
 /**
  * Fastify's own request errors, given swarmd's codes and wording. Other 4xx FST_ errors (a bad URL,
  * a Content-Length mismatch) keep fastify's status and message.
  */
-const FASTIFY_CODES: Record<string, { code: ErrorCode; message: string } | { status: number; message: string }> = {
-  FST_ERR_CTP_BODY_TOO_LARGE: { code: "BODY_TOO_LARGE", message: ERROR_CODES.BODY_TOO_LARGE },
+const FASTIFY_CODES: Record<
+  string,
+  { code: ErrorCode; message: string | ((request: FastifyRequest) => string) } | { status: number; message: string }
+> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: { code: "BODY_TOO_LARGE", message: tooLarge },
   FST_ERR_CTP_INVALID_JSON_BODY: { code: "INVALID_BODY", message: "body: is not valid JSON" },
   FST_ERR_CTP_EMPTY_JSON_BODY: { code: "INVALID_BODY", message: "body: must not be empty" },
   // No swarmd code: only fastify's parser can refuse a media type.
@@ -57,12 +69,15 @@ function statusForCode(code: ErrorCode): number {
 }
 
 /** Status and public message for anything thrown while serving a request. */
-function toHttpError(err: unknown): HttpError {
+function toHttpError(err: unknown, request: FastifyRequest): HttpError {
   if (isSwarmError(err)) return { statusCode: statusForCode(err.code), message: err.message };
   if (isFastifyError(err)) {
     const known = FASTIFY_CODES[err.code];
     if (known)
-      return { statusCode: "code" in known ? statusForCode(known.code) : known.status, message: known.message };
+      return {
+        statusCode: "code" in known ? statusForCode(known.code) : known.status,
+        message: typeof known.message === "string" ? known.message : known.message(request),
+      };
     const status = err.statusCode ?? 500;
     if (status >= 400 && status < 500) return { statusCode: status, message: err.message };
   }
@@ -76,7 +91,7 @@ function isFastifyError(err: unknown): err is FastifyError {
 
 /** Send `{"error": message}` with the mapped status. The only place error bodies are built. */
 export function sendError(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const { statusCode, message } = toHttpError(err);
+  const { statusCode, message } = toHttpError(err, request);
   if (statusCode >= 500) request.log.error({ err }, "request failed");
   else request.log.info({ statusCode, message }, "request refused");
   if (statusCode === 401) reply.header("www-authenticate", "Bearer");

@@ -110,6 +110,17 @@ export const RunEventSchema = z.discriminatedUnion("type", [
   event("agent_hibernated", AgentId, z.object({ sessionStats: z.record(z.string(), z.unknown()).nullable() })),
   /** A hibernated agent's harness was started again (a prompt or steer came). */
   event("agent_woke", AgentId, z.object({})),
+  /**
+   * A tool call of the agent that swarmd itself refused or could not carry out (a host call, a
+   * spawn, an approval, a model call through the gateway), never a command's own failure. `count`
+   * is more than 1 when a burst faster than the ledger takes them was written as one event
+   * (`tool`, `code` and `message` are then the burst's last).
+   */
+  event(
+    "tool_refused",
+    AgentId,
+    z.object({ tool: z.string(), code: z.string(), message: z.string(), count: z.number().int().min(1) }),
+  ),
   /** A harness event of the §6.2 list: the harness's (capped) data plus its `hseq` and time. */
   z.object({
     type: z.enum(HARNESS_RECORDED_EVENT_NAMES),
@@ -117,6 +128,9 @@ export const RunEventSchema = z.discriminatedUnion("type", [
     data: z.looseObject({ hseq: z.number().int(), harnessAt: z.number() }),
   }),
 ]);
+
+/** What `tool_refused` says of one refusal (its `count` is the writer's). */
+export type ToolRefusal = Omit<Extract<RunEventInput, { type: "tool_refused" }>["data"], "count">;
 
 /** An event to append (the ledger adds `seq` and `at`). */
 export type RunEventInput = z.infer<typeof RunEventSchema>;

@@ -21,6 +21,7 @@ const OPERATIONS: Readonly<Record<string, string>> = {
   "POST /agents/:agentId/resume": "resume",
   "POST /agents/:agentId/stop": "stop",
   "POST /agents/:agentId/permissions/:requestId": "resolve_permission",
+  "GET /models": "list_models",
 };
 
 /**

@@ -98,6 +98,7 @@ const FOLDED_TYPES: ReadonlySet<string> = new Set([
   "agent_draining",
   "permission_request",
   "permission_resolved",
+  "tool_refused",
 ] satisfies RunEvent["type"][]);
 
 function applyEvent(view: RunView, event: RunEvent): void {
@@ -126,6 +127,7 @@ function applyEvent(view: RunView, event: RunEvent): void {
         pendingPermissions: [],
         usage: emptyUsage(),
         subtreeUsage: emptyUsage(),
+        toolErrors: 0,
       });
       if (parentAgentId === null) view.rootAgentId = event.agentId;
       else view.agents.get(parentAgentId)?.children.push(event.agentId);
@@ -209,6 +211,9 @@ function applyEvent(view: RunView, event: RunEvent): void {
       });
       return;
     }
+    case "tool_refused":
+      if (agent) agent.toolErrors += event.data.count;
+      return;
     case "agent_ended":
       if (!agent) return;
       delete agent.hibernated;
@@ -239,6 +244,7 @@ export function agentView(record: AgentRecord): AgentView {
     pendingPermissions: [...record.pendingPermissions],
     usage: { ...record.usage },
     subtreeUsage: { ...record.subtreeUsage },
+    toolErrors: record.toolErrors,
   };
   if (record.pausedBy) view.pausedBy = record.pausedBy;
   if (record.hibernated) view.hibernated = true;

@@ -249,6 +249,10 @@ describe("bridge tools are made from the routes they call", () => {
       { agentId: "a_1", requestId: PERMISSION.requestId, decision: "deny", message: "no" },
       ["resolvePermission", ["a_1", PERMISSION.requestId, { decision: "deny", message: "no" }]],
     ],
+    swarm_list_models: [
+      { provider: "anthropic", available: true },
+      ["listModels", [{ provider: "anthropic", available: true }]],
+    ],
   };
 
   it("each route tool calls its route, with the input's fields where the route takes them", async () => {
@@ -285,7 +289,7 @@ describe("a field added to a route reaches the tool made from it", () => {
       operationId: "paintThing",
       tag: "runs",
       summary: "Paint",
-      body: { schema: body },
+      body: { schema: body, examples: { red: { summary: "Red", value: { colour: "red" } } } },
       ok: { 202: { description: "Painted.", empty: true } },
       errors: {},
     } as const satisfies Operation;

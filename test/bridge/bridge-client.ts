@@ -21,7 +21,7 @@ export interface Bridge {
 
 /**
  * The bridge as a chat client starts it: a child process on stdio, driven by the SDK's own
- * `Client` over `StdioClientTransport`. `viaBin` starts it as the README's configuration does, the
+ * `Client` over `StdioClientTransport`. `viaBin` starts it as docs/cli.md's configuration does, the
  * bin itself as the command (`bin/swarm.js mcp`), from another folder, instead of its module.
  */
 export async function startBridge(env: Record<string, string>, options: { viaBin?: boolean } = {}): Promise<Bridge> {

@@ -25,6 +25,7 @@ const TOOL_NAMES = [
   "swarm_get_result",
   "swarm_list_permissions",
   "swarm_resolve_permission",
+  "swarm_list_models",
   "swarm_start_service",
   "swarm_spec_add",
   "swarm_spec_list",
@@ -201,7 +202,8 @@ describe("tool bridge over stdio against a live daemon", () => {
       remainingTokens: null,
       remainingCostUsd: null,
     });
-    assert.match(agent.text, /; its subtree spent \d+ tokens, \$[\d.]+ in 1 model call\(s\)\.$/m);
+    assert.equal(agent.data.toolErrors, 0);
+    assert.match(agent.text, / is running; its subtree spent \d+ tokens, \$[\d.]+ in 1 model call\(s\)\.$/m);
     const tree = await bridge.tool("swarm_get_run", { runId });
     assert.deepEqual(
       tree.data.agents.map((a: Json) => [a.agentId, a.state]),
@@ -248,6 +250,16 @@ describe("tool bridge over stdio against a live daemon", () => {
     const stopped = await bridge.tool("swarm_stop_agent", { agentId: kid });
     assert.deepEqual(stopped.data.results, [{ agentId: kid, outcome: "applied" }]);
     assert.equal((await bridge.tool("swarm_get_agent", { agentId: kid })).data.outcome, "aborted");
+
+    // The steer queued while the root was paused runs as a turn after the resume: wait for it to
+    // settle, so the ledger is quiet before it is read whole.
+    let after = settled.data.lastSeq;
+    for (let rootSettled = false; !rootSettled; ) {
+      const window = await bridge.tool("swarm_watch_events", { runId, afterSeq: after, maxWaitSeconds: 60 });
+      assert.notEqual(window.data.events.length, 0, "the root's steered turn settles");
+      rootSettled = window.data.events.some((e: Json) => e.type === "handle_settled" && e.agentId === root);
+      after = window.data.lastSeq;
+    }
 
     // The whole ledger so far, in seq order, then a window with nothing new, then a bounded one.
     const all = await bridge.tool("swarm_watch_events", { runId, maxWaitSeconds: 0, maxEvents: 1000 });
@@ -420,6 +432,9 @@ describe("tool bridge over stdio against a live daemon", () => {
     const result = (await bridge.tool("swarm_get_result", { agentId: second.root, waitSeconds: 60 })).data.result;
     assert.match(result, /^done: .*\bno\b/s);
     assert.doesNotMatch(result, /\bhi\b/, "the command did not run");
+    const refusedAgent = await bridge.tool("swarm_get_agent", { agentId: second.root });
+    assert.equal(refusedAgent.data.toolErrors, 1, "the denial is counted");
+    assert.match(refusedAgent.text, /; swarmd refused 1 of its tool call\(s\); its subtree spent /);
     const all = await bridge.tool("swarm_list_permissions", { runId: second.runId, state: "all" });
     assert.deepEqual(
       all.data.permissions.map((p: Json) => [p.requestId, p.decision, p.by, p.message]),

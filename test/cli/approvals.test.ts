@@ -232,6 +232,11 @@ describe("swarm approvals, allow, deny and stop --mode drain against a live daem
     const result = await swarmInProcess(["result", root, "--wait", "60"], env);
     assert.match(result.stdout, /^done: .*\bno\b/s, result.stderr);
     assert.doesNotMatch(result.stdout, /\bhi\b/, "the command did not run");
+    assert.match(
+      (await swarmInProcess(["tree", runId, "--once"], env)).stdout,
+      new RegExp(`\n● refused ${root} running · 1 tool error · ${SPENT}\n$`),
+      "the denied call is counted",
+    );
     const events = (await swarm(["events", runId, "--json"], env)).stdout.trimEnd().split("\n").map(json);
     assert.equal(
       events.find((e: Json) => e.type === "tool_end" && e.agentId === root)?.data.isError,
@@ -280,14 +285,21 @@ describe("swarm approvals, allow, deny and stop --mode drain against a live daem
       ["stop", busy.rootAgentId, "--mode", "drain", "--drain-timeout", "60000"],
       env,
     );
-    assert.equal(marking.stdout, `${busy.rootAgentId} applied\n`, marking.stderr);
+    assert.equal(
+      marking.stdout,
+      `${busy.rootAgentId} draining: takes no new prompt, steer or spawn, and ends once its accepted turns settle\n`,
+      marking.stderr,
+    );
     assert.match(
       (await swarmInProcess(["tree", busy.runId, "--once"], env)).stdout,
       new RegExp(`\n● busy ${busy.rootAgentId} running \\(draining\\)`),
     );
     const steer = await swarmInProcess(["steer", busy.rootAgentId, "hurry"], env);
     assert.equal(steer.code, 1);
-    assert.match(steer.stderr, /^swarm: service error 409: .*draining/);
+    assert.equal(
+      steer.stderr,
+      `swarm: ${busy.rootAgentId} is draining: it takes no new prompt, steer or spawn, and ends once its turns settle\n`,
+    );
     assert.equal((await swarmInProcess(["result", busy.rootAgentId, "--wait", "60"], env)).stdout, "slow answer\n");
     const ended = await firstEvent(busy.runId, "agent_ended", busy.rootAgentId);
     assert.deepEqual([ended.data.outcome, ended.data.reason], ["success", "drained"]);
@@ -318,7 +330,11 @@ describe("swarm approvals, allow, deny and stop --mode drain against a live daem
     await firstEvent(slow.runId, "turn_start", slow.rootAgentId);
     const started = Date.now();
     const marking = await swarmInProcess(["stop", slow.rootAgentId, "--mode", "drain", "--drain-timeout", "1000"], env);
-    assert.equal(marking.stdout, `${slow.rootAgentId} applied\n`, marking.stderr);
+    assert.equal(
+      marking.stdout,
+      `${slow.rootAgentId} draining: takes no new prompt, steer or spawn, and ends once its accepted turns settle\n`,
+      marking.stderr,
+    );
     const ended = await firstEvent(slow.runId, "agent_ended", slow.rootAgentId);
     assert.deepEqual([ended.data.outcome, ended.data.reason], ["aborted", "drain-timeout"]);
     assert.ok(Date.now() - started < 20_000, "aborted at the deadline, not when the turn would have ended");

@@ -1,6 +1,15 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { SWARMD_ROOT } from "../../src/harness/launch.ts";
@@ -84,5 +93,53 @@ describe("the bins run under swarmd's Node 24 whatever node the PATH holds", {
     assert.equal(ran.status, 0, ran.stderr);
     assert.match(ran.stdout, /^swarm: operate swarmd/);
     assert.doesNotMatch(ran.stderr, /node 20 ran/);
+  });
+});
+
+describe("make link", () => {
+  let dir: string;
+  before(() => {
+    dir = tempDir("swarm-link-");
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const link = (prefix: string) =>
+    spawnSync("make", ["-s", "link", `PREFIX=${prefix}`], {
+      cwd: SWARMD_ROOT,
+      encoding: "utf8",
+      env: { ...process.env, PATH: `/usr/local/bin:/usr/bin:/bin` },
+    });
+
+  it("puts swarm, swarmd and swarmd-mcp into $(PREFIX)/bin, again harmlessly, and they answer from any folder", () => {
+    const prefix = join(dir, "prefix");
+    for (const time of ["first", "again"]) {
+      const made = link(prefix);
+      assert.equal(made.status, 0, `${time}: ${made.stderr}`);
+      assert.match(made.stdout, new RegExp(`^linked swarm swarmd swarmd-mcp into ${prefix}/bin `));
+      assert.match(made.stdout, new RegExp(`note: ${prefix}/bin is not on your PATH`));
+    }
+    assert.deepEqual(readdirSync(join(prefix, "bin")).sort(), [...BINS].sort());
+    for (const bin of BINS)
+      assert.equal(realpathSync(join(prefix, "bin", bin)), realpathSync(join(SWARMD_ROOT, "bin", `${bin}.js`)));
+    const help = spawnSync("swarm", ["--help"], {
+      cwd: "/",
+      env: { PATH: `${join(prefix, "bin")}:/usr/bin:/bin`, HOME: dir },
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    assert.equal(help.status, 0, help.stderr);
+    assert.match(help.stdout, /^swarm: operate swarmd/);
+  });
+
+  it("says what to do when $(PREFIX)/bin cannot be made", () => {
+    const blocked = join(dir, "a-file");
+    writeFileSync(blocked, "");
+    const made = link(blocked);
+    assert.notEqual(made.status, 0);
+    assert.match(
+      made.stderr,
+      new RegExp(
+        `make link: cannot write ${blocked}/bin: run it with sudo, or choose a folder of yours: make link PREFIX=`,
+      ),
+    );
   });
 });

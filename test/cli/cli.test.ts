@@ -37,6 +37,7 @@ describe("swarm tree rendering", () => {
     pendingPermissions: [],
     usage: zero(),
     subtreeUsage: zero(),
+    toolErrors: 0,
   });
   const modelUsage = (seq: number, agentId: string, inputTokens: number, outputTokens: number, costUsd: number) => ({
     seq,
@@ -154,6 +155,7 @@ describe("swarm tree rendering", () => {
       "specName",
       "state",
       "outcome",
+      "toolErrors",
       "usage",
       "subtreeUsage",
       "children",
@@ -192,6 +194,54 @@ describe("swarm tree rendering", () => {
       agents: [{ ...agent("a_1", null, "lead"), state: "paused", pausedBy: "operator", draining: true }],
     });
     assert.equal(renderTree(snapshotDraining)[1], "‖ lead a_1 paused (by operator) (draining)");
+  });
+
+  it("counts tool_refused events into toolErrors from the snapshot on, and says so beside the outcome", () => {
+    const tracker = trackRun({
+      runId: "r_1",
+      rootAgentId: "a_1",
+      asOf: 5,
+      usage: zero(),
+      agents: [{ ...agent("a_1", null, "lead"), toolErrors: 2 }, agent("a_2", "a_1", "kid")],
+    });
+    const refused = (seq: number, agentId: string, count: number) => ({
+      seq,
+      type: "tool_refused",
+      agentId,
+      at: 2,
+      data: { tool: "spawn_agent", code: "HOST_CALLS_FULL", message: "too many host calls", count },
+    });
+    assert.equal(renderTree(tracker)[1], "● lead a_1 running · 2 tool errors");
+    assert.equal(renderTree(tracker)[2], "└─ ● kid a_2 running", "none: nothing said");
+    tracker.apply(refused(6, "a_1", 1));
+    tracker.apply(refused(7, "a_2", 1));
+    tracker.apply(refused(8, "a_2", 40)); // a burst written as one event
+    tracker.apply({
+      seq: 9,
+      type: "agent_ended",
+      agentId: "a_2",
+      at: 2,
+      data: { outcome: "success", endedAt: 5, error: null },
+    });
+    assert.deepEqual(renderTree(tracker).slice(1), [
+      "● lead a_1 running · 3 tool errors",
+      "└─ ✓ kid a_2 done success · 41 tool errors",
+    ]);
+    assert.deepEqual(
+      (treeJson(tracker).agents as Json[]).map((a) => a.toolErrors),
+      [3, 41],
+    );
+    tracker.apply(refused(10, "a_1", 1));
+    assert.equal(renderTree(tracker)[1], "● lead a_1 running · 4 tool errors");
+    const one = trackRun({
+      runId: "r_1",
+      rootAgentId: "a_1",
+      asOf: 5,
+      usage: zero(),
+      agents: [agent("a_1", null, "x")],
+    });
+    one.apply(refused(6, "a_1", 1));
+    assert.equal(renderTree(one)[1], "● x a_1 running · 1 tool error");
   });
 });
 
@@ -245,7 +295,24 @@ describe("swarm CLI against a live daemon", () => {
     assert.match(badWait.stderr, /--wait must be an integer 0\.\.240/);
     const badOption = await swarmInProcess(["tree", "r_1", "--bogus"], env);
     assert.equal(badOption.code, 2);
-    assert.match(badOption.stderr, /--bogus/);
+    assert.equal(
+      badOption.stderr,
+      "swarm: unknown option --bogus; swarm tree takes --json, --url, --help, --once\nusage: swarm tree <runId> [--once] [--json]\n",
+      "nothing near: the flags it has",
+    );
+    const typo = await swarm(["result", "a_1", "--wiat", "3"], env);
+    assert.equal(typo.code, 2);
+    assert.match(typo.stderr, /^swarm: unknown option --wiat; did you mean --wait\?\nusage: swarm result /);
+    const noValue = await swarmInProcess(["result", "a_1", "--wait"], env);
+    assert.equal(noValue.code, 2);
+    assert.match(noValue.stderr, /^swarm: --wait needs a value\n/);
+    const valued = await swarmInProcess(["tree", "r_1", "--once=yes"], env);
+    assert.match(valued.stderr, /^swarm: --once takes no value\n/);
+    const shortNoValue = await swarmInProcess(["deny", "a_1", "p_1", "-m"], env);
+    assert.match(shortNoValue.stderr, /^swarm: --message needs a value\n/);
+    const command = await swarmInProcess(["stp", "a_1"], env);
+    assert.equal(command.code, 2);
+    assert.match(command.stderr, /^swarm: unknown command "stp"; did you mean swarm stop\?\n/);
     const help = await swarmInProcess(["--help"], env);
     assert.equal(help.code, 0);
     assert.match(help.stdout, /Exit codes: 0 ok/);
@@ -372,15 +439,19 @@ describe("swarm CLI against a live daemon", () => {
     assert.equal((await d.call("GET", `/agents/${fam.child}`)).body.state, "paused");
     const steered = await swarmInProcess(["steer", fam.root, "re-plan", "please"], env);
     assert.equal(steered.code, 0, steered.stderr);
-    assert.equal(steered.stdout, `delivery: queued\n${fam.root} applied\n`);
+    assert.equal(steered.stdout, `${fam.root} steered: queued until it runs (it is paused or not yet running)\n`);
     const resumed = await swarmInProcess(["resume", fam.root, "--subtree"], env);
     assert.equal(resumed.code, 0);
-    assert.equal(resumed.stdout, `${fam.child} applied\n${fam.root} applied\n`, "children first");
+    assert.equal(
+      resumed.stdout,
+      `${fam.child} resumed\n${fam.root} resumed\nresumed 2 agents\n`,
+      "children first, then the count",
+    );
     const stopped = await swarmInProcess(["stop", fam.child, "--json"], env);
     assert.deepEqual(json(stopped.stdout), { results: [{ agentId: fam.child, outcome: "applied" }] });
     const again = await swarmInProcess(["pause", fam.child], env);
     assert.equal(again.code, 1);
-    assert.match(again.stderr, /^swarm: service error 409: /);
+    assert.equal(again.stderr, `swarm: ${fam.child} already ended (aborted): nothing to pause\n`);
     const badMode = await swarmInProcess(["stop", fam.root, "--mode", "gently"], env);
     assert.equal(badMode.code, 2);
     await swarmInProcess(["stop", fam.root, "--subtree"], env);
@@ -454,7 +525,7 @@ describe("swarm CLI against a live daemon", () => {
       ],
       [["budget", kid, "--max-cost-usd", "cheap"], /^swarm: --max-cost-usd must be a number of dollars/],
       [["budget", kid, "--max-cost-usd=-1"], /--max-cost-usd must be a number of dollars up to 1000000000, not "-1"/],
-      [["budget", kid, "--max-tokenz", "5"], /--max-tokenz/],
+      [["budget", kid, "--max-tokenz", "5"], /^swarm: unknown option --max-tokenz; did you mean --max-tokens\?\n/],
       [["budget", "--max-tokens", "5"], /missing <agentId>/],
       [
         ["run", file("lead2.json", { name: "lead", script: [] }), "--max-tokens", "lots"],
@@ -512,7 +583,7 @@ describe("swarm CLI against a live daemon", () => {
       new RegExp(`maxTokens +1000000 +\\(${1_000_000 - totalTokens(paused.subtreeUsage)} left\\)`),
     );
     assert.equal((await d.call("GET", `/agents/${root}`)).body.state, "paused", "raising a cap resumes nothing");
-    assert.equal((await swarmInProcess(["resume", root], env)).stdout, `${root} applied\n`);
+    assert.equal((await swarmInProcess(["resume", root], env)).stdout, `${root} resumed\n`);
     const result = await swarmInProcess(["result", root, "--wait", "60"], env);
     assert.equal(result.stdout, "done: one\n", result.stderr);
   });
@@ -568,12 +639,86 @@ describe("swarm CLI against a live daemon", () => {
     const notJson = await swarmInProcess(["run", file("broken.json", "{nope")], env);
     assert.equal(notJson.code, 2);
     assert.match(notJson.stderr, /not valid JSON/);
-    assert.equal((await swarmInProcess(["run", "no-such-spec"], env)).code, 2);
+    const unsaved = await swarmInProcess(["run", "no-such-spec"], env);
+    assert.equal(unsaved.code, 2);
+    assert.match(
+      unsaved.stderr,
+      /^swarm: no-such-spec is neither a file nor a saved spec \(swarm specs list\): No saved spec named "no-such-spec"/,
+    );
+    for (const missing of ["missing.json", join(dir, "nowhere", "spec.json")]) {
+      const absent = await swarm(["run", missing], env);
+      assert.equal(absent.code, 2);
+      assert.match(
+        absent.stderr,
+        new RegExp(`^swarm: ${missing.replaceAll(".", "\\.")} does not exist \\(no such file`),
+      );
+    }
 
     const rm = await swarmInProcess(["specs", "rm", "my-echo"], env);
     assert.equal(rm.code, 0);
     assert.equal(rm.stdout, "removed my-echo\n");
     assert.deepEqual(json((await swarmInProcess(["specs", "list", "--json"], env)).stdout).specs, []);
+  });
+
+  it("spawn: every field of the route as a flag; --wait-for leaves it spawning; an idempotency key returns the same child; prompt and delete", async () => {
+    const fam = await liveFamily();
+    const kid = file("kid.json", { name: "kid", script: [{ text: "kid says {{lastUserMessage}}" }] });
+    const waiting = await swarm(
+      ["spawn", fam.root, kid, "--wait-for", fam.child, "--prompt", "hello", "--max-tokens", "50000", "--keep-alive"],
+      env,
+    );
+    assert.equal(waiting.code, 0, waiting.stderr);
+    const [line, follow] = waiting.stdout.split("\n");
+    const waiter = /^agent (a_[0-9a-f]+) spawned under /.exec(line ?? "")?.[1] ?? "";
+    assert.equal(
+      line,
+      `agent ${waiter} spawned under ${fam.root} in run ${fam.runId}; it is spawning: it is forked once ${fam.child} settled or ended`,
+    );
+    assert.equal(follow, `follow it: swarm tree ${fam.runId}`);
+    const view = (await d.call("GET", `/agents/${waiter}`)).body;
+    assert.deepEqual([view.state, view.parentAgentId, view.budget.maxTokens], ["spawning", fam.root, 50000]);
+
+    const once = await swarmInProcess(
+      ["spawn", fam.root, kid, "--idempotency-key", "k-1", "--json", "--run", fam.runId],
+      env,
+    );
+    const twice = await swarmInProcess(["spawn", fam.root, kid, "--idempotency-key", "k-1", "--json"], env);
+    assert.equal(once.code, 0, once.stderr);
+    assert.deepEqual(json(twice.stdout), json(once.stdout), "the retry returns the first child");
+    assert.deepEqual(Object.keys(json(once.stdout)), ["runId", "agentId", "state"]);
+
+    const prompted = await swarmInProcess(["prompt", json(once.stdout).agentId, "from", "the", "cli"], env);
+    assert.equal(prompted.code, 0, prompted.stderr);
+    assert.equal(
+      (await swarmInProcess(["result", json(once.stdout).agentId, "--wait", "60"], env)).stdout,
+      "kid says from the cli\n",
+    );
+    for (const [args, problem] of [
+      [["spawn", fam.root], /^swarm: missing <spec\.json>\nusage: swarm spawn /],
+      [["spawn", fam.root, kid, "--idempotency-key="], /--idempotency-key must be 1\.\.256 characters/],
+      [["spawn", fam.root, kid, "--wait-four", "x"], /unknown option --wait-four; did you mean --wait-for\?/],
+      [["prompt", fam.root], /^swarm: missing <text>/],
+      [["delete"], /^swarm: missing <runId>/],
+    ] as const) {
+      const bad = await swarmInProcess([...args], env);
+      assert.equal(bad.code, 2, `${args.join(" ")}: ${bad.stderr}`);
+      assert.match(bad.stderr, problem);
+    }
+
+    const deleted = await swarmInProcess(["delete", fam.runId, "--json"], env);
+    assert.equal(deleted.code, 0, deleted.stderr);
+    // The root, its kept child and the one waiting; the prompted kid ended after its turn.
+    assert.deepEqual(json(deleted.stdout), { runId: fam.runId, stopped: 3, purged: false });
+    const purged = await swarm(["delete", fam.runId, "--purge"], env);
+    assert.deepEqual(
+      [purged.code, purged.stdout],
+      [
+        0,
+        `run ${fam.runId} already ended: nothing to stop; purged: its events, results and sandbox folders are gone\n`,
+      ],
+    );
+    const gone = await swarmInProcess(["delete", fam.runId], env);
+    assert.deepEqual([gone.code, gone.stderr], [1, `swarm: service error 404: run ${fam.runId} does not exist\n`]);
   });
 
   it("sends SWARM_TOKEN as a bearer token", async () => {

@@ -105,11 +105,13 @@ describe(`run lifecycle over HTTP (${e2eRuntime()} runtime, scripted agents)`, (
         "specName",
         "state",
         "subtreeUsage",
+        "toolErrors",
         "usage",
       ],
       "the spec's fields, usage, budget and sessionStats, nothing internal",
     );
     assert.equal(typeof agent.body.sessionStats, "object", "a running agent answers with its session stats");
+    assert.equal(agent.body.toolErrors, 0, "always present: none refused");
 
     assert.equal((await d.call("POST", `/agents/${root}/prompt`, { text: "first" })).status, 202);
     const result = await d.call("GET", `/agents/${root}/result?wait=60`);

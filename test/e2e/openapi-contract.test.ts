@@ -397,6 +397,19 @@ describe("every operation of /openapi.json answers as documented (live daemon)",
       ],
     ],
     [
+      "listModels",
+      [
+        { what: "valid", call: at(() => "/models"), status: 200 },
+        {
+          what: "one provider's, with a key",
+          call: at(() => "/models?provider=anthropic&available=true"),
+          status: 200,
+        },
+        { what: "bad available", call: at(() => "/models?available=yes"), status: 400 },
+        { what: "empty provider", call: at(() => "/models?provider="), status: 400 },
+      ],
+    ],
+    [
       "deleteRun",
       [
         { what: "bad purge", call: at(() => `/runs/${ids.runId}?purge=maybe`, "DELETE"), status: 400 },

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
@@ -61,6 +61,118 @@ describe("model catalogue (pi-ai's built-in models and the SWARM_MODELS file)", 
     assert.throws(
       () => catalog.resolve({ provider: "swarmd-script", id: "scripted" }, "body.spec.model"),
       refused("INVALID_BODY", /give a script instead/),
+    );
+  });
+
+  it("names the closest models a spec may name beside an unknown one, by provider/id and by id alone", () => {
+    const catalog = loadModelCatalog();
+    const message = (provider: string, id: string) => {
+      try {
+        catalog.resolve({ provider, id }, "body.spec.model");
+      } catch (err) {
+        return err instanceof Error ? err.message : String(err);
+      }
+      return "resolved";
+    };
+    assert.match(
+      message("anthropic", "claude-sonet-4-5"),
+      /; closest: anthropic\/claude-sonnet-4-5, [^;]+ \(GET \/models lists them all\)$/,
+    );
+    assert.match(
+      message("antropic", "claude-sonnet-4-5"),
+      /closest: anthropic\/claude-sonnet-4-5,/,
+      "a mistyped provider",
+    );
+    assert.match(message("anthropic", "gpt-4o"), /closest: .*\bopenai\/gpt-4o\b/, "a right id under another provider");
+    assert.match(message("openai", "gpt5"), /closest: openai\/gpt-5,/);
+    assert.match(message("nowhere", "m"), /in the models file\)$/, "nothing near: no list");
+    assert.doesNotMatch(
+      message("anthropic", "gemini-2.5-flax"),
+      /google\//,
+      "never a model the gateway does not carry",
+    );
+  });
+
+  it("lists the models a spec may name, and where each key would come from, without reading a key or running a command", () => {
+    const marker = join(dir, "command-ran");
+    const catalog = loadModelCatalog(
+      file(
+        "keys.json",
+        JSON.stringify({
+          providers: {
+            "by-env": {
+              baseUrl: "http://127.0.0.1:9/v1",
+              api: "openai-completions",
+              apiKey: "SWARMD_TEST_LIST_KEY",
+              models: [
+                {
+                  id: "m",
+                  cost: { input: 1, output: 2, cacheRead: 0.5, cacheWrite: 3 },
+                  contextWindow: 1000,
+                  maxTokens: 100,
+                },
+              ],
+            },
+            "by-file": {
+              baseUrl: "http://127.0.0.1:9/v1",
+              api: "openai-responses",
+              apiKey: "literal-key-in-the-file",
+              models: [{ id: "m" }],
+            },
+            "by-command": {
+              baseUrl: "http://127.0.0.1:9/v1",
+              api: "anthropic-messages",
+              apiKey: `!touch ${marker} && echo key-from-a-command`,
+              models: [{ id: "m" }],
+            },
+            "not-carried": {
+              baseUrl: "http://127.0.0.1:9/v1",
+              api: "google-generative-ai",
+              apiKey: "k",
+              models: [{ id: "m" }],
+            },
+          },
+        }),
+      ),
+    );
+    process.env.SWARMD_TEST_LIST_KEY = "from-the-environment";
+    try {
+      const listed = catalog.list();
+      const byProvider = new Map(
+        listed.filter((m) => m.provider.startsWith("by-") || m.provider === "not-carried").map((m) => [m.provider, m]),
+      );
+      assert.deepEqual(byProvider.get("by-env"), {
+        provider: "by-env",
+        id: "m",
+        name: "m",
+        api: "openai-completions",
+        contextWindow: 1000,
+        maxTokens: 100,
+        cost: { input: 1, output: 2, cacheRead: 0.5, cacheWrite: 3 },
+        key: "env",
+      });
+      assert.deepEqual(
+        ["by-file", "by-command", "not-carried"].map((p) => byProvider.get(p)?.key),
+        ["file", "command", undefined],
+      );
+      assert.ok(listed.every((m) => ["anthropic-messages", "openai-completions", "openai-responses"].includes(m.api)));
+      assert.ok(listed.some((m) => m.provider === "anthropic" && m.id === "claude-sonnet-4-5"));
+      const order = listed.map((m) => [m.provider, m.id]);
+      const sorted = [...order].sort(([pa = "", ia = ""], [pb = "", ib = ""]) =>
+        pa === pb ? (ia < ib ? -1 : 1) : pa < pb ? -1 : 1,
+      );
+      assert.deepEqual(order, sorted, "by provider, then id");
+      const text = JSON.stringify(listed);
+      for (const secret of ["from-the-environment", "literal-key-in-the-file", "key-from-a-command", "touch"])
+        assert.ok(!text.includes(secret), `${secret} is not in the list`);
+      assert.equal(existsSync(marker), false, "the !command was not run");
+    } finally {
+      delete process.env.SWARMD_TEST_LIST_KEY;
+    }
+    assert.equal(
+      catalog.list().find((m) => m.provider === "by-env")?.key,
+      "file",
+      "a variable that is not set is a literal key, as pi reads it",
     );
   });
 

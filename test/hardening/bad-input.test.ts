@@ -177,7 +177,9 @@ describe("bad input", () => {
     for (const request of tooBig) {
       const reply = await rawRequest(portOf(d), request, PER_REQUEST_TIMEOUT_MS);
       assert.equal(reply.status, 413, `${request.method} ${request.path} ${request.framing ?? "length"}`);
-      assert.deepEqual(JSON.parse(reply.body), { error: "The request body is too large." });
+      assert.deepEqual(JSON.parse(reply.body), {
+        error: "The request body is over the limit of 2048 bytes; the daemon's SWARM_BODY_LIMIT sets it.",
+      });
     }
     // Exactly at the limit is accepted: the limit is the configured one, not a fixed smaller one.
     const atLimit = sized(limit, { spec: { name: "fits", script: [] } });

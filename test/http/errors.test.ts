@@ -108,6 +108,22 @@ test("unknown routes and methods are 404 {error}", async (t) => {
   assert.deepEqual(wrongMethod.json(), { error: "No route PUT /runs/r_1." });
 });
 
+test("the 413 names the limit, in MiB when whole, and SWARM_BODY_LIMIT", async (t) => {
+  const { app, swarm } = setup({ bodyLimitBytes: 1024 * 1024 });
+  t.after(() => app.close());
+  const res = await app.inject({
+    method: "POST",
+    url: "/runs",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ spec: SPEC, prompt: "x".repeat(1024 * 1024) }),
+  });
+  assert.equal(res.statusCode, 413);
+  assert.deepEqual(res.json(), {
+    error: "The request body is over the limit of 1048576 bytes (1 MiB); the daemon's SWARM_BODY_LIMIT sets it.",
+  });
+  assert.deepEqual(swarm.calls, []);
+});
+
 test("fastify's own request errors are mapped: bad JSON 400, wrong type 415, too large 413, bad URL 400", async (t) => {
   const { app, swarm } = setup({ bodyLimitBytes: 1024 });
   t.after(() => app.close());
@@ -132,7 +148,7 @@ test("fastify's own request errors are mapped: bad JSON 400, wrong type 415, too
     [
       { method: "POST", url: "/runs", headers: json, body: JSON.stringify({ spec: SPEC, prompt: "x".repeat(2000) }) },
       413,
-      "The request body is too large.",
+      "The request body is over the limit of 1024 bytes; the daemon's SWARM_BODY_LIMIT sets it.",
     ],
     [{ method: "GET", url: "/runs/%zz" }, 400, "'/runs/%zz' is not a valid url component"],
   ] as const;

@@ -29,6 +29,7 @@ export const AGENT: AgentView = {
     costUsd: 0.00002,
     calls: 1,
   },
+  toolErrors: 0,
 };
 
 export const PERMISSION: PermissionView = {
@@ -190,6 +191,10 @@ export function createFakeSwarm() {
     hasRun(runId) {
       record("hasRun", runId);
       return runs.has(runId);
+    },
+    listModels(filter) {
+      record("listModels", filter);
+      return { models: [] };
     },
   };
 

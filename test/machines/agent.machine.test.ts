@@ -142,6 +142,47 @@ describe("agent machine", () => {
     assert.equal(r.stateOf("b"), '{"live":{"running":{"idle":"awake"}}}');
   });
 
+  it("holds its harness's waiting host calls from the start of a pause, also one that fails, to the end of the resume", async () => {
+    const fx = fakeEffects();
+    const r = startRun(fx);
+    r.add({ agentId: "a" });
+    await flush();
+    const holds = () =>
+      fx.harnesses
+        .get("a")!
+        .commands.filter((c) => c.type === "harness.hold" || c.type === "harness.release")
+        .map((c) => c.type.slice("harness.".length));
+    assert.deepEqual(holds(), ["release"], "running: nothing held");
+    const control = (requestId: string, op: "pause" | "resume") =>
+      r.run.send({ type: "control", request: { requestId, op, members: [{ agentId: "a", by: "operator" }] } });
+    let thawed!: () => void;
+    fx.holdFreeze(new Promise<void>((resolve) => (thawed = resolve)));
+    control("1", "pause");
+    await flush();
+    assert.equal(r.stateOf("a"), '{"live":"pausing"}');
+    assert.deepEqual(holds(), ["release", "hold"], "held while the freeze is under way");
+    thawed();
+    await flush();
+    assert.equal(r.stateOf("a"), '{"live":"paused"}');
+    control("2", "resume");
+    await flush();
+    assert.deepEqual(holds(), ["release", "hold", "hold", "release"], "released once running again");
+    fx.failFreezeOf("a");
+    control("3", "pause");
+    await flush();
+    assert.equal(r.stateOf("a"), '{"live":{"running":{"idle":"awake"}}}');
+    assert.deepEqual(holds().slice(-2), ["hold", "release"], "a pause that failed releases them");
+
+    // After a restart, a paused agent's calls (sent again by its harness) wait for its resume.
+    r.add({ agentId: "p", restored: { turns: 1, inflight: 0, liveChildren: 0, pausedBy: "operator" } }, null, [], true);
+    await flush();
+    assert.equal(r.stateOf("p"), '{"live":"paused"}');
+    assert.deepEqual(
+      fx.harnesses.get("p")!.commands.map((c) => c.type),
+      ["harness.hold", "harness.hold"],
+    );
+  });
+
   it("answers a steer whose turn ended on the way with a new turn, and never finishes before the answer", async () => {
     const fx = fakeEffects();
     const r = startRun(fx);

@@ -29,7 +29,9 @@ export function fakeEffects() {
         harnesses.set(input.agentId, entry);
         receive((command) => {
           entry.commands.push(command);
-          calls.push(`${command.type}:${input.agentId}`);
+          // Holding and releasing host calls come with every pause and run: kept out of the effects' order.
+          if (command.type !== "harness.hold" && command.type !== "harness.release")
+            calls.push(`${command.type}:${input.agentId}`);
         });
       }),
       freeze: fromPromise(async ({ input }) => {

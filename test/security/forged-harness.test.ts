@@ -97,12 +97,22 @@ describe("a sandbox cannot take the daemon down", { skip: !hasBwrap && "bubblewr
 
       assert.equal((await d.call("GET", "/health")).status, 200);
       await otherRunWorks(d, "still here");
-      // Host calls beyond the cap were refused at once; the rest wait for the idle sibling.
+      // Host calls beyond 8 answered and 64 waiting were refused at once, and counted on the agent;
+      // the rest wait for the idle sibling.
       const refused = await until("refused host calls", () => {
         const n = notes().filter((x) => typeof x.error === "string" && /too many host calls/.test(x.error));
-        return n.length >= 12 ? n : undefined;
+        return n.length >= 8 ? n : undefined;
       });
-      assert.ok(refused.length <= 12, `at most 8 of 20 pending: ${refused.length} refused`);
+      assert.deepEqual(
+        refused.map((n) => n.answer),
+        Array.from({ length: 8 }, (_, i) => `wait-${72 + i}`),
+        "the 8 past the queue, and only they",
+      );
+      const counted = await until("the refusals counted", async () => {
+        const n = (await d.call("GET", `/agents/${root}`)).body.toolErrors as number;
+        return n >= 8 ? n : undefined;
+      });
+      assert.equal(counted, 8);
       // The forged agent's turn was never settled by the forged line, and the oversized data was capped.
       const events = await openEvents(d.url, runId);
       const big = await events.waitFor(

@@ -64,9 +64,10 @@ function attack(socket, after) {
   });
   w({ type: "host_call", id: "ask-unheld", method: "permission", params: { tool: "bash", args: { command: "true" } } });
   socket.write(`${"z".repeat(10 * 1024 * 1024)}\n`);
-  // Host calls that stay pending (an idle sibling's result), far more than the daemon answers at once.
+  // Host calls that stay pending (an idle sibling's result), more than the daemon answers at once
+  // (8) and keeps waiting (64): the last 8 are refused at once.
   const target = readFileSync(`${WORK}/await-target`, "utf8").trim();
-  for (let i = 0; i < 20; i++)
+  for (let i = 0; i < 80; i++)
     w({ type: "host_call", id: `wait-${i}`, method: "await_result", params: { agentId: target, waitSeconds: 20 } });
   // A flood: garbage and events, as fast as the socket takes them.
   socket.write("garbage\n".repeat(200_000));

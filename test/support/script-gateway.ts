@@ -11,11 +11,12 @@ export function scriptCaller(script: readonly ScriptStep[], usage: CallUsage[] =
   return standaloneCaller(SCRIPTED_MODEL, usage, script);
 }
 
-/** An agent of `model` with no daemon around it; its calls' usage is collected in `usage`. */
+/** An agent of `model` with no daemon around it; its calls' usage is collected in `usage`, the gateway's refusals in `refusals`. */
 export function standaloneCaller(
   model: GatewayModel,
   usage: CallUsage[] = [],
   script?: readonly ScriptStep[],
+  refusals: string[] = [],
 ): ModelCaller {
   let next = 0;
   const cursor: ScriptCursor = { take: async () => next++, delivered: async () => undefined };
@@ -27,6 +28,7 @@ export function standaloneCaller(
     admit: async () => undefined,
     holding: () => undefined,
     record: async (call) => void usage.push(call),
+    refused: (message) => void refusals.push(message),
     whenRunning: async () => undefined,
   };
 }

@@ -6,11 +6,13 @@ import { STREAM_MESSAGE_SCHEMAS } from "../../api/events.ts";
 import {
   ErrorBodySchema,
   HealthFaultSchema,
+  EXAMPLE_IDS,
   HealthSchema,
   PATH_PARAMS,
   SpendViewSchema,
   UsageSchema,
 } from "../../api/fields.ts";
+import * as models from "../../api/models.ts";
 import type { Answer, Operation } from "../../api/operation.ts";
 import { OPERATIONS } from "../../api/operations.ts";
 import * as permissions from "../../api/permissions.ts";
@@ -70,6 +72,8 @@ const COMPONENTS: Record<string, z.ZodType> = {
   SettledResult: agents.SettledResultSchema,
   PendingResult: agents.PendingResultSchema,
   MachineView: agents.MachineViewSchema,
+  ModelView: models.ModelViewSchema,
+  ModelList: models.ModelListSchema,
   ...Object.fromEntries(STREAM_MESSAGE_SCHEMAS),
   StreamMessage: StreamMessageSchema,
 };
@@ -81,7 +85,11 @@ const PATH_PARAMETERS: Record<string, { description: string; schema: JsonObject 
   ...Object.fromEntries(
     Object.entries(PATH_PARAMS).map(([name, { pattern, description }]) => [
       name,
-      { description, schema: { type: "string", pattern: pattern.source } },
+      {
+        description,
+        schema: { type: "string", pattern: pattern.source },
+        example: EXAMPLE_IDS[name as keyof typeof EXAMPLE_IDS],
+      },
     ]),
   ),
   asset: { description: "One of the docs page's files.", schema: { type: "string", enum: [...DOCS_ASSET_NAMES] } },
@@ -132,6 +140,7 @@ export function createOpenApiDocument(): OpenApiDocument {
       { name: "agents", description: "One agent: its view, turns and controls." },
       { name: "approvals", description: "Tool calls held for an operator's decision." },
       { name: "events", description: "The run's event stream." },
+      { name: "models", description: "The models a spec may name." },
       { name: "service", description: "The daemon itself." },
     ],
     security: [{ bearerAuth: [] }],
@@ -172,7 +181,13 @@ function describeOperation(operation: Operation, names: ReadonlyMap<z.ZodType, s
       ? {
           requestBody: {
             required: operation.body.optional !== true,
-            content: { "application/json": { schema: ref(nameOf(operation.body.schema)) } },
+            content: {
+              "application/json": {
+                schema: ref(nameOf(operation.body.schema)),
+                // Named bodies that work as they are; "Try it out" starts from the first.
+                examples: operation.body.examples,
+              },
+            },
           },
         }
       : {}),
