@@ -5,8 +5,8 @@ import * as agents from "../../api/agents.ts";
 import { STREAM_MESSAGE_SCHEMAS } from "../../api/events.ts";
 import {
   ErrorBodySchema,
-  HealthFaultSchema,
   EXAMPLE_IDS,
+  HealthFaultSchema,
   HealthSchema,
   PATH_PARAMS,
   SpendViewSchema,
