@@ -9,7 +9,7 @@ import { countStates, createRunView } from "../src/views/run-view.ts";
 import { AgentDirectory } from "./agent-directory.ts";
 import { finishPurges } from "./run/purge.ts";
 import { Run, type RunDeps, type ServiceConfig } from "./run/run.ts";
-import { newRunId } from "./run/spawn.ts";
+import { newRunId, planRoot } from "./run/spawn.ts";
 import { StartQueue } from "./start-queue.ts";
 
 export type { ServiceConfig };
@@ -49,17 +49,12 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
   /** Every agent of every known run, to find its run by id. */
   const directory = new AgentDirectory();
 
-  const open = (runId: string): Run => {
-    const run: Run = new Run(runId, {
-      ...deps,
-      config,
-      log,
-      gateway,
-      starts,
-      directory,
-    });
-    runs.set(runId, run);
-    return run;
+  /** A run object, not yet in the map: a run is listed once its ledger has it. */
+  const build = (runId: string): Run => new Run(runId, { ...deps, config, log, gateway, starts, directory });
+  /** Refused at once while the ledger cannot write, before the request does anything (507). */
+  const writable = (): void => {
+    const storage = deps.ledger.storage();
+    if (!storage.ok) throw storage.error;
   };
   const runById = (runId: string): Run => {
     const run = runs.get(runId);
@@ -70,6 +65,11 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
   const forget = (run: Run): void => {
     runs.delete(run.runId);
     directory.remove(run.agentIds());
+  };
+  /** The run, once the ledger is known to write (a 404 comes first). */
+  const writing = (run: Run): Run => {
+    writable();
+    return run;
   };
   const runOf = (agentId: string): Run => {
     const runId = directory.runOf(agentId);
@@ -82,9 +82,27 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
   return {
     restore: async () => {
       await finishPurges({ ...deps, log });
-      return restoreRuns(open, deps.runtime, deps.ledger.runIds(), log);
+      return restoreRuns(build, runs, deps.runtime, deps.ledger.runIds(), log);
     },
-    createRun: async (request) => open(newRunId()).start(request),
+    createRun: async (request) => {
+      const runId = newRunId();
+      // Everything a run can be refused for is decided before it exists: a refusal leaves nothing.
+      const root = planRoot(runId, request, {
+        limits: config.limits,
+        harnessOutOfReach: deps.runtime.harnessOutOfReach,
+        resolveModel: (model, field) => void gateway.catalog.resolve(model, field),
+      });
+      writable();
+      const run = build(runId);
+      try {
+        const created = await run.start(root);
+        runs.set(runId, run);
+        return created;
+      } catch (err) {
+        run.close();
+        throw err;
+      }
+    },
     getRun: (runId) => runById(runId).snapshot(),
     listRuns: (limit = DEFAULT_RUN_LIST_LIMIT) => {
       const summaries = [...runs.values()].map((run) => run.summary());
@@ -93,21 +111,25 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
       return { runs: summaries.slice(0, limit) };
     },
     getMachine: (agentId) => runOf(agentId).machine(agentId),
+    // What records new work or a decision is refused while the ledger cannot write; pause, resume,
+    // stop and a plain delete still act on the sandboxes (an operator must be able to stop agents).
     deleteRun: async (runId, options) => {
       const run = runById(runId);
+      if (options?.purge) writable();
       await (options?.purge ? run.purge(() => forget(run)) : run.stopAll());
     },
-    spawn: async (runId, request) => runById(runId).spawn(request),
+    spawn: async (runId, request) => writing(runById(runId)).spawn(request),
     getAgent: async (agentId) => runOf(agentId).agent(agentId),
-    setBudget: async (agentId, caps) => runOf(agentId).setBudget(agentId, caps),
-    prompt: async (agentId, text) => runOf(agentId).prompt(agentId, text),
-    steer: async (agentId, request) => runOf(agentId).steer(agentId, request.message, request.scope),
+    setBudget: async (agentId, caps) => writing(runOf(agentId)).setBudget(agentId, caps),
+    prompt: async (agentId, text) => writing(runOf(agentId)).prompt(agentId, text),
+    steer: async (agentId, request) => writing(runOf(agentId)).steer(agentId, request.message, request.scope),
     pause: async (agentId, scope) => runOf(agentId).pause(agentId, scope),
     resume: async (agentId, scope) => runOf(agentId).resume(agentId, scope),
-    stop: async (agentId, request) => runOf(agentId).stop(agentId, request),
+    stop: async (agentId, request) =>
+      (request.mode === "drain" ? writing(runOf(agentId)) : runOf(agentId)).stop(agentId, request),
     listPermissions: (runId, state = "pending") => ({ permissions: runById(runId).listPermissions(state) }),
     resolvePermission: async (agentId, requestId, answer) =>
-      runOf(agentId).resolvePermission(agentId, requestId, answer),
+      writing(runOf(agentId)).resolvePermission(agentId, requestId, answer),
     result: async (agentId, waitSeconds, signal) => runOf(agentId).result(agentId, waitSeconds, signal),
     hasRun: (runId) => runs.has(runId),
     listModels: (filter = {}) => ({
@@ -139,14 +161,23 @@ const closeSoon = (runtime: SandboxRuntime, sandboxId: string) => runtime.close(
  * closed. Returns the number of runs restored.
  */
 async function restoreRuns(
-  open: (runId: string) => Run,
+  build: (runId: string) => Run,
+  runs: Map<string, Run>,
   runtime: SandboxRuntime,
   runIds: string[],
   log: (message: string) => void,
 ): Promise<number> {
   const owned = await runtime.list(AbortSignal.timeout(60_000));
   const kept = new Set<string>();
-  for (const runId of runIds) await open(runId).restore(kept);
+  for (const runId of runIds) {
+    const run = build(runId);
+    if (await run.restore(kept)) {
+      runs.set(runId, run);
+      continue;
+    }
+    run.close();
+    log(`run ${runId}: its ledger records no root agent; not restored (its events stay in the ledger)`);
+  }
   for (const info of owned) {
     if (kept.has(info.sandboxId)) continue;
     log(`closing sandbox ${info.sandboxId} (agent ${info.agentId} of run ${info.runId}): no live agent owns it`);
@@ -154,5 +185,5 @@ async function restoreRuns(
       log(`could not close ${info.sandboxId}: ${errorMessage(err)}`),
     );
   }
-  return runIds.length;
+  return runs.size;
 }

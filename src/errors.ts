@@ -44,6 +44,7 @@ export const ERROR_CODES = {
   INTERNAL: "Internal error.",
   CONSOLE_NOT_BUILT: "The web console is not built.",
   LEDGER_CLOSED: "The ledger is closed.",
+  STORAGE_FULL: "The data folder is full: nothing was written.",
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -15,6 +15,7 @@ import { loadModelCatalog } from "./gateway/models.ts";
 import { Pacing } from "./gateway/pacing.ts";
 import { ensureHarnessBundle } from "./harness/launch.ts";
 import { buildServer } from "./http/build-server.ts";
+import { isStorageFull } from "./ledger/ledger.ts";
 import { openLedger } from "./ledger/level-ledger.ts";
 import { createLogger } from "./log/logger.ts";
 import { DaemonMetrics } from "./metrics/daemon-metrics.ts";
@@ -27,7 +28,10 @@ async function main(): Promise<void> {
   const logger = createLogger({ level: config.logLevel, format: config.logFormat, token: config.token });
   mkdirSync(config.dataDir, { recursive: true });
   const metrics = new DaemonMetrics();
-  const ledger = await openLedger(join(config.dataDir, "ledger"), { onCommit: metrics.ledgerCommitted });
+  const ledger = await openLedger(join(config.dataDir, "ledger"), {
+    onCommit: metrics.ledgerCommitted,
+    dataDir: config.dataDir,
+  });
   const runtime = observeRuntime(
     await createRuntime(config, { info: (message) => logger.info(message), warn: (message) => logger.warn(message) }),
     metrics.sandboxCallEnded,
@@ -56,10 +60,11 @@ async function main(): Promise<void> {
     log: (message) => logger.info(message),
     onHarnessReconnect: metrics.harnessReconnected,
   });
-  metrics.watch({ agents: () => service.countAgents() });
+  metrics.watch({ agents: () => service.countAgents(), storageFull: () => isStorageFull(ledger.storage()) });
   const app = buildServer({
     swarm: service,
     events: ledger,
+    storage: ledger,
     config: {
       bodyLimitBytes: config.bodyLimitBytes,
       token: config.token,

@@ -54,6 +54,21 @@ export class AgentTable {
       this.#childCounts.set(entry.parentAgentId, this.childCount(entry.parentAgentId) + 1);
   }
 
+  /**
+   * Take back an `add` whose ledger write failed, and the `countSpawn` under `counted` that went
+   * with it: the table is as it was before the spawn (the next child gets the same `spawnIndex`).
+   */
+  remove(agentId: string, counted?: string): void {
+    const entry = this.#entries.get(agentId);
+    if (!entry) return;
+    if (counted !== undefined)
+      for (const id of [counted, ...this.ancestors(counted)]) this.#descendants[id] = (this.#descendants[id] ?? 1) - 1;
+    this.#entries.delete(agentId);
+    delete this.#parents[agentId];
+    if (entry.parentAgentId !== null)
+      this.#childCounts.set(entry.parentAgentId, this.childCount(entry.parentAgentId) - 1);
+  }
+
   has(agentId: string): boolean {
     return this.#entries.has(agentId);
   }
@@ -113,10 +128,9 @@ export class AgentTable {
     for (const id of [parentId, ...this.ancestors(parentId)]) this.#descendants[id] = (this.#descendants[id] ?? 0) + 1;
   }
 
-  /** New spend caps of the agent's subtree: its meta as it is to be stored. */
-  setSpend(agentId: string, spend: SpendCaps): AgentMeta {
+  /** New spend caps of the agent's subtree, as the ledger recorded them. */
+  setSpend(agentId: string, spend: SpendCaps): void {
     const entry = this.require(agentId);
     entry.meta = { ...entry.meta, spend };
-    return entry.meta;
   }
 }

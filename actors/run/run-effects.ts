@@ -1,4 +1,5 @@
 import type { AgentEvent } from "../../machines/agent.types.ts";
+import { errorMessage } from "../../src/errors.ts";
 import type { ModelGateway } from "../../src/gateway/gateway.ts";
 import type { HostCallMessage } from "../../src/harness/protocol.ts";
 import type { Ledger } from "../../src/ledger/ledger.ts";
@@ -76,24 +77,30 @@ export function createRunEffects(deps: RunEffectsDeps) {
   const actors = {
     ...createSandboxActors({
       runtime,
-      openGateway: (agentId, sandboxId) =>
-        deps.gateway.open(
+      openGateway: (agentId, sandboxId) => {
+        // A full disk holds a model call (its usage, its script place) until there is room again, as held time.
+        const holding = (on: boolean) => deps.send(agentId, { type: on ? "gateway.hold" : "gateway.release" });
+        return deps.gateway.open(
           runtime.controlDir(sandboxId),
           createModelCaller(
             {
               spec: table.require(agentId).meta.spec,
               catalog: deps.gateway.catalog,
-              store: { getIndex: (key) => ledger.getIndex(key), put: (key, value) => writer.put(key, value) },
+              store: {
+                getIndex: (key) => ledger.getIndex(key),
+                put: (key, value) => writer.appendWaiting([], [{ key, value }], holding),
+              },
               admit: (signal) => deps.admitSpend(agentId, signal),
               send: (event) => deps.send(agentId, event),
               status: () => deps.status(agentId),
-              append: (events) => writer.append(events),
+              append: (events) => writer.appendWaiting(events, [], holding),
               refused: (refusal) => deps.refused(agentId, refusal),
               nextChange: deps.nextChange,
             },
             agentId,
           ),
-        ),
+        );
+      },
       closeGateway: (sandboxId) => deps.gateway.close(runtime.controlDir(sandboxId)),
       plan: (input, signal) =>
         planProvision(
@@ -108,7 +115,15 @@ export function createRunEffects(deps: RunEffectsDeps) {
           signal,
         ),
       recordEnding: async ({ agentId, ending }) => {
-        await writer.put(endingKey(agentId), JSON.stringify(ending));
+        // Closed even when the ending cannot be recorded (a full disk): a sandbox left running is
+        // worse than an end a restart takes for a lost agent.
+        await writer
+          .put(endingKey(agentId), JSON.stringify(ending))
+          .catch((err: unknown) =>
+            deps.runLog(
+              `agent ${agentId}: its ending could not be recorded before its sandbox closed: ${errorMessage(err)}`,
+            ),
+          );
       },
       admit: deps.admit,
       log: deps.runLog,

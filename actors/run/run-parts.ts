@@ -147,11 +147,11 @@ export function assembleRun(runId: string, deps: RunDeps, hooks: RunHooks) {
     earlierAnswer: (key) => deps.ledger.getIndex(key),
     resolveModel: (model, field) => void deps.gateway.catalog.resolve(model, field),
     harnessOutOfReach: deps.runtime.harnessOutOfReach,
-    limits: deps.config.limits,
     turnMaxMs: deps.config.turnMaxMs,
     spend: spend,
     drains: drains,
     register: (agentId) => deps.directory.add(agentId, runId),
+    unregister: (agentId) => deps.directory.remove([agentId]),
   });
 
   return { writer, supervisor, harness, controls, drains, spend, permissions, spawner, refusals };

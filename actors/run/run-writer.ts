@@ -1,4 +1,5 @@
 import type { Fact } from "../../machines/agent.types.ts";
+import { isSwarmError } from "../../src/errors.ts";
 import type { HarnessEventMessage } from "../../src/harness/protocol.ts";
 import { isHarnessRecordedEvent } from "../../src/harness/protocol.ts";
 import type { IndexPut, Ledger } from "../../src/ledger/ledger.ts";
@@ -28,6 +29,33 @@ export class RunWriter {
     return write;
   }
 
+  /**
+   * As `append`, but a write refused for want of space (`STORAGE_FULL`) is tried again each time the
+   * ledger takes writes again, until it goes through: for the writes an agent's progress waits on (a
+   * model call's usage, a script's place), so a full disk holds the agent instead of failing its
+   * turn, and loses none of them. `holding` is told when the wait begins and ends (the quiet clock
+   * stops meanwhile). `flushed` does not wait for the retries.
+   */
+  appendWaiting(events: RunEventInput[], put: IndexPut[], holding: (on: boolean) => void): Promise<unknown> {
+    const first = this.append(events, put);
+    return first.catch(async (err: unknown) => {
+      if (!isSwarmError(err, "STORAGE_FULL")) throw err;
+      holding(true);
+      try {
+        for (;;) {
+          await this.ledger.whenWritable();
+          try {
+            return await this.ledger.append(this.runId, events, put.length > 0 ? { put } : undefined);
+          } catch (again) {
+            if (!isSwarmError(again, "STORAGE_FULL")) throw again;
+          }
+        }
+      } finally {
+        holding(false);
+      }
+    });
+  }
+
   /** Index facts only, in order with the events. */
   put(key: string, value: string): Promise<unknown> {
     return this.append([], [{ key, value }]);
@@ -53,7 +81,16 @@ export class RunWriter {
       case "steered":
         return this.append([{ type: "agent_steered", agentId, data: { message: fact.message } }]);
       case "settled": {
-        const resultRef = fact.text === null ? null : this.results.write(agentId, fact.text);
+        let resultRef: string | null;
+        try {
+          resultRef = fact.text === null ? null : this.results.write(agentId, fact.text);
+        } catch (err) {
+          // A disk with no room for the text has none for its event either: neither is recorded.
+          this.log(`the result of agent ${agentId} could not be stored: ${String(err)}`);
+          const failed = Promise.reject(err);
+          failed.catch(() => undefined); // logged: a caller that does not wait for it must not crash the daemon
+          return failed;
+        }
         return this.append(
           [{ type: "handle_settled", agentId, data: { outcome: fact.outcome, resultRef } }],
           [{ key: hseqKey(agentId), value: String(fact.hseq) }],

@@ -5,7 +5,6 @@ import {
   type AgentState,
   type CapChange,
   type ControlResponse,
-  type CreateRunRequest,
   type CreateRunResponse,
   DEFAULT_DRAIN_TIMEOUT_MS,
   type Delivery,
@@ -36,7 +35,7 @@ import { Results } from "./results.ts";
 import type { RunDeps } from "./run-deps.ts";
 import { assembleRun } from "./run-parts.ts";
 import type { RunWriter } from "./run-writer.ts";
-import type { Spawner } from "./spawn.ts";
+import type { RootPlan, Spawner } from "./spawn.ts";
 import type { Spend } from "./spend.ts";
 import type { Supervisor } from "./supervisor.ts";
 import type { ToolRefusals } from "./tool-refusals.ts";
@@ -191,9 +190,9 @@ export class Run {
     return this.#results.result(agentId, waitSeconds, signal);
   }
 
-  /** POST /runs: record the run and its root, which starts provisioning. */
-  start(request: CreateRunRequest): Promise<CreateRunResponse> {
-    return this.#spawner.start(request);
+  /** POST /runs: record the run and its root (`planRoot`), which starts provisioning. */
+  start(root: RootPlan): Promise<CreateRunResponse> {
+    return this.#spawner.start(root);
   }
 
   /** A spawn by the operator (`body`) or by an agent's `spawn_agent` (`params`). */
@@ -263,12 +262,15 @@ export class Run {
    * from its index; then every agent the ledger shows unended gets its actor through the path a
    * spawn takes (`Spawner.launch`), with the input `restoredAgents` makes of the fold. Sandboxes
    * of the agents given an actor are added to `kept` (the rest of the runtime's are orphans).
+   * Answers false, restoring nothing, when the ledger shows no root agent: no run of this service's
+   * making lacks one, and such a remnant is not shown as a run created at the epoch.
    */
-  async restore(kept: Set<string>): Promise<void> {
+  async restore(kept: Set<string>): Promise<boolean> {
     const { ledger, config, log } = this.#deps;
     for await (const event of ledger.iterate(this.runId, 0)) {
       if (event.seq > this.#view.asOf) foldEvent(this.#view, event); // later ones came through the live subscription
     }
+    if (!this.#view.agents.has(this.#view.rootAgentId)) return false;
     const index = await readIndex(ledger, this.#view, config.limits);
     const sandboxes = await restoreRun({
       view: this.#view,
@@ -282,6 +284,7 @@ export class Run {
       log: (message) => log(`run ${this.runId}: ${message}`),
     });
     for (const sandboxId of sandboxes) kept.add(sandboxId);
+    return true;
   }
 
   /** Stop the supervisor and drop the harness connections; sandboxes keep running for the next start. */

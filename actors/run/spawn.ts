@@ -35,13 +35,13 @@ export interface SpawnDeps {
   resolveModel(model: { provider: string; id: string }, field: string): void;
   /** Whether the runtime keeps the harness out of the agent's reach (rules the harness enforces hold only then). */
   harnessOutOfReach: boolean;
-  /** The daemon's sandbox limits: a root's ceiling. */
-  limits: SandboxLimits;
   turnMaxMs: number;
   spend: Pick<Spend, "childCaps">;
   drains: Pick<Drains, "mark">;
   /** Tells the daemon which run the agent belongs to. */
   register(agentId: string): void;
+  /** Takes back `register` (the agent's write failed). */
+  unregister(agentId: string): void;
 }
 
 export const newRunId = () => `r_${randomBytes(8).toString("hex")}`;
@@ -65,44 +65,23 @@ function rootSpendCaps(spec: SpendCaps, budget: SpendCaps | undefined): SpendCap
 export class Spawner {
   constructor(private readonly deps: SpawnDeps) {}
 
-  /** POST /runs: record the run and its root, then start provisioning in the background. */
-  async start(request: CreateRunRequest): Promise<CreateRunResponse> {
+  /**
+   * POST /runs: record the run and its root (planned and checked by `planRoot` before the run
+   * existed), then start provisioning in the background. A write that fails leaves no agent behind.
+   */
+  async start(root: RootPlan): Promise<CreateRunResponse> {
     const { deps } = this;
-    const rootAgentId = newAgentId();
-    // The request's budget overrides the spec's for the root (spec §2.5).
-    const budget: Budget = {
-      spawnDepth: request.budget?.spawnDepth ?? request.spec.spawnDepth ?? DEFAULT_SPAWN_DEPTH,
-      maxAgents: request.budget?.maxAgents ?? request.spec.maxAgents ?? DEFAULT_MAX_AGENTS,
-    };
-    const grants = rootGrants(request.spec, deps.limits, "body.spec");
-    const spend = rootSpendCaps(request.spec, request.budget);
-    if (request.spec.model) deps.resolveModel(request.spec.model, "body.spec.model");
-    const policy = this.#approvalPolicy(null, request.spec, "body.spec");
-    const meta: AgentMeta = {
-      runId: deps.runId,
-      sandboxId: randomUUID(),
-      spec: request.spec,
-      grants,
-      budget,
-      spend,
-      keepAlive: request.keepAlive ?? false,
-      ...policy,
-    };
+    const { rootAgentId, meta, specName, prompt } = root;
     this.#track(rootAgentId, { meta, parentAgentId: null, depth: 0, waitFor: [] });
-    await deps.append(
+    await this.#record(
+      rootAgentId,
       [
         { type: "run_started", agentId: null, data: { runId: deps.runId } },
-        this.#spawnedEvent(
-          rootAgentId,
-          { parentAgentId: null, depth: 0, spawnIndex: 0 },
-          request.spec.name,
-          [],
-          request.prompt,
-        ),
+        this.#spawnedEvent(rootAgentId, { parentAgentId: null, depth: 0, spawnIndex: 0 }, specName, [], prompt),
       ],
       [{ key: agentKey(rootAgentId), value: JSON.stringify(meta) }],
     );
-    this.launch(rootAgentId, { state: "provisioning" }, { prompt: request.prompt });
+    this.launch(rootAgentId, { state: "provisioning" }, { prompt });
     return { runId: deps.runId, rootAgentId, state: "provisioning" };
   }
 
@@ -135,7 +114,7 @@ export class Spawner {
     const parent = deps.table.require(parentId);
     // Asking for more than the parent has is a bad request, refused before anything is recorded.
     const grants = childGrants(parent.meta.grants, request.spec, `${root}.spec`);
-    const policy = this.#approvalPolicy(parent.meta, request.spec, `${root}.spec`);
+    const policy = approvalPolicy(parent.meta, request.spec, `${root}.spec`, deps.harnessOutOfReach);
     if (request.spec.model) deps.resolveModel(request.spec.model, `${root}.spec.model`);
     const decision = decideSpawn({
       parentId,
@@ -184,7 +163,7 @@ export class Spawner {
     const put = [{ key: agentKey(agentId), value: JSON.stringify(meta) }];
     if (request.idempotencyKey)
       put.push({ key: idempotencyKey(deps.runId, request.idempotencyKey), value: JSON.stringify(response) });
-    await deps.append(events, put);
+    await this.#record(agentId, events, put, decision.ok ? parentId : undefined);
 
     if (!decision.ok) {
       deps.supervisor.settled(agentId); // waitFor on a refused agent is satisfied by its end
@@ -232,6 +211,21 @@ export class Spawner {
     this.deps.register(agentId);
   }
 
+  /**
+   * Write a new agent's events. When the write fails (the disk is full, say) the agent is taken out
+   * again, from the table, the daemon's directory and its ancestors' spawn counts (`counted`: the
+   * parent it was counted under), so a refused spawn leaves nothing behind.
+   */
+  async #record(agentId: string, events: RunEventInput[], put: IndexPut[], counted?: string): Promise<void> {
+    try {
+      await this.deps.append(events, put);
+    } catch (err) {
+      this.deps.table.remove(agentId, counted);
+      this.deps.unregister(agentId);
+      throw err;
+    }
+  }
+
   /** The `agent_spawned` event of an agent: written by the run's start and by every spawn alike. */
   #spawnedEvent(
     agentId: string,
@@ -246,26 +240,72 @@ export class Spawner {
       data: { ...place, runId: this.deps.runId, specName, sandboxId: null, waitFor, prompt: prompt ?? null },
     };
   }
+}
 
-  /**
-   * The agent's approval policy and timeout: its parent's rules and its own; its own timeout, else its
-   * parent's. Rules the harness enforces are refused where the runtime cannot keep the harness out of
-   * the agent's reach: a gate the agent could remove would be no gate (fail closed).
-   */
-  #approvalPolicy(
-    parent: Pick<AgentMeta, "approve" | "approveTimeoutMs"> | null,
-    spec: AgentSpec,
-    root: string,
-  ): Pick<AgentMeta, "approve" | "approveTimeoutMs"> {
-    const combined = combinePolicies(parent?.approve ?? [], spec.approve ?? []);
-    if ("problem" in combined) throw new SwarmError("INVALID_BODY", `${root}.approve: ${combined.problem}`);
-    if (!this.deps.harnessOutOfReach && combined.rules.some(heldByHarness)) {
-      throw new SwarmError(
-        "INVALID_BODY",
-        `${root}.approve: rules for bash, read, write, edit or "*" are enforced by the harness, which these sandboxes cannot keep out of the agent's reach (the process runtime runs agents as the daemon's user unless the daemon runs as root with bubblewrap); only spawn_agent and await_result can be gated here`,
-      );
-    }
-    const approveTimeoutMs = spec.approveTimeoutMs ?? parent?.approveTimeoutMs;
-    return { approve: combined.rules, ...(approveTimeoutMs !== undefined ? { approveTimeoutMs } : {}) };
+/** A new run's root as `planRoot` decided it: everything `Spawner.start` records. */
+export interface RootPlan {
+  rootAgentId: string;
+  meta: AgentMeta;
+  specName: string;
+  prompt: string | undefined;
+}
+
+/** What deciding a root needs of the daemon. */
+export interface RootPlanDeps {
+  /** The daemon's sandbox limits: a root's ceiling. */
+  limits: SandboxLimits;
+  harnessOutOfReach: boolean;
+  /** Refuses (400 naming `field`) a model the daemon's catalogue cannot serve. */
+  resolveModel(model: { provider: string; id: string }, field: string): void;
+}
+
+/**
+ * POST /runs, before anything of the run exists: the root's grants, budgets, spend caps, model
+ * and approval policy, each checked. Everything a request can be refused for is refused here, so
+ * a refused run leaves nothing behind (no run in the list, no ledger key, no sandbox).
+ */
+export function planRoot(runId: string, request: CreateRunRequest, deps: RootPlanDeps): RootPlan {
+  // The request's budget overrides the spec's for the root (spec §2.5).
+  const budget: Budget = {
+    spawnDepth: request.budget?.spawnDepth ?? request.spec.spawnDepth ?? DEFAULT_SPAWN_DEPTH,
+    maxAgents: request.budget?.maxAgents ?? request.spec.maxAgents ?? DEFAULT_MAX_AGENTS,
+  };
+  const grants = rootGrants(request.spec, deps.limits, "body.spec");
+  const spend = rootSpendCaps(request.spec, request.budget);
+  if (request.spec.model) deps.resolveModel(request.spec.model, "body.spec.model");
+  const policy = approvalPolicy(null, request.spec, "body.spec", deps.harnessOutOfReach);
+  const meta: AgentMeta = {
+    runId,
+    sandboxId: randomUUID(),
+    spec: request.spec,
+    grants,
+    budget,
+    spend,
+    keepAlive: request.keepAlive ?? false,
+    ...policy,
+  };
+  return { rootAgentId: newAgentId(), meta, specName: request.spec.name, prompt: request.prompt };
+}
+
+/**
+ * The agent's approval policy and timeout: its parent's rules and its own; its own timeout, else its
+ * parent's. Rules the harness enforces are refused where the runtime cannot keep the harness out of
+ * the agent's reach: a gate the agent could remove would be no gate (fail closed).
+ */
+function approvalPolicy(
+  parent: Pick<AgentMeta, "approve" | "approveTimeoutMs"> | null,
+  spec: AgentSpec,
+  root: string,
+  harnessOutOfReach: boolean,
+): Pick<AgentMeta, "approve" | "approveTimeoutMs"> {
+  const combined = combinePolicies(parent?.approve ?? [], spec.approve ?? []);
+  if ("problem" in combined) throw new SwarmError("INVALID_BODY", `${root}.approve: ${combined.problem}`);
+  if (!harnessOutOfReach && combined.rules.some(heldByHarness)) {
+    throw new SwarmError(
+      "INVALID_BODY",
+      `${root}.approve: rules for bash, read, write, edit or "*" are enforced by the harness, which these sandboxes cannot keep out of the agent's reach (the process runtime runs agents as the daemon's user unless the daemon runs as root with bubblewrap); only spawn_agent and await_result can be gated here`,
+    );
   }
+  const approveTimeoutMs = spec.approveTimeoutMs ?? parent?.approveTimeoutMs;
+  return { approve: combined.rules, ...(approveTimeoutMs !== undefined ? { approveTimeoutMs } : {}) };
 }

@@ -33,6 +33,8 @@ const lower = (a: number | null, b: number | null) => (a === null ? b : b === nu
 export class Spend {
   /** Agents whose subtree is being paused for a spend cap now (one pause, however many calls are held). */
   readonly #pausing = new Set<string>();
+  /** The cap change under way (`setCaps`). */
+  #changing: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly deps: SpendDeps) {}
 
@@ -74,7 +76,14 @@ export class Spend {
    * subtree's spending) may not exceed what its parent has left (409). It resumes nothing: a call
    * held for the budget goes once the subtree is resumed.
    */
-  async setCaps(agentId: string, caps: CapChange): Promise<{ agentId: string; budget: SpendView }> {
+  setCaps(agentId: string, caps: CapChange): Promise<{ agentId: string; budget: SpendView }> {
+    // One change at a time: each is checked and computed from the caps the one before recorded.
+    const change = this.#changing.then(() => this.#setCaps(agentId, caps));
+    this.#changing = change.catch(() => undefined);
+    return change;
+  }
+
+  async #setCaps(agentId: string, caps: CapChange): Promise<{ agentId: string; budget: SpendView }> {
     const entry = this.deps.table.get(agentId);
     if (!entry) throw new SwarmError("AGENT_NOT_FOUND", `agent ${agentId} does not exist`);
     const spent = this.deps.subtreeUsage(agentId);
@@ -107,7 +116,7 @@ export class Spend {
       if (change === null) delete spend[dimension];
       else if (change !== undefined) spend[dimension] = change;
     }
-    const meta = this.deps.table.setSpend(agentId, spend);
+    // The table takes the caps once the ledger has them: a write refused (disk full) changes nothing.
     await this.deps.append(
       [
         {
@@ -116,8 +125,9 @@ export class Spend {
           data: { maxTokens: spend.maxTokens ?? null, maxCostUsd: spend.maxCostUsd ?? null },
         },
       ],
-      [{ key: agentKey(agentId), value: JSON.stringify(meta) }],
+      [{ key: agentKey(agentId), value: JSON.stringify({ ...entry.meta, spend }) }],
     );
+    this.deps.table.setSpend(agentId, spend);
     return { agentId, budget: this.view(agentId) };
   }
 

@@ -61,6 +61,14 @@ export const ErrorBodySchema = z
   .strictObject({ error: z.string() })
   .describe("Every refusal: the message, and nothing else (spec section 7).");
 export const HealthSchema = z.strictObject({ ok: z.literal(true) });
+export const HealthFaultSchema = z
+  .strictObject({
+    ok: z.literal(false),
+    error: z
+      .enum(["STORAGE_FULL", "INTERNAL"])
+      .describe("`STORAGE_FULL`: the data folder's disk has no room; `INTERNAL`: another write error."),
+  })
+  .describe("The daemon answers, but writes to its data folder fail (spec section 7).");
 
 export const UsageSchema = z
   .strictObject({

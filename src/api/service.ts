@@ -1,4 +1,4 @@
-import { HealthSchema } from "./fields.ts";
+import { HealthFaultSchema, HealthSchema } from "./fields.ts";
 import { operation } from "./operation.ts";
 
 /** The daemon's own routes: liveness, this API's description, metrics, and the pages it serves. */
@@ -9,8 +9,16 @@ export const getHealth = operation({
   operationId: "getHealth",
   tag: "service",
   summary: "Liveness probe",
+  description:
+    "Whether the daemon answers and takes writes. While writes to the data folder fail it answers 503; each call then tries the storage again (reopening the ledger), as the daemon does every second, and answers 200 once a write goes through.",
   open: true,
-  ok: { 200: { description: "The daemon answers.", json: HealthSchema } },
+  ok: {
+    200: { description: "The daemon answers and its data folder takes writes.", json: HealthSchema },
+    503: {
+      description: "The daemon answers, but writes fail: every route that records something answers 507 meanwhile.",
+      json: HealthFaultSchema,
+    },
+  },
   errors: {},
 });
 

@@ -35,6 +35,7 @@ import {
   type SpendView,
   type StopMode,
 } from "../swarm-api.ts";
+import { ServiceError } from "./client-errors.ts";
 import type { Endpoint } from "./endpoint.ts";
 import { type StreamOptions, type SwarmEvent, streamEvents } from "./event-stream.ts";
 import { httpCall } from "./http-call.ts";
@@ -58,7 +59,10 @@ export interface CallOptions {
  */
 export interface SwarmClient {
   readonly endpoint: Endpoint;
-  /** Whether `GET /health` answers 2xx within `timeoutMs`; never throws. */
+  /**
+   * Whether the daemon answers `GET /health` within `timeoutMs`: 200, or 503 while its disk is full
+   * (it runs, and still answers reads and controls); never throws.
+   */
   health(timeoutMs?: number): Promise<boolean>;
   /**
    * Any route of src/api/ with its path parameters, query values and body, answered with what the
@@ -151,8 +155,8 @@ export function createSwarmClient(endpoint: Endpoint): SwarmClient {
       try {
         await httpCall(endpoint, { method: "GET", path: "/health", timeoutMs });
         return true;
-      } catch {
-        return false;
+      } catch (err) {
+        return err instanceof ServiceError && err.status === 503;
       }
     },
     call,

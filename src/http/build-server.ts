@@ -6,6 +6,7 @@ import Fastify, {
   LogController,
 } from "fastify";
 import { SwarmError } from "../errors.ts";
+import type { Ledger } from "../ledger/ledger.ts";
 import type { DaemonMetrics } from "../metrics/daemon-metrics.ts";
 import { serveMetrics } from "../metrics/serve-metrics.ts";
 import type { SwarmApi } from "../swarm-api.ts";
@@ -52,6 +53,8 @@ const SPEC_SLOW_CONSUMER_LIMIT = 500;
 export interface ServerDeps {
   swarm: SwarmApi;
   events: EventSource;
+  /** What `GET /health` asks: whether the ledger writes (trying it again when a write failed). Absent: always healthy. */
+  storage?: Pick<Ledger, "checkStorage">;
   config: ServerConfig;
 }
 
@@ -113,7 +116,12 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   });
   if (config.metrics) serveMetrics(app, config.metrics, { sseClients: () => streams.size });
 
-  app.get("/health", async () => ({ ok: true }));
+  app.get("/health", async (_request, reply) => {
+    const storage = deps.storage ? await deps.storage.checkStorage() : { ok: true as const };
+    if (storage.ok) return { ok: true };
+    const error = storage.error.code === "STORAGE_FULL" ? "STORAGE_FULL" : "INTERNAL";
+    return reply.code(503).header("cache-control", "no-store").send({ ok: false, error });
+  });
   const endStreams = (runId: string) => {
     for (const stream of [...streams]) if (stream.runId === runId) stream.close("run-removed");
   };

@@ -5,6 +5,8 @@
  * contract does not import it back (no cycle: `make check` runs dependency-cruiser).
  */
 
+import type { SwarmError } from "../errors.ts";
+
 /** One persisted event of a run. */
 export interface LedgerEvent {
   runId: string;
@@ -72,7 +74,10 @@ export interface LedgerStats {
  * `SwarmError` of code `LEDGER_CLOSED`. A malformed append (empty `type`, a `runId` that is empty
  * or contains `!`, data that is not a JSON object) rejects with `INTERNAL` and writes nothing; it
  * never fails the other appends grouped with it. A failed batch rejects every append in it with
- * `INTERNAL` (cause attached), writes nothing and consumes no seq.
+ * `STORAGE_FULL` when the disk had no room, else `INTERNAL` (cause attached), writes nothing and
+ * consumes no seq. It also puts the storage at fault (`storage()`): from then on every write is
+ * refused with that error at once, until a recovery (`checkStorage`, and a retry every second)
+ * reopened the database and a probe write went through.
  *
  * Replay-then-live with no gap and no duplicate (what the SSE stream does):
  * 1. `subscribe(runId, l)` and buffer the persisted events `l` receives;
@@ -153,6 +158,25 @@ export interface Ledger {
    */
   eraseRun(runId: string, index: { prefixes: string[]; keys: string[] }): Promise<void>;
 
+  /**
+   * Whether writes go through: `ok: false` from a failed write until a recovery succeeded, with the
+   * error writes are refused with meanwhile. Synchronous (metrics read it at each scrape).
+   */
+  storage(): StorageState;
+
+  /**
+   * `storage()` once the storage was tried again when it is at fault: the database reopened (LevelDB
+   * must not write after a failed write before it is reopened) and a probe written, when the disk
+   * has room for it. One attempt at a time; never rejects.
+   */
+  checkStorage(): Promise<StorageState>;
+
+  /**
+   * Resolves once the storage takes writes again (at once when it does); rejects with
+   * `LEDGER_CLOSED` when the ledger closes first. For writes that wait out a full disk.
+   */
+  whenWritable(): Promise<void>;
+
   /** Writer counters since open. */
   stats(): LedgerStats;
 
@@ -162,6 +186,12 @@ export interface Ledger {
    */
   close(): Promise<void>;
 }
+
+/** Whether the ledger can write, and if not the error its writes are refused with. */
+export type StorageState = { ok: true } | { ok: false; error: SwarmError };
+
+/** Whether writes are refused for want of space (`swarmd_storage_full`). */
+export const isStorageFull = (state: StorageState): boolean => !state.ok && state.error.code === "STORAGE_FULL";
 
 /** One committed batch, as `LedgerOptions.onCommit` hears of it (what metrics count). */
 export interface CommittedBatch {
@@ -182,4 +212,6 @@ export interface LedgerOptions {
    * An observer, not a writer: what it throws is dropped, so it can never fail an append.
    */
   onCommit?: (batch: CommittedBatch) => void;
+  /** The folder `STORAGE_FULL` names (the daemon's data folder); default the ledger's own. */
+  dataDir?: string;
 }

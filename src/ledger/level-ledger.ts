@@ -1,3 +1,4 @@
+import { EventEmitter, once } from "node:events";
 import { Level } from "level";
 import PQueue from "p-queue";
 import { SwarmError } from "../errors.ts";
@@ -13,14 +14,20 @@ import type {
   LedgerStats,
   LiveEvent,
   NewEvent,
+  StorageState,
 } from "./ledger.ts";
 import { eventKey, MAX_SEQ, RUN_META_PREFIX, runMetaKey, seqOfKey } from "./ledger-keys.ts";
 import { LiveListeners } from "./live-listeners.ts";
+import { ReadGate, roomToReopen, storageError } from "./storage-fault.ts";
 
 const DEFAULT_READ_LIMIT = 1000;
 const ITERATE_PAGE = 1000;
 /** Keys deleted per batch while a run is erased: other runs' appends wait at most one page. */
 const ERASE_PAGE = 1000;
+/** While the storage is at fault, how often a recovery is tried without anyone asking. */
+const RECOVERY_INTERVAL_MS = 1000;
+/** The key a recovery's probe deletes (a write that leaves nothing behind). */
+const PROBE_KEY = "probe";
 
 type Db = Level<string, string>;
 // Typed through level itself: abstract-level is only a transitive dependency.
@@ -41,7 +48,7 @@ interface Written {
  */
 export async function openLedger(path: string, options: LedgerOptions = {}): Promise<Ledger> {
   const db: Db = new Level<string, string>(path);
-  const ledger = new LevelLedger(db, options);
+  const ledger = new LevelLedger(db, path, options);
   try {
     await db.open();
     await ledger.restore();
@@ -70,9 +77,20 @@ class LevelLedger implements Ledger {
   #closing: Promise<void> | undefined;
   #closed = false;
   readonly #stats: LedgerStats = { appends: 0, batches: 0, events: 0 };
+  readonly #path: string;
+  readonly #dataDir: string;
+  /** Set by a failed write: what every write is refused with until a recovery succeeds. */
+  #fault: SwarmError | undefined;
+  #recovering: Promise<void> | undefined;
+  #retry: NodeJS.Timeout | undefined;
+  readonly #reads = new ReadGate();
+  /** Told when a recovery succeeds (`whenWritable`), or with an error when the ledger closes. */
+  readonly #recovered = new EventEmitter().setMaxListeners(0);
 
-  constructor(db: Db, options: LedgerOptions) {
+  constructor(db: Db, path: string, options: LedgerOptions) {
     this.#db = db;
+    this.#path = path;
+    this.#dataDir = options.dataDir ?? path;
     this.#events = openSublevel(db, "ev");
     this.#index = openSublevel(db, "ix");
     this.#meta = openSublevel(db, "meta");
@@ -124,11 +142,11 @@ class LevelLedger implements Ledger {
       written = this.#build(group);
       // fsync per batch: "durable" must survive a machine crash, and group commit is what
       // keeps that affordable (one sync for every append that queued behind the last one).
-      if (written.ops.length > 0) await this.#db.batch(written.ops, { sync: true });
+      if (written.ops.length > 0) await this.#batch(written.ops, true);
       committedAt = performance.now();
     } catch (cause) {
       // Nothing was written and #last is untouched, so the seqs stay free and gap-free.
-      const err = new SwarmError("INTERNAL", "ledger batch failed", { cause });
+      const err = cause instanceof SwarmError ? cause : new SwarmError("INTERNAL", "ledger batch failed", { cause });
       for (const req of group) req.reject(err);
       return;
     }
@@ -195,7 +213,7 @@ class LevelLedger implements Ledger {
         { type: "del", sublevel: this.#meta, key: runMetaKey(runId) },
         { type: "put", sublevel: this.#index, key: marker.key, value: marker.value },
       ];
-      await this.#db.batch(ops, { sync: true });
+      await this.#batch(ops, true);
       this.#last.delete(runId);
     });
     // A batch that failed wrote nothing: the run is still there and may be written again.
@@ -207,7 +225,7 @@ class LevelLedger implements Ledger {
     await this.#erase(this.#events, { gt: eventKey(runId, 0), lte: eventKey(runId, MAX_SEQ) });
     for (const prefix of index.prefixes) await this.#erase(this.#index, prefixRange(prefix));
     const ops: BatchOp[] = index.keys.map((key) => ({ type: "del", sublevel: this.#index, key }));
-    await this.#writeTask(() => this.#db.batch(ops, { sync: true }));
+    await this.#writeTask(() => this.#batch(ops, true));
   }
 
   /** Delete every key of `range`, a page per writer task. */
@@ -215,7 +233,7 @@ class LevelLedger implements Ledger {
     for (;;) {
       const erased = await this.#writeTask(async () => {
         const keys = await sublevel.keys({ ...range, limit: ERASE_PAGE }).all();
-        if (keys.length > 0) await this.#db.batch(keys.map((key): BatchOp => ({ type: "del", sublevel, key })));
+        if (keys.length > 0) await this.#batch(keys.map((key): BatchOp => ({ type: "del", sublevel, key })));
         return keys.length;
       });
       if (erased < ERASE_PAGE) return;
@@ -226,6 +244,66 @@ class LevelLedger implements Ledger {
   #writeTask<T>(work: () => Promise<T>): Promise<T> {
     if (this.#closing) return Promise.reject(closedError());
     return this.#queue.add(() => this.#guard(work));
+  }
+
+  /**
+   * Every write goes through here. A write that fails may have left part of a record in LevelDB's
+   * log, and a later write there would be lost when the log is replayed (tried: after ENOSPC, the
+   * writes made once space was freed were gone after a reopen). So the first failure puts the
+   * storage at fault: writes are refused until `#recover` reopened the database.
+   */
+  async #batch(ops: BatchOp[], sync = false): Promise<void> {
+    if (this.#fault) throw this.#fault;
+    try {
+      await this.#db.batch(ops, { sync });
+    } catch (cause) {
+      if (this.#closing) throw closedError(cause);
+      this.#fault = storageError(cause, this.#dataDir);
+      this.#retry ??= setInterval(() => void this.checkStorage(), RECOVERY_INTERVAL_MS).unref();
+      throw this.#fault;
+    }
+  }
+
+  storage(): StorageState {
+    return this.#fault ? { ok: false, error: this.#fault } : { ok: true };
+  }
+
+  async checkStorage(): Promise<StorageState> {
+    if (this.#fault && !this.#closing) {
+      this.#recovering ??= this.#queue
+        .add(() => this.#recover())
+        .finally(() => {
+          this.#recovering = undefined;
+        });
+      await this.#recovering;
+    }
+    return this.storage();
+  }
+
+  async whenWritable(): Promise<void> {
+    if (this.#closing) throw closedError();
+    if (this.#fault) await once(this.#recovered, "recovered");
+  }
+
+  /** In the writer queue: reopen the database and write a probe; the fault stays if either fails. */
+  async #recover(): Promise<void> {
+    if (!this.#fault || this.#closing || !(await roomToReopen(this.#path))) return;
+    try {
+      await this.#reads.alone(async () => {
+        await this.#db.close();
+        await this.#db.open();
+        // Sublevels close with their database but do not open with it.
+        for (const sublevel of [this.#events, this.#index, this.#meta]) await sublevel.open();
+      });
+      await this.#db.batch([{ type: "del", sublevel: this.#meta, key: PROBE_KEY }], { sync: true });
+    } catch (cause) {
+      this.#fault = storageError(cause, this.#dataDir);
+      return;
+    }
+    this.#fault = undefined;
+    clearInterval(this.#retry);
+    this.#retry = undefined;
+    this.#recovered.emit("recovered");
   }
 
   async read(runId: string, afterSeq: number, limit = DEFAULT_READ_LIMIT): Promise<LedgerEvent[]> {
@@ -300,6 +378,9 @@ class LevelLedger implements Ledger {
 
   close(): Promise<void> {
     this.#closing ??= (async () => {
+      clearInterval(this.#retry);
+      // `once` rejects its waiters on an `error` event.
+      if (this.#recovered.listenerCount("recovered") > 0) this.#recovered.emit("error", closedError());
       await this.#queue.onIdle();
       this.#closed = true;
       this.#listeners.clear();
@@ -312,12 +393,17 @@ class LevelLedger implements Ledger {
     if (this.#closed) throw closedError();
   }
 
-  /** A read racing `close` gets level's not-open error; callers see the ledger's own code instead. */
+  /**
+   * A read racing `close` gets level's not-open error; callers see the ledger's own code instead,
+   * and the storage's fault when a recovery could not open the database again. Reads wait out a
+   * recovery's reopen.
+   */
   async #guard<T>(read: () => Promise<T>): Promise<T> {
     try {
-      return await read();
+      return await this.#reads.read(read);
     } catch (err) {
       if (this.#closing) throw closedError(err);
+      if (this.#fault && this.#db.status !== "open") throw this.#fault;
       throw err;
     }
   }

@@ -30,6 +30,7 @@ export class DaemonMetrics {
   readonly registry = new Registry();
   #agents: (() => AgentCounts) | undefined;
   #sseClients: (() => number) | undefined;
+  #storageFull: (() => boolean) | undefined;
 
   readonly #requests: Histogram<"operation" | "status">;
   readonly #sandboxCalls: Histogram<"runtime" | "operation">;
@@ -65,6 +66,16 @@ export class DaemonMetrics {
       collect() {
         const open = sseClients();
         if (open !== undefined) this.set(open);
+      },
+    });
+    const storageFull = () => this.#storageFull?.();
+    new Gauge({
+      name: "swarmd_storage_full",
+      help: "1 while the data folder's disk has no room and writes are refused (507 STORAGE_FULL), else 0.",
+      registers,
+      collect() {
+        const full = storageFull();
+        if (full !== undefined) this.set(full ? 1 : 0);
       },
     });
     this.#dropped = new Counter({
@@ -130,10 +141,14 @@ export class DaemonMetrics {
     };
   }
 
-  /** The gauges' sources, read at each scrape: the service's agent counts, the server's open streams. */
-  watch(sources: { agents?: () => AgentCounts; sseClients?: () => number }): void {
+  /**
+   * The gauges' sources, read at each scrape: the service's agent counts, the server's open streams,
+   * whether the ledger finds the disk full.
+   */
+  watch(sources: { agents?: () => AgentCounts; sseClients?: () => number; storageFull?: () => boolean }): void {
     if (sources.agents) this.#agents = sources.agents;
     if (sources.sseClients) this.#sseClients = sources.sseClients;
+    if (sources.storageFull) this.#storageFull = sources.storageFull;
   }
 
   /** `LedgerOptions.onCommit`. */

@@ -6,7 +6,7 @@ import { StartQueue } from "../../actors/start-queue.ts";
 import { createSwarmService, type SwarmService } from "../../actors/swarm-service.ts";
 import type { ModelGateway } from "../../src/gateway/gateway.ts";
 import { buildServer } from "../../src/http/build-server.ts";
-import type { Ledger } from "../../src/ledger/ledger.ts";
+import { isStorageFull, type Ledger } from "../../src/ledger/ledger.ts";
 import { openLedger } from "../../src/ledger/level-ledger.ts";
 import { DaemonMetrics } from "../../src/metrics/daemon-metrics.ts";
 import { observeRuntime } from "../../src/metrics/observed-runtime.ts";
@@ -56,7 +56,7 @@ export interface DaemonOptions {
 export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "swarmd-e2e-"));
   const metrics = options.metrics === false ? undefined : new DaemonMetrics();
-  const ledger = await openLedger(join(dataDir, "ledger"), { onCommit: metrics?.ledgerCommitted });
+  const ledger = await openLedger(join(dataDir, "ledger"), { onCommit: metrics?.ledgerCommitted, dataDir });
   const runtime = options.runtime?.(dataDir) ?? createRuntime(e2eRuntime(), dataDir);
   const service = createSwarmService({
     config: {
@@ -73,10 +73,11 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> 
     log: process.env.SWARM_TEST_LOG ? (message) => console.error(`[swarmd] ${message}`) : undefined,
     onHarnessReconnect: metrics?.harnessReconnected,
   });
-  metrics?.watch({ agents: () => service.countAgents() });
+  metrics?.watch({ agents: () => service.countAgents(), storageFull: () => isStorageFull(ledger.storage()) });
   const app = buildServer({
     swarm: service,
     events: ledger,
+    storage: ledger,
     config: {
       bodyLimitBytes: options.bodyLimitBytes ?? 1024 * 1024,
       token: options.token,

@@ -6,6 +6,7 @@ import { STREAM_MESSAGE_SCHEMAS } from "../../api/events.ts";
 import {
   ErrorBodySchema,
   EXAMPLE_IDS,
+  HealthFaultSchema,
   HealthSchema,
   PATH_PARAMS,
   SpendViewSchema,
@@ -52,6 +53,7 @@ const COMPONENTS: Record<string, z.ZodType> = {
   PermissionAnswer: permissions.PermissionAnswerBody,
   Error: ErrorBodySchema,
   Health: HealthSchema,
+  HealthFault: HealthFaultSchema,
   Usage: UsageSchema,
   SpendView: SpendViewSchema,
   AgentView: agents.AgentViewSchema,
