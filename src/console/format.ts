@@ -29,3 +29,29 @@ export function budgetText(budget: SpendView): string {
   const dollars = (n: number) => `$${n.toFixed(4)}`;
   return `${part("tokens", budget.maxTokens, budget.remainingTokens, String)} · ${part("cost", budget.maxCostUsd, budget.remainingCostUsd, dollars)}`;
 }
+
+/** 950, 12.3k, 4.56M: a count of tokens at a glance. */
+export function count(n: number): string {
+  if (n < 1_000) return String(Math.round(n));
+  if (n < 1_000_000) return `${(n / 1_000).toFixed(n < 10_000 ? 2 : 1)}k`;
+  return `${(n / 1_000_000).toFixed(n < 10_000_000 ? 2 : 1)}M`;
+}
+
+/** $0.0123 below a dollar, $12.35 above. */
+export const dollars = (usd: number): string => `$${usd.toFixed(usd < 1 ? 4 : 2)}`;
+
+/** "12.3k tok · $0.0123", or "" when no model call was made: a row's spend. */
+export function spendText(usage: Usage): string {
+  if (usage.calls === 0) return "";
+  const tokens = usage.inputTokens + usage.outputTokens + usage.cacheReadTokens + usage.cacheWriteTokens;
+  return `${count(tokens)} tok · ${dollars(usage.costUsd)}`;
+}
+
+/** 1.2 s, 3 min 4 s, 2 h 5 min: a span of time. */
+export function duration(ms: number): string {
+  if (ms < 1_000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1_000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+  const minutes = Math.floor(ms / 60_000);
+  if (minutes < 60) return `${minutes} min ${Math.round((ms % 60_000) / 1_000)} s`;
+  return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+}

@@ -98,6 +98,7 @@ describe(`run lifecycle over HTTP (${e2eRuntime()} runtime, scripted agents)`, (
         "outcome",
         "parentAgentId",
         "pendingPermissions",
+        "prompt",
         "runId",
         "sandboxId",
         "sessionStats",
@@ -106,8 +107,9 @@ describe(`run lifecycle over HTTP (${e2eRuntime()} runtime, scripted agents)`, (
         "state",
         "subtreeUsage",
         "usage",
+        "waitFor",
       ],
-      "the spec's fields, usage, budget and sessionStats, nothing internal",
+      "the spec's fields, usage, prompt, inputs, budget and sessionStats, nothing internal",
     );
     assert.equal(typeof agent.body.sessionStats, "object", "a running agent answers with its session stats");
 
