@@ -1,13 +1,14 @@
-import { AGENT_STATES } from "../swarm-api.ts";
 import type { AgentRecord } from "../views/run-view.ts";
 import { clock, spendText } from "./format.ts";
 import { runHref } from "./route.ts";
 import type { Activity, RunState } from "./run-state.ts";
-import { subtreeStates, type TreeRow, toolErrors } from "./tree-rows.ts";
+import { type TreeRow, toolErrors } from "./tree-rows.ts";
 
 interface LineProps {
   state: RunState;
   row: TreeRow;
+  /** What a collapsed row hides ("12 below: running 3 · done 9"); "" when expanded. */
+  hidden: string;
   selected: boolean;
   live: boolean;
   onToggle: () => void;
@@ -20,7 +21,7 @@ interface LineProps {
  * badge for its state (its outcome once ended), what it is doing, its own and its subtree's spend,
  * and the Actions menu's button. A collapsed row says what it hides: its agents by state.
  */
-export function AgentLine({ state, row, selected, live, onToggle, menu }: LineProps) {
+export function AgentLine({ state, row, hidden, selected, live, onToggle, menu }: LineProps) {
   const { record } = row;
   const errors = toolErrors(record);
   return (
@@ -53,7 +54,11 @@ export function AgentLine({ state, row, selected, live, onToggle, menu }: LinePr
         </span>
       )}
       {live && <Doing state={state} record={record} />}
-      {row.collapsed && <Hidden state={state} agentId={record.agentId} />}
+      {hidden && (
+        <span class="hidden-count" data-testid="collapsed-counts">
+          {hidden}
+        </span>
+      )}
       <span class="line-end">
         <Spend record={record} />
         {menu && (
@@ -110,19 +115,6 @@ function ActivityText({ activity }: { activity: Activity }) {
     case "text":
       return <span class="activity">“{activity.text.slice(-80)}”</span>;
   }
-}
-
-/** "12 below: running 3 · done 9". */
-function Hidden({ state, agentId }: { state: RunState; agentId: string }) {
-  const { below, states } = subtreeStates(state.view, agentId);
-  return (
-    <span class="hidden-count" data-testid="collapsed-counts">
-      {below} below:{" "}
-      {AGENT_STATES.filter((s) => states.has(s))
-        .map((s) => `${s} ${states.get(s)}`)
-        .join(" · ")}
-    </span>
-  );
 }
 
 /** Own spend, and the subtree's when it has agents under it. */

@@ -1,10 +1,11 @@
 import { useEffect } from "preact/hooks";
-import { isLive, type PermissionView } from "../swarm-api.ts";
+import { AGENT_STATES, isLive, type PermissionView } from "../swarm-api.ts";
 import { AgentLine } from "./agent-line.tsx";
 import { AgentControls, type Outcome, OutcomeView, PermissionControls } from "./controls.tsx";
 import { brief } from "./format.ts";
 import type { RunState } from "./run-state.ts";
-import type { TreeRow } from "./tree-rows.ts";
+import { Same } from "./same.tsx";
+import { subtreeStates, type TreeRow, toolErrors } from "./tree-rows.ts";
 import { useVirtualRows } from "./virtual-rows.ts";
 
 /** A row of one line: what rows not yet drawn count as. */
@@ -56,42 +57,73 @@ export function AgentTree({ state, rows, selected, outcomes, onOutcome, gone, on
             const live = !gone && isLive(record.state);
             const outcome = outcomes.get(record.agentId);
             const open = live && menu === record.agentId;
+            const requests = gone ? [] : (pending.get(record.agentId) ?? []);
+            const hidden = row.collapsed ? hiddenText(state, record.agentId) : "";
+            const activity = state.activity.get(record.agentId);
+            // Everything the row shows: rows whose events did not touch them are not drawn again.
+            const sig = [
+              record.state,
+              record.outcome,
+              record.pausedBy,
+              record.draining,
+              record.hibernated,
+              record.usage.calls,
+              record.subtreeUsage.calls,
+              record.pendingPermissions.join(","),
+              requests.map((r) => r.requestId).join(","),
+              toolErrors(record),
+              activity &&
+                (activity.kind === "tool" ? activity.toolName : activity.kind === "text" ? activity.text : "…"),
+              row.depth,
+              row.hasChildren,
+              row.context,
+              hidden,
+              record.agentId === selected,
+              open,
+              live,
+              outcome && outcomeKey(outcome),
+            ].join("|");
             return (
-              <li
+              <Same
                 key={record.agentId}
-                data-vkey={record.agentId}
-                class={`agent-row${record.agentId === selected ? " selected" : ""}${row.context ? " context" : ""}${open ? " menu-open" : ""}`}
-                data-agent-id={record.agentId}
-                data-state={record.state}
-                style={{ paddingLeft: `${0.4 + row.depth * 1.25}rem` }}
-              >
-                <AgentLine
-                  state={state}
-                  row={row}
-                  selected={record.agentId === selected}
-                  live={live}
-                  onToggle={() => onToggle(record.agentId)}
-                  menu={live ? { open, toggle: () => onMenu(open ? null : record.agentId) } : null}
-                />
-                {!gone &&
-                  (pending.get(record.agentId) ?? []).map((request) => (
-                    <div class="approval" key={request.requestId} data-request-id={request.requestId}>
-                      <span class="badge attention">approval</span> <strong>{request.tool}</strong>{" "}
-                      <code>{brief(request.args, 300)}</code>
-                      <PermissionControls request={request} />
-                    </div>
-                  ))}
-                {open && (
-                  <div class="actions-menu">
-                    <AgentControls
-                      record={record}
-                      subtreeMembers={() => state.liveSubtree(record.agentId)}
-                      onOutcome={(o) => onOutcome(record.agentId, o)}
+                sig={sig}
+                draw={() => (
+                  <li
+                    data-vkey={record.agentId}
+                    class={`agent-row${record.agentId === selected ? " selected" : ""}${row.context ? " context" : ""}${open ? " menu-open" : ""}`}
+                    data-agent-id={record.agentId}
+                    data-state={record.state}
+                    style={{ paddingLeft: `${0.4 + row.depth * 1.25}rem` }}
+                  >
+                    <AgentLine
+                      state={state}
+                      row={row}
+                      hidden={hidden}
+                      selected={record.agentId === selected}
+                      live={live}
+                      onToggle={() => onToggle(record.agentId)}
+                      menu={live ? { open, toggle: () => onMenu(open ? null : record.agentId) } : null}
                     />
-                  </div>
+                    {requests.map((request) => (
+                      <div class="approval" key={request.requestId} data-request-id={request.requestId}>
+                        <span class="badge attention">approval</span> <strong>{request.tool}</strong>{" "}
+                        <code>{brief(request.args, 300)}</code>
+                        <PermissionControls request={request} />
+                      </div>
+                    ))}
+                    {open && (
+                      <div class="actions-menu">
+                        <AgentControls
+                          record={record}
+                          subtreeMembers={() => state.liveSubtree(record.agentId)}
+                          onOutcome={(o) => onOutcome(record.agentId, o)}
+                        />
+                      </div>
+                    )}
+                    {outcome && <OutcomeView outcome={outcome} />}
+                  </li>
                 )}
-                {outcome && <OutcomeView outcome={outcome} />}
-              </li>
+              />
             );
           })}
         </ul>
@@ -100,3 +132,16 @@ export function AgentTree({ state, rows, selected, outcomes, onOutcome, gone, on
     </div>
   );
 }
+
+/** "12 below: running 3 · done 9": what a collapsed row hides. */
+function hiddenText(state: RunState, agentId: string): string {
+  const { below, states } = subtreeStates(state.view, agentId);
+  return `${below} below: ${AGENT_STATES.filter((s) => states.has(s))
+    .map((s) => `${s} ${states.get(s)}`)
+    .join(" · ")}`;
+}
+
+const outcomeKey = (outcome: Outcome): string =>
+  "error" in outcome
+    ? `${outcome.label}:${outcome.error}`
+    : `${outcome.label}:${outcome.note ?? ""}:${outcome.results.map((r) => `${r.agentId}=${r.outcome}`).join(",")}`;

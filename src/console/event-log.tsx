@@ -1,18 +1,45 @@
-import { useMemo, useState } from "preact/hooks";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { clock } from "./format.ts";
 import type { LogEntry, RunState } from "./run-state.ts";
+import { Same } from "./same.tsx";
 import { useVirtualRows } from "./virtual-rows.ts";
 
 const ROW_PX = 24;
+/** The log is drawn again at most this often: while 1,000 agents stream, every frame would be too many. */
+const REDRAW_MS = 250;
 
 type Kind = "all" | "persisted" | "ephemeral";
 
 /**
  * The run's events, newest first: persisted ones (with their seq, `data-seq`) and the live
  * ephemeral ones (text, tool output), filtered by agent, type and kind. Only the lines in view are
- * drawn; scroll to see the rest of the kept ones.
+ * drawn; scroll to see the rest of the kept ones. `data-received` on the section says how many
+ * events of the run it shows.
  */
 export function EventLog({ state }: { state: RunState }) {
+  const received = useThrottled(state.received, REDRAW_MS);
+  return <Same sig={String(received)} draw={() => <Log state={state} received={received} />} />;
+}
+
+/** `value`, changed at most every `ms` (the newest value once the time is up). */
+function useThrottled<T>(value: T, ms: number): T {
+  const [shown, setShown] = useState(value);
+  const last = useRef(0);
+  useEffect(() => {
+    if (value === shown) return;
+    const timer = setTimeout(
+      () => {
+        last.current = Date.now();
+        setShown(value);
+      },
+      Math.max(0, last.current + ms - Date.now()),
+    );
+    return () => clearTimeout(timer);
+  }, [value, shown]);
+  return shown;
+}
+
+function Log({ state, received }: { state: RunState; received: number }) {
   const [agent, setAgent] = useState("");
   const [type, setType] = useState("");
   const [kind, setKind] = useState<Kind>("all");
@@ -43,7 +70,7 @@ export function EventLog({ state }: { state: RunState }) {
     true,
   );
   return (
-    <section class="event-log" aria-label="Event log">
+    <section class="event-log" aria-label="Event log" data-received={received}>
       <div class="log-head">
         <h2>Events</h2>
         <label>

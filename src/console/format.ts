@@ -1,7 +1,18 @@
 import type { SpendView, Usage } from "../swarm-api.ts";
 
-export const clock = (at: number): string => new Date(at).toLocaleTimeString([], { hour12: false });
-export const when = (at: number): string => new Date(at).toLocaleString([], { hour12: false });
+// One formatter each: `toLocaleTimeString` builds a new one per call, the page's costliest call while events stream.
+const CLOCK = new Intl.DateTimeFormat([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
+const WHEN = new Intl.DateTimeFormat([], {
+  year: "numeric",
+  month: "numeric",
+  day: "numeric",
+  hour: "2-digit",
+  minute: "2-digit",
+  second: "2-digit",
+  hour12: false,
+});
+export const clock = (at: number): string => CLOCK.format(at);
+export const when = (at: number): string => WHEN.format(at);
 
 /** "12.3k tok · $0.0123", or "" when no model call was made. */
 export function usageText(usage: Usage): string {

@@ -9,7 +9,7 @@ import { followRun, type StreamStatus } from "./event-stream.ts";
 import { usageText } from "./format.ts";
 import { RunState } from "./run-state.ts";
 import { TimelineView } from "./timeline-view.tsx";
-import { NO_FILTER, parents, type TreeFilter, treeRows } from "./tree-rows.ts";
+import { filtering, NO_FILTER, parents, type TreeFilter, treeRows } from "./tree-rows.ts";
 import { TreeToolbar } from "./tree-toolbar.tsx";
 
 /** Waits between tries to read the snapshot, growing to the last. */
@@ -112,12 +112,18 @@ export function RunPage({ runId, selected }: { runId: string; selected: string |
     outcomes.set(agentId, outcome);
     redraw(0);
   };
-  const toggle = (agentId: string) => {
-    const next = new Set(collapsed);
-    if (!next.delete(agentId)) next.add(agentId);
-    setCollapsed(next);
-  };
-  const rows = treeRows(state.view, collapsed, filter);
+  // From the newest set: a row drawn earlier may call it.
+  const toggle = (agentId: string) =>
+    setCollapsed((previous) => {
+      const next = new Set(previous);
+      if (!next.delete(agentId)) next.add(agentId);
+      return next;
+    });
+  // The rows change with the tree's shape, the folds and the filter; a filter also with every fold.
+  const rows = useMemo(
+    () => treeRows(state.view, collapsed, filter),
+    [state.view, state.view.agents.size, collapsed, filter, filtering(filter) ? state.folded : 0],
+  );
   const root = state.agent(state.view.rootAgentId);
   const open = selected === null ? undefined : state.agent(selected);
   const pending = state.pendingPermissions().length;
@@ -160,6 +166,7 @@ export function RunPage({ runId, selected }: { runId: string; selected: string |
               onExpandAll={() => setCollapsed(new Set())}
               shown={rows.filter((row) => !row.context).length}
               total={state.view.agents.size}
+              filtering={filtering(filter)}
             />
           </div>
           {!state.loaded ? (

@@ -61,6 +61,8 @@ export class RunState {
   readonly log: LogEntry[] = [];
   /** Every event received, persisted and ephemeral (the log keeps only the newest `LOG_LIMIT`). */
   received = 0;
+  /** Persisted events folded into the view since the snapshot: what a filtered tree is computed again on. */
+  folded = 0;
   readonly activity = new Map<string, Activity>();
   /** Event types seen, for the log's filter. */
   readonly types = new Set<string>();
@@ -106,7 +108,10 @@ export class RunState {
       if (typeof stamped === "number") at = stamped;
       this.lastSeq = seq;
       const stored = { seq, at, type: message.event, agentId: agent, data: own };
-      if (seq > this.view.asOf) foldEvent(this.view, stored);
+      if (seq > this.view.asOf) {
+        foldEvent(this.view, stored);
+        this.folded += 1;
+      }
       if (TIMELINE_TYPES.has(stored.type)) this.#timelineEvent(stored);
     }
     this.received += 1;

@@ -6,13 +6,14 @@ interface ToolbarProps {
   onFilter: (filter: TreeFilter) => void;
   onCollapseAll: () => void;
   onExpandAll: () => void;
-  /** Rows drawn (or, filtered, matched) and agents in all. */
+  /** Agents the filter matches (all of them without one) and agents in all. */
   shown: number;
   total: number;
+  filtering: boolean;
 }
 
 /** Search by name or id, filter by state and outcome, fold or unfold every subtree. */
-export function TreeToolbar({ filter, onFilter, onCollapseAll, onExpandAll, shown, total }: ToolbarProps) {
+export function TreeToolbar({ filter, onFilter, onCollapseAll, onExpandAll, shown, total, filtering }: ToolbarProps) {
   return (
     <div class="tree-toolbar">
       <input
@@ -56,7 +57,7 @@ export function TreeToolbar({ filter, onFilter, onCollapseAll, onExpandAll, show
         Expand all
       </button>
       <span class="muted" data-testid="tree-count">
-        {shown === total ? `${total} agents` : `${shown} of ${total} agents shown`}
+        {filtering ? `${shown} of ${total} agents match` : `${total} agents`}
       </span>
     </div>
   );

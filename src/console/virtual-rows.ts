@@ -65,19 +65,38 @@ export function useVirtualRows(keys: readonly string[], estimate: number, fixed 
     observer.observe(element);
     return () => observer.disconnect();
   }, []);
-  // After each draw: rows whose height is not the one counted are counted again.
+  // Rows are measured as the browser lays them out (a ResizeObserver: no layout forced per draw);
+  // a row whose height is not the one counted is counted again.
+  const observer = useRef<ResizeObserver | null>(null);
+  const observed = useRef(new Set<Element>());
+  const measure = () =>
+    new ResizeObserver((entries) => {
+      let changed = false;
+      for (const entry of entries) {
+        const key = (entry.target as HTMLElement).dataset.vkey;
+        const h = entry.borderBoxSize[0]?.blockSize ?? 0;
+        if (key !== undefined && h > 0 && heights.current.get(key) !== h) {
+          heights.current.set(key, h);
+          changed = true;
+        }
+      }
+      if (changed) remeasured(0);
+    });
+  useEffect(() => () => observer.current?.disconnect(), []);
   useLayoutEffect(() => {
     if (fixed) return;
-    let changed = false;
-    for (const row of scroller.current?.querySelectorAll<HTMLElement>("[data-vkey]") ?? []) {
-      const key = row.dataset.vkey as string;
-      const h = row.offsetHeight;
-      if (h > 0 && heights.current.get(key) !== h) {
-        heights.current.set(key, h);
-        changed = true;
+    observer.current ??= measure();
+    const sizes = observer.current;
+    for (const row of observed.current)
+      if (!row.isConnected) {
+        sizes.unobserve(row);
+        observed.current.delete(row);
       }
-    }
-    if (changed) remeasured(0);
+    for (const row of scroller.current?.querySelectorAll("[data-vkey]") ?? [])
+      if (!observed.current.has(row)) {
+        observed.current.add(row);
+        sizes.observe(row, { box: "border-box" });
+      }
   });
 
   const scrollTo = (key: string) => {

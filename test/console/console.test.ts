@@ -38,6 +38,11 @@ async function confirmed(page: Page, agentId: string, name: "Stop" | "Drain") {
 }
 /** Every `data-seq` the event log holds, scrolled through from top to bottom (it draws only what is in view). */
 async function logSeqs(page: Page): Promise<number[]> {
+  // The log is drawn a little after the stream's count (at most every 250 ms).
+  const streamed = /^(\d+) events/.exec(await page.getByTestId("stream-position").innerText())?.[1];
+  await page.waitForFunction(
+    `Number(document.querySelector("section.event-log")?.dataset.received) >= ${Number(streamed)}`,
+  );
   const seen = new Set<number>();
   const log = page.getByTestId("log-scroll");
   await log.evaluate((element) => (element.scrollTop = 0));
