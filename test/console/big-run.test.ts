@@ -32,12 +32,9 @@ const WORK = [...TURN, ...TURN];
 /** When the page shows the whole tree (`1000 agents`, the root's row), in ms since navigation (`performance.now()`). */
 async function shownAt(page: Page, rootAgentId: string): Promise<number> {
   const handle = await page.waitForFunction(
-    ({ total, root }) =>
-      document.querySelector('[data-testid="tree-count"]')?.textContent === `${total} agents` &&
-      document.querySelector(`li[data-agent-id="${root}"]`) !== null
-        ? performance.now()
-        : false,
-    { total: AGENTS, root: rootAgentId },
+    `document.querySelector('[data-testid="tree-count"]')?.textContent === "${AGENTS} agents" &&
+      document.querySelector('li[data-agent-id="${rootAgentId}"]') !== null && performance.now()`,
+    undefined,
     { polling: "raf", timeout: 120_000 },
   );
   return (await handle.jsonValue()) as number;

@@ -51,12 +51,13 @@ async function logSeqs(page: Page): Promise<number[]> {
       .locator(".log-row[data-seq]")
       .evaluateAll((rows) => rows.map((r) => Number(r.getAttribute("data-seq")))))
       seen.add(seq);
-    const moved = await log.evaluate(async (element) => {
+    const moved = await log.evaluate((element) => {
       const before = element.scrollTop;
       element.scrollTop += element.clientHeight;
-      await new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)));
       return element.scrollTop !== before;
     });
+    // Two frames: the scroll is read, then the rows drawn.
+    await page.evaluate("new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))");
     if (!moved) return [...seen].sort((a, b) => a - b);
   }
 }
