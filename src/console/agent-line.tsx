@@ -45,7 +45,6 @@ export function AgentLine({ state, row, hidden, selected, live, onToggle, menu }
       </a>
       <span class="mono muted agent-id">{record.agentId}</span>
       <StateBadge record={record} />
-      {record.pausedBy && <span class="badge">paused by {record.pausedBy}</span>}
       {record.draining && <span class="badge attention">draining</span>}
       {record.hibernated && <span class="badge">hibernated</span>}
       {errors > 0 && (
@@ -71,7 +70,7 @@ export function AgentLine({ state, row, hidden, selected, live, onToggle, menu }
   );
 }
 
-/** The state while it lives; once ended, its outcome alone (the state says no more). */
+/** The state while it lives (who paused it, when paused); once ended, its outcome alone (the state says no more). */
 function StateBadge({ record }: { record: AgentRecord }) {
   if (record.outcome !== null)
     return (
@@ -81,7 +80,7 @@ function StateBadge({ record }: { record: AgentRecord }) {
     );
   return (
     <span class={`badge state-${record.state}`} data-testid="agent-state">
-      {record.state}
+      {record.pausedBy ? `paused by ${record.pausedBy}` : record.state}
     </span>
   );
 }

@@ -138,6 +138,16 @@ function TimelineChart({ timeline, rows, ended }: { timeline: Timeline; rows: re
           ))}
         </ul>
       </div>
+      <div class="timeline-axis" aria-hidden="true">
+        <span />
+        <span class="timeline-ticks">
+          {[0, 0.25, 0.5, 0.75].map((at) => (
+            <span key={at} class="tick" style={{ left: `${at * 100}%` }}>
+              {clock(view.from + span * at)}
+            </span>
+          ))}
+        </span>
+      </div>
       <div class="tree-scroll timeline-scroll" ref={list.scroller} onScroll={list.onScroll}>
         <div class="tree-sizer" style={{ height: `${list.height}px` }}>
           <div
