@@ -66,6 +66,14 @@ export class AgentOutput {
       case "agent_ended":
         this.#push({ key: 0, kind: "mark", text: `ended: ${String(data.outcome)}` });
         return true;
+      // A tool call swarmd refused or failed (a host call refused, an approval denied, ...).
+      case "tool_refused":
+        this.#push({
+          key: 0,
+          kind: "mark",
+          text: `refused ${typeof data.tool === "string" ? data.tool.slice(0, 64) : "a tool"}: ${brief(data.message ?? data.code ?? "", 300)}`,
+        });
+        return true;
       default:
         return false;
     }

@@ -8,7 +8,7 @@
 
 import type { AgentView, PermissionView, RunSnapshot, RunTimeline } from "../swarm-api.ts";
 import { isLive } from "../swarm-api.ts";
-import { createTimeline, foldTimeline, TIMELINE_TYPES, type Timeline, timelineFrom } from "../views/run-timeline.ts";
+import { foldTimeline, TIMELINE_TYPES, type Timeline, timelineFrom } from "../views/run-timeline.ts";
 import {
   type AgentRecord,
   agentView,
@@ -157,7 +157,7 @@ export class RunState {
   }
 
   /** Depth first from `agentId`, parents before their children, children in spawn order. */
-  walk(agentId: string, depth: number, visit: (record: AgentRecord, depth: number) => unknown): void {
+  private walk(agentId: string, depth: number, visit: (record: AgentRecord, depth: number) => unknown): void {
     const record = this.view.agents.get(agentId);
     if (record === undefined) return;
     visit(record, depth);
@@ -195,11 +195,6 @@ export class RunState {
     for (const event of this.#timelineBuffer ?? []) foldTimeline(timeline, event);
     this.#timelineBuffer = null;
     this.timeline = timeline;
-  }
-
-  /** An empty timeline, for a run the page saw from its first event (the tests' fold). */
-  timelineFromStart(): void {
-    this.timeline ??= createTimeline(this.view.runId);
   }
 
   #timelineEvent(event: StoredEvent): void {

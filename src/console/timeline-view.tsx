@@ -11,7 +11,7 @@ const ROW_PX = 22;
 /** The narrowest window a zoom goes to. */
 const MIN_WINDOW_MS = 200;
 
-export const ACTIVITY_LABELS: Record<Activity, string> = {
+const ACTIVITY_LABELS: Record<Activity, string> = {
   waiting: "waiting for inputs",
   provisioning: "provisioning",
   turn: "running a turn",

@@ -32,9 +32,18 @@ const WORK = [...TURN, ...TURN];
 /** When the page shows the whole tree (`1000 agents`, the root's row), in ms since navigation (`performance.now()`). */
 async function shownAt(page: Page, rootAgentId: string): Promise<number> {
   const handle = await page.waitForFunction(
-    `document.querySelector('[data-testid="tree-count"]')?.textContent === "${AGENTS} agents" &&
-      document.querySelector('li[data-agent-id="${rootAgentId}"]') !== null && performance.now()`,
-    undefined,
+    ({ total, root }) => {
+      // The page's DOM, typed here: the tests compile without the DOM's types.
+      const { document } = globalThis as unknown as {
+        document: { querySelector(selector: string): { textContent: string | null } | null };
+      };
+      return (
+        document.querySelector('[data-testid="tree-count"]')?.textContent === `${total} agents` &&
+        document.querySelector(`li[data-agent-id="${root}"]`) !== null &&
+        performance.now()
+      );
+    },
+    { total: AGENTS, root: rootAgentId },
     { polling: "raf", timeout: 120_000 },
   );
   return (await handle.jsonValue()) as number;

@@ -40,8 +40,9 @@ async function confirmed(page: Page, agentId: string, name: "Stop" | "Drain") {
 async function logSeqs(page: Page): Promise<number[]> {
   // The log is drawn a little after the stream's count (at most every 250 ms).
   const streamed = /^(\d+) events/.exec(await page.getByTestId("stream-position").innerText())?.[1];
-  await page.waitForFunction(
-    `Number(document.querySelector("section.event-log")?.dataset.received) >= ${Number(streamed)}`,
+  await until(
+    async () => Number(await page.locator("section.event-log").getAttribute("data-received")) >= Number(streamed),
+    "the event log drawn up to the stream",
   );
   const seen = new Set<number>();
   const log = page.getByTestId("log-scroll");
