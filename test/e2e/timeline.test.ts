@@ -138,5 +138,11 @@ describe("GET /runs/:runId/timeline", () => {
       assert.equal(answer.status, 404, path);
       assert.match(answer.body.error, /^Run (r_00000000000000ff|nope) does not exist\.$/);
     }
+    const metrics = await (await fetch(`${d.url}/metrics`)).text();
+    assert.match(
+      metrics,
+      /swarmd_control_request_duration_seconds_count\{operation="get_timeline",status="4xx"\} 2/,
+      "timed under its own operation",
+    );
   });
 });
