@@ -33,8 +33,8 @@ const MACHINE_RULES = ["^machines/drain[.]ts$", "^machines/error-message[.]ts$"]
 /** The console's own files; vite.config.ts is its build script (node runs it), not part of the page. */
 const CONSOLE = "^src/console/";
 const CONSOLE_BUILD = "^src/console/vite[.]config[.]ts$";
-/** What the console's files import of the daemon's: the API's shared types and the view fold. */
-const CONSOLE_IMPORTS = ["^src/swarm-api[.]ts$", "^src/views/run-view[.]ts$"];
+/** What the console's files import of the daemon's: the API's shared types, the view fold and the timeline fold. */
+const CONSOLE_IMPORTS = ["^src/swarm-api[.]ts$", "^src/views/run-view[.]ts$", "^src/views/run-timeline[.]ts$"];
 /** Everything of the daemon's that Vite bundles into the page: the above and what the fold needs. */
 const CONSOLE_BUNDLE = [
   ...CONSOLE_IMPORTS,
@@ -107,7 +107,8 @@ export default {
     },
     {
       name: "console-imports",
-      comment: "The console's files import, of the daemon's, only the API's shared types and the view fold.",
+      comment:
+        "The console's files import, of the daemon's, only the API's shared types and the view and timeline folds.",
       severity: "error",
       from: { path: CONSOLE, pathNot: CONSOLE_BUILD },
       to: { dependencyTypes: ["local"], pathNot: [CONSOLE, ...CONSOLE_IMPORTS] },

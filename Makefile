@@ -45,7 +45,7 @@ run: $(NODE_STAMP) $(CONSOLE)
 # that none of them starts last and ends the run alone); files keep their own data folders, ports,
 # sandboxes and containers. SERIAL_TESTS then run one at a time, with nothing else of the run: their
 # assertions need the CPU in time (a 50 ms limit on approval patterns, an abort that must be
-# prompt), or their networked sandboxes fail to start more often on a busy machine (docs/testing.md).
+# prompt, the console's 2 s open and 50 ms frames at 1,000 agents), or their networked sandboxes fail to start more often on a busy machine (docs/testing.md).
 # The spec reporter prints every test and one summary, then the slowest 15 files.
 # `make test TESTS="test/e2e/controls.test.ts test/faults/restart.test.ts"` runs chosen files.
 # test-fast is the inner loop: the machines, the ledger, views and HTTP on the simulated runtime, with
@@ -55,12 +55,12 @@ SLOWEST_TESTS := test/security/docker-containment.test.ts test/faults/restart.te
 SLOW_TESTS := $(SLOWEST_TESTS) $(filter-out $(SLOWEST_TESTS),$(wildcard test/faults/*.test.ts test/e2e/process.test.ts \
 	test/machines/reply-*.test.ts test/sandbox/*.test.ts))
 TESTS ?= $(SLOW_TESTS) $(filter-out $(SLOW_TESTS),$(shell find test -name "*.test.ts" | sort))
-SERIAL_TESTS := test/e2e/approvals.test.ts test/harness/harness.test.ts
+SERIAL_TESTS := test/e2e/approvals.test.ts test/harness/harness.test.ts test/console/big-run.test.ts
 # The reply rule's CPU-bound files first, as above.
 FAST_TESTS := $(filter $(SLOW_TESTS),$(wildcard test/machines/*.test.ts)) \
 	$(filter-out $(SLOW_TESTS),$(shell find test/machines test/ledger test/http test/api test/service -name "*.test.ts" | sort)) \
-	test/console/run-state.test.ts \
-	$(addprefix test/e2e/,lifecycle.test.ts spawn.test.ts controls.test.ts run-list.test.ts openapi-contract.test.ts)
+	test/console/run-state.test.ts test/console/tree-rows.test.ts \
+	$(addprefix test/e2e/,lifecycle.test.ts spawn.test.ts controls.test.ts run-list.test.ts openapi-contract.test.ts timeline.test.ts)
 TEST_RUN = $(NODE) --import tsx test/support/run-tests.mjs --concurrency=$(TEST_CONCURRENCY)
 
 .PHONY: test-fast

@@ -87,6 +87,7 @@ export type {
 } from "./api/agents.ts";
 export type { Outcome, Scope, SpendView, Usage } from "./api/fields.ts";
 export {
+  ACTIVITIES,
   AGENT_STATES,
   DEFAULT_DRAIN_TIMEOUT_MS,
   DEFAULT_RUN_LIST_LIMIT,
@@ -95,6 +96,7 @@ export {
   MAX_PERMISSION_MESSAGE_CHARS,
   MAX_RUN_LIST_LIMIT,
   MAX_WAIT_SECONDS,
+  OUTCOMES,
 } from "./api/limits.ts";
 export type { KeySource, ModelView } from "./api/models.ts";
 export type {
@@ -114,6 +116,8 @@ export type {
   SpawnResponse,
   SpendCaps,
 } from "./api/runs.ts";
+
+export type { Activity, AgentTimeline, RunTimeline, TimelineSpan, TimelineStatus } from "./api/timeline.ts";
 
 export type AgentState = (typeof AGENT_STATES)[number];
 export type LiveState = Exclude<AgentState, "done" | "aborted">;

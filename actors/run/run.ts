@@ -167,7 +167,12 @@ export class Run {
    */
   async agent(agentId: string): Promise<AgentDetail> {
     const record = this.#view.agents.get(agentId)!;
-    const view: AgentDetail = { ...agentView(record), budget: this.#spend.view(agentId) };
+    const view: AgentDetail = {
+      ...agentView(record),
+      prompt: record.prompt,
+      waitFor: [...record.waitFor],
+      budget: this.#spend.view(agentId),
+    };
     const place = this.#deps.starts.positions().get(agentId);
     if (place !== undefined) view.queuePosition = place;
     const stats =

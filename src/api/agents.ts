@@ -69,6 +69,10 @@ export const AgentViewSchema = z
   .describe("Spec section 2.2: the fold of the run's ledger.");
 
 export const AgentDetailSchema = AgentViewSchema.extend({
+  prompt: z.string().nullable().describe("The task it was spawned with (its first turn); null when none."),
+  waitFor: z
+    .array(AgentId)
+    .describe("The agents whose results it waited for before it was forked (`/inputs/<agentId>.md`)."),
   budget: SpendViewSchema,
   sessionStats: z
     .record(z.string(), z.unknown())

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { AGENT_STATES } from "./limits.ts";
+import { AGENT_STATES, OUTCOMES } from "./limits.ts";
 
 /** Shapes more than one route shares: ids, counts, scope, usage, spend, and the error body. */
 
@@ -37,7 +37,7 @@ export const EXAMPLE_IDS = {
 } as const satisfies Record<PathParamName, string>;
 
 export const AgentStateSchema = z.enum(AGENT_STATES);
-export const OutcomeSchema = z.enum(["success", "failed", "aborted", "budget-exceeded", "lost"]);
+export const OutcomeSchema = z.enum(OUTCOMES);
 
 /** A non-empty string field of a body. */
 export const Text = z.string().min(1, "must not be empty");

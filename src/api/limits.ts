@@ -6,6 +6,9 @@
 /** Every state of the API, in lifecycle order: the one list the counts, tables and schemas use. */
 export const AGENT_STATES = ["spawning", "provisioning", "running", "paused", "done", "aborted"] as const;
 
+/** How an agent ended (spec section 2.3). */
+export const OUTCOMES = ["success", "failed", "aborted", "budget-exceeded", "lost"] as const;
+
 /** How long a drain may take before its members still live are aborted, unless the request says. */
 export const DEFAULT_DRAIN_TIMEOUT_MS = 10 * 60_000;
 export const MAX_DRAIN_TIMEOUT_MS = 24 * 3_600_000;
@@ -21,3 +24,15 @@ export const MACHINE_TRANSITIONS_KEPT = 50;
 
 /** Spec section 4.12: the longest `wait` a result request may hold, in seconds. */
 export const MAX_WAIT_SECONDS = 240;
+
+/** What an agent can be doing on a run's timeline (`GET /runs/:runId/timeline`), in lifecycle order. */
+export const ACTIVITIES = [
+  "waiting",
+  "provisioning",
+  "turn",
+  "idle",
+  "paused",
+  "hibernated",
+  "approval",
+  "draining",
+] as const;

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { Int } from "./fields.ts";
 import { operation } from "./operation.ts";
 
-/** The models a spec may name (spec sections 2.5, 2.7 and 4.20): the daemon's catalogue, keys never shown. */
+/** The models a spec may name (spec sections 2.5, 2.7 and 4.21): the daemon's catalogue, keys never shown. */
 
 export const KeySourceSchema = z
   .enum(["env", "file", "command", "none"])

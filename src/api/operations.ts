@@ -23,6 +23,7 @@ import {
   getMetrics,
   getOpenApiDocument,
 } from "./service.ts";
+import { getRunTimeline } from "./timeline.ts";
 
 /**
  * Every route of spec section 4, in the document's order. Each is declared in the file of its
@@ -40,6 +41,7 @@ export const OPERATIONS: readonly Operation[] = [
   createRun,
   listRuns,
   getRun,
+  getRunTimeline,
   deleteRun,
   streamRunEvents,
   listPermissions,

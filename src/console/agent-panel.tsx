@@ -1,20 +1,24 @@
-import { Fragment } from "preact";
 import { type AgentDetail, isLive, type MachineView, type ResultView } from "../swarm-api.ts";
 import type { AgentRecord } from "../views/run-view.ts";
+import type { AgentOutput } from "./agent-output.ts";
 import { api } from "./api.ts";
-import { brief, budgetText, clock, usageText, when } from "./format.ts";
+import { budgetText, usageText, when } from "./format.ts";
+import { LiveOutput } from "./live-output.tsx";
+import { MachineTable, SessionStats } from "./stats-tables.tsx";
+import { toolErrors } from "./tree-rows.ts";
 import { usePolled } from "./use-polled.ts";
 
 /**
- * One agent in full: what the fold knows (prompt, inputs, state), and what only the daemon can say:
- * its result, `sessionStats` and budget (`GET /agents/:id`), and its state machine
- * (`GET /agents/:id/machine`), read again whenever the agent's state or last event changes.
+ * One agent in full: what the fold knows (state, usage), and what only the daemon can say: its
+ * prompt and inputs, `sessionStats` and budget (`GET /agents/:id`), its result, and its state
+ * machine (`GET /agents/:id/machine`), read again whenever the agent's state or last event changes;
+ * and its live output from the stream.
  */
-export function AgentPanel({ record }: { record: AgentRecord }) {
+export function AgentPanel({ record, output }: { record: AgentRecord; output: AgentOutput | null }) {
   const { agentId } = record;
   const live = isLive(record.state);
   // Re-read when something about the agent changed, and every 5 s while it lives (stats move without events).
-  const changed = `${agentId}:${record.state}:${record.settled?.resultRef ?? ""}:${record.pendingPermissions.length}:${record.drain ? 1 : 0}`;
+  const changed = `${agentId}:${record.state}:${record.settledTurns}:${record.pendingPermissions.length}:${record.draining ? 1 : 0}:${record.hibernated ? 1 : 0}`;
   const detail = usePolled(
     (signal) => api<AgentDetail>("GET", `/agents/${agentId}`, undefined, signal),
     changed,
@@ -30,6 +34,7 @@ export function AgentPanel({ record }: { record: AgentRecord }) {
     changed,
     live ? 2_000 : null,
   );
+  const errors = toolErrors(record);
 
   return (
     <div class="agent-panel" data-panel-agent-id={agentId}>
@@ -40,8 +45,10 @@ export function AgentPanel({ record }: { record: AgentRecord }) {
         <dt>State</dt>
         <dd>
           {record.state}
-          {record.outcome && ` · ${record.outcome}`}
+          {record.outcome && record.outcome !== record.state && ` · ${record.outcome}`}
           {record.pausedBy && ` · paused by ${record.pausedBy}`}
+          {record.hibernated && " · hibernated"}
+          {record.draining && " · draining"}
         </dd>
         <dt>Created</dt>
         <dd>{when(record.createdAt)}</dd>
@@ -54,14 +61,20 @@ export function AgentPanel({ record }: { record: AgentRecord }) {
         <dt>Parent</dt>
         <dd class="mono">{record.parentAgentId ?? "— (root)"}</dd>
         <dt>Inputs</dt>
-        <dd class="mono">{record.waitFor.length ? record.waitFor.join(", ") : "none"}</dd>
+        <dd class="mono">{detail.data ? detail.data.waitFor.join(", ") || "none" : "…"}</dd>
         <dt>Usage</dt>
         <dd>{usageText(record.usage) || "no model calls"}</dd>
         <dt>Subtree usage</dt>
         <dd>{usageText(record.subtreeUsage) || "no model calls"}</dd>
+        {errors > 0 && (
+          <>
+            <dt>Tool errors</dt>
+            <dd class="error">{errors} tool calls swarmd refused or failed (see its tool_refused events)</dd>
+          </>
+        )}
       </dl>
       <h3>Prompt</h3>
-      <pre class="text">{record.prompt ?? "(none)"}</pre>
+      <pre class="text">{detail.data ? (detail.data.prompt ?? "(none)") : "…"}</pre>
       <h3>Result</h3>
       {result.error && <p class="error">{result.error}</p>}
       <pre class="text" data-testid="agent-result">
@@ -71,61 +84,25 @@ export function AgentPanel({ record }: { record: AgentRecord }) {
             : "(pending)"
           : "…"}
       </pre>
+      <h3>Live output</h3>
+      <LiveOutput output={output} live={live} />
       <h3>Session stats and budget</h3>
       {detail.error && <p class="error">{detail.error}</p>}
       {detail.data && (
-        <dl class="facts">
-          {Object.entries(detail.data.sessionStats ?? {}).map(([key, value]) => (
-            <Fragment key={key}>
-              <dt>{key}</dt>
-              <dd>{brief(value, 120)}</dd>
-            </Fragment>
-          ))}
-          {detail.data.sessionStats === undefined && (
-            <dd class="muted">No session stats (the harness did not answer, or the agent is paused or ended).</dd>
+        <>
+          {detail.data.sessionStats ? (
+            <SessionStats stats={detail.data.sessionStats} />
+          ) : (
+            <p class="muted">No session stats (the harness did not answer, or the agent is paused or ended).</p>
           )}
-          <dt>Budget</dt>
-          <dd>{budgetText(detail.data.budget)}</dd>
-        </dl>
+          <p>
+            <span class="muted">Budget:</span> {budgetText(detail.data.budget)}
+          </p>
+        </>
       )}
       <h3>Machine</h3>
       {machine.error && <p class="error">{machine.error}</p>}
       {machine.data && <MachineTable machine={machine.data} />}
-    </div>
-  );
-}
-
-/** The agent's machine as the daemon runs it: an offline stand-in for the Stately inspector. */
-function MachineTable({ machine }: { machine: MachineView }) {
-  return (
-    <div class="machine">
-      <p>
-        <code data-testid="machine-value">{JSON.stringify(machine.value)}</code>{" "}
-        {machine.tags.map((tag) => (
-          <span key={tag} class="badge">
-            {tag}
-          </span>
-        ))}
-        {!machine.running && <span class="muted"> (no machine runs for it now)</span>}
-      </p>
-      <table>
-        <thead>
-          <tr>
-            <th>At</th>
-            <th>Event</th>
-            <th>To</th>
-          </tr>
-        </thead>
-        <tbody>
-          {[...machine.transitions].reverse().map((t, i) => (
-            <tr key={`${t.at}-${i}`}>
-              <td>{clock(t.at)}</td>
-              <td class="mono">{t.event}</td>
-              <td class="mono">{JSON.stringify(t.value)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
     </div>
   );
 }

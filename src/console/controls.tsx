@@ -10,6 +10,8 @@ export type Outcome =
   | { label: string; results: ControlResponse["results"]; note?: string };
 
 type Form = "steer" | "prompt" | "budget" | null;
+/** Stop and Drain wait for a second click that says how many agents they reach. */
+type Confirming = { label: "Stop" | "Drain"; members: number } | null;
 
 interface ControlsProps {
   record: AgentRecord;
@@ -20,12 +22,14 @@ interface ControlsProps {
 }
 
 /**
- * The controls of one agent: Pause, Resume, Stop (abort), Drain, Steer, Prompt and Raise budget,
- * each for the agent alone or, with Subtree pressed, for its subtree (a budget always covers it).
+ * The controls of one agent, in its row's `Actions` menu: Pause, Resume, Stop (abort), Drain, Steer,
+ * Prompt and Raise budget, each for the agent alone or, with Subtree pressed, for its subtree (a
+ * budget always covers it). Stop and Drain ask first, naming how many live agents they reach.
  */
 export function AgentControls({ record, subtreeMembers, onOutcome }: ControlsProps) {
   const [subtree, setSubtree] = useState(false);
   const [form, setForm] = useState<Form>(null);
+  const [confirming, setConfirming] = useState<Confirming>(null);
   const [busy, setBusy] = useState(false);
   const scope = subtree ? "subtree" : "agent";
   const path = `/agents/${record.agentId}`;
@@ -65,64 +69,78 @@ export function AgentControls({ record, subtreeMembers, onOutcome }: ControlsPro
       const answer = await api<{ agentId: string; budget: SpendView }>("POST", `${path}/budget`, caps);
       return { results: [{ agentId: answer.agentId, outcome: "applied" }], note: budgetText(answer.budget) };
     });
+  const ask = (label: "Stop" | "Drain") => {
+    setForm(null);
+    setConfirming({ label, members: subtree ? subtreeMembers().length : 1 });
+  };
+  const confirm = () => {
+    if (confirming === null) return;
+    setConfirming(null);
+    void control(confirming.label, "stop", { mode: confirming.label === "Stop" ? "abort" : "drain", scope });
+  };
+  const open = (next: Form) => {
+    setConfirming(null);
+    setForm(form === next ? null : next);
+  };
 
   return (
-    <div class="controls">
-      <button
-        type="button"
-        aria-pressed={subtree}
-        class={subtree ? "toggle on" : "toggle"}
-        onClick={() => setSubtree(!subtree)}
-        title="Apply the controls to the agent and every agent under it"
-      >
-        Subtree
-      </button>
-      <button type="button" disabled={busy} onClick={() => control("Pause", "pause", { scope })}>
-        Pause
-      </button>
-      <button type="button" disabled={busy} onClick={() => control("Resume", "resume", { scope })}>
-        Resume
-      </button>
-      <button
-        type="button"
-        disabled={busy}
-        class="danger"
-        onClick={() => control("Stop", "stop", { mode: "abort", scope })}
-      >
-        Stop
-      </button>
-      <button
-        type="button"
-        disabled={busy}
-        onClick={() => control("Drain", "stop", { mode: "drain", scope })}
-        title="Let running turns finish, then end"
-      >
-        Drain
-      </button>
-      <button
-        type="button"
-        disabled={busy}
-        aria-expanded={form === "steer"}
-        onClick={() => setForm(form === "steer" ? null : "steer")}
-      >
-        Steer
-      </button>
-      <button
-        type="button"
-        disabled={busy}
-        aria-expanded={form === "prompt"}
-        onClick={() => setForm(form === "prompt" ? null : "prompt")}
-      >
-        Prompt
-      </button>
-      <button
-        type="button"
-        disabled={busy}
-        aria-expanded={form === "budget"}
-        onClick={() => setForm(form === "budget" ? null : "budget")}
-      >
-        Raise budget
-      </button>
+    <fieldset class="controls" aria-label={`Actions for ${record.specName}`}>
+      <div class="control-buttons">
+        <button
+          type="button"
+          aria-pressed={subtree}
+          class={subtree ? "toggle on" : "toggle"}
+          onClick={() => {
+            setSubtree(!subtree);
+            setConfirming(null);
+          }}
+          title="Apply the controls to the agent and every agent under it"
+        >
+          Subtree
+        </button>
+        <button type="button" disabled={busy} onClick={() => control("Pause", "pause", { scope })}>
+          Pause
+        </button>
+        <button type="button" disabled={busy} onClick={() => control("Resume", "resume", { scope })}>
+          Resume
+        </button>
+        <button
+          type="button"
+          disabled={busy}
+          class="danger"
+          aria-expanded={confirming?.label === "Stop"}
+          onClick={() => ask("Stop")}
+        >
+          Stop
+        </button>
+        <button
+          type="button"
+          disabled={busy}
+          aria-expanded={confirming?.label === "Drain"}
+          onClick={() => ask("Drain")}
+          title="Let running turns finish, then end"
+        >
+          Drain
+        </button>
+        <button type="button" disabled={busy} aria-expanded={form === "steer"} onClick={() => open("steer")}>
+          Steer
+        </button>
+        <button type="button" disabled={busy} aria-expanded={form === "prompt"} onClick={() => open("prompt")}>
+          Prompt
+        </button>
+        <button type="button" disabled={busy} aria-expanded={form === "budget"} onClick={() => open("budget")}>
+          Raise budget
+        </button>
+      </div>
+      {confirming && (
+        <Confirm
+          what={confirming}
+          name={record.specName}
+          subtree={subtree}
+          onConfirm={confirm}
+          onCancel={() => setConfirming(null)}
+        />
+      )}
       {form === "steer" && (
         <TextForm
           label={subtree ? "Steer message (to the agent, with its children's table)" : "Steer message"}
@@ -138,6 +156,43 @@ export function AgentControls({ record, subtreeMembers, onOutcome }: ControlsPro
         />
       )}
       {form === "budget" && <BudgetForm busy={busy} onSend={budget} />}
+    </fieldset>
+  );
+}
+
+/** "Stop 12 live agents: worker and the 11 live agents under it?" with Confirm and Cancel. */
+function Confirm({
+  what,
+  name,
+  subtree,
+  onConfirm,
+  onCancel,
+}: {
+  what: NonNullable<Confirming>;
+  name: string;
+  subtree: boolean;
+  onConfirm: () => void;
+  onCancel: () => void;
+}) {
+  const below = what.members - 1;
+  const reach = subtree
+    ? `${what.members} live agent${what.members === 1 ? "" : "s"}: ${name}${below > 0 ? ` and the ${below} live agent${below === 1 ? "" : "s"} under it` : ", none live under it"}`
+    : `1 agent: ${name} alone`;
+  const effect =
+    what.label === "Stop"
+      ? "Running turns are aborted and sandboxes closed."
+      : "Running turns finish; then each ends. Nothing new is taken.";
+  return (
+    <div class="confirm" role="alertdialog" aria-label={`Confirm ${what.label.toLowerCase()}`}>
+      <span data-testid="confirm-text">
+        {what.label} {reach}? {effect}
+      </span>
+      <button type="button" class={what.label === "Stop" ? "danger" : ""} onClick={onConfirm} autofocus>
+        Confirm
+      </button>
+      <button type="button" onClick={onCancel}>
+        Cancel
+      </button>
     </div>
   );
 }

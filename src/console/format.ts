@@ -1,7 +1,18 @@
 import type { SpendView, Usage } from "../swarm-api.ts";
 
-export const clock = (at: number): string => new Date(at).toLocaleTimeString([], { hour12: false });
-export const when = (at: number): string => new Date(at).toLocaleString([], { hour12: false });
+// One formatter each: `toLocaleTimeString` builds a new one per call, the page's costliest call while events stream.
+const CLOCK = new Intl.DateTimeFormat([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
+const WHEN = new Intl.DateTimeFormat([], {
+  year: "numeric",
+  month: "numeric",
+  day: "numeric",
+  hour: "2-digit",
+  minute: "2-digit",
+  second: "2-digit",
+  hour12: false,
+});
+export const clock = (at: number): string => CLOCK.format(at);
+export const when = (at: number): string => WHEN.format(at);
 
 /** "12.3k tok · $0.0123", or "" when no model call was made. */
 export function usageText(usage: Usage): string {
@@ -28,4 +39,30 @@ export function budgetText(budget: SpendView): string {
     `${what}: ${cap === null ? "no own cap" : `cap ${show(cap)}`}${left === null ? "" : `, ${show(left)} left`}`;
   const dollars = (n: number) => `$${n.toFixed(4)}`;
   return `${part("tokens", budget.maxTokens, budget.remainingTokens, String)} · ${part("cost", budget.maxCostUsd, budget.remainingCostUsd, dollars)}`;
+}
+
+/** 950, 12.3k, 4.56M: a count of tokens at a glance. */
+export function count(n: number): string {
+  if (n < 1_000) return String(Math.round(n));
+  if (n < 1_000_000) return `${(n / 1_000).toFixed(n < 10_000 ? 2 : 1)}k`;
+  return `${(n / 1_000_000).toFixed(n < 10_000_000 ? 2 : 1)}M`;
+}
+
+/** $0.0123 below a dollar, $12.35 above. */
+export const dollars = (usd: number): string => `$${usd.toFixed(usd < 1 ? 4 : 2)}`;
+
+/** "12.3k tok · $0.0123", or "" when no model call was made: a row's spend. */
+export function spendText(usage: Usage): string {
+  if (usage.calls === 0) return "";
+  const tokens = usage.inputTokens + usage.outputTokens + usage.cacheReadTokens + usage.cacheWriteTokens;
+  return `${count(tokens)} tok · ${dollars(usage.costUsd)}`;
+}
+
+/** 1.2 s, 3 min 4 s, 2 h 5 min: a span of time. */
+export function duration(ms: number): string {
+  if (ms < 1_000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1_000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+  const minutes = Math.floor(ms / 60_000);
+  if (minutes < 60) return `${minutes} min ${Math.round((ms % 60_000) / 1_000)} s`;
+  return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
 }

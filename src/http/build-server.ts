@@ -21,6 +21,7 @@ import { agentRoutes } from "./routes/agents.ts";
 import { eventRoutes } from "./routes/events.ts";
 import { modelRoutes } from "./routes/models.ts";
 import { runRoutes } from "./routes/runs.ts";
+import { timelineRoutes } from "./routes/timeline.ts";
 import type { EventStream } from "./sse/event-stream.ts";
 
 export interface ServerConfig {
@@ -126,6 +127,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     for (const stream of [...streams]) if (stream.runId === runId) stream.close("run-removed");
   };
   runRoutes(app, { swarm: deps.swarm, endStreams });
+  timelineRoutes(app, { swarm: deps.swarm, events: deps.events });
   agentRoutes(app, deps.swarm);
   modelRoutes(app, deps.swarm);
   openApiRoutes(app);

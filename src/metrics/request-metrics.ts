@@ -8,6 +8,7 @@ const OPERATIONS: Readonly<Record<string, string>> = {
   "POST /runs": "create_run",
   "GET /runs": "list_runs",
   "GET /runs/:runId": "get_run",
+  "GET /runs/:runId/timeline": "get_timeline",
   "DELETE /runs/:runId": "delete_run",
   "GET /runs/:runId/permissions": "list_permissions",
   "POST /runs/:runId/agents": "spawn",

@@ -22,8 +22,46 @@ const SKIP =
     ? false
     : "chromium is not installed (make test installs it as root: scripts/setup-machine.sh --tests)";
 const row = (page: Page, agentId: string) => page.locator(`li[data-agent-id="${agentId}"]`);
-const button = (page: Page, agentId: string, name: string) =>
-  row(page, agentId).getByRole("button", { name, exact: true });
+const actions = (page: Page, agentId: string) =>
+  row(page, agentId).getByRole("button", { name: "Actions", exact: true });
+/** A control of the agent's row, its Actions menu opened first (one row's menu is open at a time). */
+async function button(page: Page, agentId: string, name: string) {
+  if ((await actions(page, agentId).getAttribute("aria-expanded")) !== "true") await actions(page, agentId).click();
+  return row(page, agentId).getByRole("button", { name, exact: true });
+}
+/** Stop or Drain, confirmed: returns what the confirmation said. */
+async function confirmed(page: Page, agentId: string, name: "Stop" | "Drain") {
+  await (await button(page, agentId, name)).click();
+  const text = await row(page, agentId).getByTestId("confirm-text").innerText();
+  await row(page, agentId).getByRole("button", { name: "Confirm", exact: true }).click();
+  return text;
+}
+/** Every `data-seq` the event log holds, scrolled through from top to bottom (it draws only what is in view). */
+async function logSeqs(page: Page): Promise<number[]> {
+  // The log is drawn a little after the stream's count (at most every 250 ms).
+  const streamed = /^(\d+) events/.exec(await page.getByTestId("stream-position").innerText())?.[1];
+  await until(
+    async () => Number(await page.locator("section.event-log").getAttribute("data-received")) >= Number(streamed),
+    "the event log drawn up to the stream",
+  );
+  const seen = new Set<number>();
+  const log = page.getByTestId("log-scroll");
+  await log.evaluate((element) => (element.scrollTop = 0));
+  for (;;) {
+    for (const seq of await page
+      .locator(".log-row[data-seq]")
+      .evaluateAll((rows) => rows.map((r) => Number(r.getAttribute("data-seq")))))
+      seen.add(seq);
+    const moved = await log.evaluate((element) => {
+      const before = element.scrollTop;
+      element.scrollTop += element.clientHeight;
+      return element.scrollTop !== before;
+    });
+    // Two frames: the scroll is read, then the rows drawn.
+    await page.evaluate("new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))");
+    if (!moved) return [...seen].sort((a, b) => a - b);
+  }
+}
 
 /** What the page logged as an error, less the failed loads a refused call is (the test asserts those itself). */
 const unexpected = (errors: string[]) =>
@@ -104,12 +142,12 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
     // The event log, filtered by agent, then by type.
     const log = page.getByRole("region", { name: "Event log" });
     await log.getByLabel("Filter by agent").selectOption(grandchild);
-    const agents = await log.locator("tbody tr td:nth-child(4)").allInnerTexts();
+    const agents = await log.locator(".log-row .log-agent").allInnerTexts();
     assert.ok(agents.length > 0 && agents.every((name) => name === "grandchild"), agents.join(","));
     await log.getByLabel("Filter by agent").selectOption("");
     await log.getByLabel("Filter by type").selectOption("agent_spawned");
     assert.deepEqual(
-      await log.locator("tbody tr").evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-type"))),
+      await log.locator(".log-row").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-type"))),
       ["agent_spawned", "agent_spawned", "agent_spawned", "agent_spawned"],
     );
 
@@ -133,7 +171,7 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
     const { page, errors } = await openConsole(browser, `${d.url}/#/runs/${run.runId}`);
     await row(page, child).waitFor();
 
-    await button(page, child, "Pause").click();
+    await (await button(page, child, "Pause")).click();
     await until(async () => (await stateOf(child)).state === "paused", "the worker paused through the API");
     assert.equal((await stateOf(child)).pausedBy, "operator");
     await row(page, child).getByText("paused by operator").waitFor();
@@ -141,31 +179,31 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
       await row(page, child).getByRole("status", { name: "Pause results" }).innerText(),
       new RegExp(`${child} applied`),
     );
-    await button(page, child, "Resume").click();
+    await (await button(page, child, "Resume")).click();
     await until(async () => (await stateOf(child)).state === "running", "the worker resumed");
 
     // A control the API refuses shows the API's own message.
-    await button(page, child, "Resume").click();
+    await (await button(page, child, "Resume")).click();
     await row(page, child).getByRole("alert").waitFor();
     assert.match(await row(page, child).getByRole("alert").innerText(), /Resume: agent a_[0-9a-f]+ is not paused/);
 
     // Subtree: one result per member, parents first.
-    await button(page, run.rootAgentId, "Subtree").click();
-    assert.equal(await button(page, run.rootAgentId, "Subtree").getAttribute("aria-pressed"), "true");
-    await button(page, run.rootAgentId, "Pause").click();
+    await (await button(page, run.rootAgentId, "Subtree")).click();
+    assert.equal(await (await button(page, run.rootAgentId, "Subtree")).getAttribute("aria-pressed"), "true");
+    await (await button(page, run.rootAgentId, "Pause")).click();
     const results = row(page, run.rootAgentId).getByRole("status", { name: "Pause results" });
     await results.waitFor();
     assert.deepEqual(await results.locator("li").allInnerTexts(), [`${run.rootAgentId} applied`, `${child} applied`]);
     assert.equal((await stateOf(child)).pausedBy, "cascade");
-    await button(page, run.rootAgentId, "Resume").click();
+    await (await button(page, run.rootAgentId, "Resume")).click();
     await until(
       async () => (await stateOf(child)).state === "running" && (await stateOf(run.rootAgentId)).state === "running",
       "the subtree resumed",
     );
-    await button(page, run.rootAgentId, "Subtree").click();
+    await (await button(page, run.rootAgentId, "Subtree")).click();
 
     // Prompt: a new turn with the text typed (the echo script answers with it).
-    await button(page, child, "Prompt").click();
+    await (await button(page, child, "Prompt")).click();
     await row(page, child).getByRole("textbox", { name: "Prompt (a new turn)" }).fill("typed in the console");
     await row(page, child).getByRole("button", { name: "Send" }).click();
     await until(
@@ -174,7 +212,7 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
     );
 
     // Steer: the idle worker takes the message as a new turn.
-    await button(page, child, "Steer").click();
+    await (await button(page, child, "Steer")).click();
     await row(page, child).getByRole("textbox", { name: "Steer message" }).fill("steered from the console");
     await row(page, child).getByRole("button", { name: "Send" }).click();
     assert.match(
@@ -187,22 +225,39 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
     );
 
     // Raise budget: new caps through the API.
-    await button(page, run.rootAgentId, "Raise budget").click();
+    await (await button(page, run.rootAgentId, "Raise budget")).click();
     await row(page, run.rootAgentId).getByRole("textbox", { name: "maxTokens" }).fill("500000");
     await row(page, run.rootAgentId).getByRole("button", { name: "Apply" }).click();
     await until(async () => (await stateOf(run.rootAgentId)).budget.maxTokens === 500_000, "the root's new token cap");
 
-    // Drain ends the idle worker as done/drained; Stop aborts the root.
-    await button(page, child, "Drain").click();
+    // Drain ends the idle worker as done/drained, once confirmed; Stop aborts the root.
+    assert.equal(
+      await confirmed(page, child, "Drain"),
+      "Drain 1 agent: worker alone? Running turns finish; then each ends. Nothing new is taken.",
+    );
     await until(async () => (await stateOf(child)).state === "done", "the worker drained");
     await until(async () => (await row(page, child).getAttribute("data-state")) === "done", "the worker shown done");
-    assert.equal(await button(page, child, "Pause").count(), 0, "an ended agent has no controls");
+    assert.equal(await actions(page, child).count(), 0, "an ended agent has no controls");
+    assert.deepEqual(
+      await row(page, child).locator(".badge").allInnerTexts(),
+      ["success"],
+      "one badge for an ended agent: its outcome",
+    );
     // Subtree Stop: leaves first; the answer stays shown after the members ended.
     const second = await spawn(run.runId, run.rootAgentId, "second");
     await waitForState(d, second, "running");
     await row(page, second).waitFor();
-    await button(page, run.rootAgentId, "Subtree").click();
-    await button(page, run.rootAgentId, "Stop").click();
+    await (await button(page, run.rootAgentId, "Subtree")).click();
+    await (await button(page, run.rootAgentId, "Stop")).click();
+    assert.equal(
+      await row(page, run.rootAgentId).getByTestId("confirm-text").innerText(),
+      "Stop 2 live agents: controlled and the 1 live agent under it? Running turns are aborted and sandboxes closed.",
+    );
+    // Cancel stops nothing; asked again, it goes.
+    await row(page, run.rootAgentId).getByRole("button", { name: "Cancel", exact: true }).click();
+    assert.equal(await row(page, run.rootAgentId).getByTestId("confirm-text").count(), 0);
+    assert.equal((await stateOf(second)).state, "running", "nothing stopped before the confirmation");
+    await confirmed(page, run.rootAgentId, "Stop");
     await until(
       async () => (await stateOf(run.rootAgentId)).state === "aborted" && (await stateOf(second)).state === "aborted",
       "the subtree stopped",
@@ -241,6 +296,11 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
     await approval.waitFor({ timeout: 60_000 });
     assert.match(await approval.innerText(), /bash.*echo allowed-ran/);
     await page.getByText("1 approval pending").waitFor();
+    assert.equal(
+      await row(page, run.rootAgentId).locator(".activity").innerText(),
+      "waiting for approval of bash",
+      "what holds it, not the tool it asked for",
+    );
     await approval.getByRole("button", { name: "Allow" }).click();
     assert.match((await d.call("GET", `/agents/${run.rootAgentId}/result?wait=60`)).body.result, /first: allowed-ran/);
 
@@ -301,11 +361,7 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
         `the page at seq ${snapshot.asOf}`,
         30_000,
       );
-      const shown = (
-        await page
-          .locator(".events tr[data-seq]")
-          .evaluateAll((trs) => trs.map((tr) => Number(tr.getAttribute("data-seq"))))
-      ).sort((a, b) => a - b);
+      const shown = await logSeqs(page);
       assert.deepEqual(
         shown.filter((seq) => seq <= snapshot.asOf),
         Array.from({ length: snapshot.asOf }, (_, i) => i + 1),
@@ -331,9 +387,12 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
     const { page, errors } = await openConsole(browser, `${d.url}/#/runs/${run.runId}/${run.rootAgentId}`);
     const result = page.getByTestId("agent-result");
     await until(async () => (await result.innerText()) === hostile, "the result shown as the very text");
-    assert.equal(await page.locator(".agent-panel pre.text").first().innerText(), hostile, "the prompt too");
+    await until(
+      async () => (await page.locator(".agent-panel pre.text").first().innerText()) === hostile,
+      "the prompt too",
+    );
     assert.equal(
-      await page.locator("img[src=x], .agent-panel b, .event-log b").count(),
+      await page.locator("img[src=x], .agent-panel b, .event-log b, .live-output b").count(),
       0,
       "no element made from agent text",
     );
@@ -346,13 +405,13 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
   it("tells when the run open on the page is purged, and offers no controls for it", async () => {
     const run = await keepAlive("purged-while-open");
     const { page } = await openConsole(browser, `${d.url}/#/runs/${run.runId}`);
-    await button(page, run.rootAgentId, "Pause").waitFor();
+    await actions(page, run.rootAgentId).waitFor();
     assert.equal((await d.call("DELETE", `/runs/${run.runId}?purge=true`)).status, 204);
     await page
       .getByRole("alert")
       .getByText(/does not exist\. The run was deleted or purged/)
       .waitFor({ timeout: 30_000 });
-    assert.equal(await page.getByRole("button", { name: "Pause" }).count(), 0);
+    assert.equal(await page.getByRole("button", { name: "Actions" }).count(), 0);
     await page.context().close();
   });
 });
@@ -390,7 +449,7 @@ describe("the web console with a token", { skip: SKIP }, () => {
     await page.getByRole("button", { name: "Sign in" }).click();
     await row(page, run.rootAgentId).waitFor();
     await page.getByRole("status").getByText("live", { exact: true }).waitFor();
-    await button(page, run.rootAgentId, "Pause").click();
+    await (await button(page, run.rootAgentId, "Pause")).click();
     await until(
       async () => (await d.call("GET", `/agents/${run.rootAgentId}`, undefined, auth)).body.state === "paused",
       "the paused root, with the token",
@@ -447,7 +506,7 @@ describe("the web console across a daemon restart", { skip: SKIP }, () => {
         "the child spawned after the restart, shown running",
         60_000,
       );
-      await button(page, child, "Pause").click();
+      await (await button(page, child, "Pause")).click();
       await waitState(daemon, child, "paused");
       await page.context().close();
       await daemon.call("DELETE", `/runs/${run.runId}`);

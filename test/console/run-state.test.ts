@@ -6,13 +6,13 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { followRun, type StreamStatus } from "../../src/console/event-stream.ts";
-import { RunState, type StreamMessage } from "../../src/console/run-state.ts";
+import { LOG_BACKFILL, RunState, type StreamMessage } from "../../src/console/run-state.ts";
+import { timelineAnswer } from "../../src/views/run-timeline.ts";
 import { type Daemon, type Json, startDaemon, waitForState } from "../support/daemon.ts";
 import { until } from "../support/poll.ts";
 import { startTcpProxy } from "../support/tcp-proxy.ts";
 
-function follow(base: string, runId: string, token: string | null = null) {
-  const state = new RunState(runId);
+function follow(base: string, runId: string, token: string | null = null, state = new RunState(runId)) {
   const statuses: StreamStatus[] = [];
   /** Every persisted id as it arrived, before the fold drops any repeat. */
   const ids: number[] = [];
@@ -161,6 +161,140 @@ describe("the console's event stream and fold", () => {
     } finally {
       await followed.stop();
       await proxy.close();
+      await d.call("DELETE", `/runs/${run.runId}`);
+    }
+  });
+});
+
+describe("the console opened from a snapshot", () => {
+  let d: Daemon;
+  before(async () => {
+    d = await startDaemon();
+  });
+  after(() => d.stop());
+
+  it("folds only the events after the snapshot's asOf: the same agents, usage and approvals the daemon shows", async () => {
+    const run = (
+      await d.call("POST", "/runs", {
+        spec: {
+          name: "root",
+          approve: [{ tool: "bash", match: "ask" }],
+          script: [{ text: "one" }, { tool: "bash", args: { command: "echo ask" } }, { text: "two" }],
+        },
+        keepAlive: true,
+        prompt: "go",
+      })
+    ).body;
+    assert.equal((await d.call("GET", `/agents/${run.rootAgentId}/result?wait=60`)).body.result, "one");
+    const kid = (
+      await d.call("POST", `/runs/${run.runId}/agents`, {
+        parentAgentId: run.rootAgentId,
+        spec: { name: "kid", script: [] },
+        keepAlive: true,
+        prompt: "kid work",
+      })
+    ).body.agentId;
+    assert.equal((await d.call("GET", `/agents/${kid}/result?wait=60`)).body.result, "kid work");
+    await d.call("POST", `/agents/${run.rootAgentId}/prompt`, { text: "ask" });
+    await until(
+      async () => (await d.call("GET", `/agents/${run.rootAgentId}`)).body.pendingPermissions.length === 1,
+      "a pending request",
+      60_000,
+    );
+
+    // What the page does: the snapshot, then its pending requests, then the stream.
+    const snapshot = (await d.call("GET", `/runs/${run.runId}`)).body;
+    const { permissions } = (await d.call("GET", `/runs/${run.runId}/permissions`)).body;
+    const state = new RunState(run.runId);
+    state.load(snapshot, permissions);
+    assert.equal(state.lastSeq, Math.max(0, snapshot.asOf - LOG_BACKFILL));
+    assert.deepEqual(
+      state.pendingPermissions().map((p) => p.agentId),
+      [run.rootAgentId],
+    );
+    const followed = follow(d.url, run.runId, null, state);
+    try {
+      // The run goes on: the request answered, a second child, a pause.
+      await d.call("POST", `/agents/${run.rootAgentId}/permissions/${permissions[0].requestId}`, { decision: "allow" });
+      const late = (
+        await d.call("POST", `/runs/${run.runId}/agents`, {
+          parentAgentId: kid,
+          spec: { name: "late", script: [] },
+          prompt: "late work",
+        })
+      ).body.agentId;
+      await waitForState(d, late, "done");
+      assert.equal((await d.call("POST", `/agents/${kid}/pause`, {})).status, 202);
+      await waitForState(d, kid, "paused");
+      await until(
+        async () => (await d.call("GET", `/agents/${run.rootAgentId}/result`)).body.result === "two",
+        "the root's turn after the approval settled",
+        60_000,
+      );
+      const now = await caughtUp(d, state);
+      for (const agent of now.agents) {
+        const { queuePosition: _q, ...expected } = agent;
+        assert.deepEqual(state.agentView(agent.agentId), expected, `agent ${agent.specName}`);
+      }
+      assert.deepEqual(state.view.usage, now.usage, "no model call counted twice");
+      assert.deepEqual(state.pendingPermissions(), []);
+      assert.deepEqual(
+        state.tree().map((row) => [row.record.specName, row.depth]),
+        [
+          ["root", 0],
+          ["kid", 1],
+          ["late", 2],
+        ],
+      );
+      const logged = state.log.flatMap((e) => (e.seq === null ? [] : [e.seq]));
+      assert.deepEqual(
+        logged,
+        Array.from({ length: now.asOf }, (_, i) => i + 1),
+        "the log has the events before the snapshot too (its backfill), each once",
+      );
+      assert.equal(state.folded, now.asOf - snapshot.asOf, "only the events after the snapshot were folded");
+    } finally {
+      await followed.stop();
+      await d.call("DELETE", `/runs/${run.runId}`);
+    }
+  });
+
+  it("goes on from GET /runs/:runId/timeline with the stream, to what the route answers later", async () => {
+    const run = (
+      await d.call("POST", "/runs", { spec: { name: "root", script: [] }, keepAlive: true, prompt: "first" })
+    ).body;
+    const state = new RunState(run.runId);
+    const followed = follow(d.url, run.runId, null, state);
+    try {
+      await caughtUp(d, state);
+      state.wantTimeline();
+      const asked = (await d.call("GET", `/runs/${run.runId}/timeline`)).body;
+      // Events the stream brings while the answer is on its way are kept, then folded after it.
+      const kid = (
+        await d.call("POST", `/runs/${run.runId}/agents`, {
+          parentAgentId: run.rootAgentId,
+          spec: { name: "kid", script: [] },
+          keepAlive: true,
+        })
+      ).body.agentId;
+      await waitForState(d, kid, "running");
+      await caughtUp(d, state);
+      state.setTimeline(asked);
+      assert.equal((await d.call("POST", `/agents/${kid}/pause`, {})).status, 202);
+      await waitForState(d, kid, "paused");
+      await d.call("POST", `/agents/${run.rootAgentId}/prompt`, { text: "second" });
+      await until(
+        async () => (await d.call("GET", `/agents/${run.rootAgentId}/result`)).body.result === "second",
+        "the second turn settled",
+        60_000,
+      );
+      await caughtUp(d, state);
+      const later = (await d.call("GET", `/runs/${run.runId}/timeline`)).body;
+      assert.ok(state.timeline);
+      assert.deepEqual(timelineAnswer(state.timeline), later);
+      assert.equal(later.agents.find((a: Json) => a.agentId === kid).spans.at(-1).activity, "paused");
+    } finally {
+      await followed.stop();
       await d.call("DELETE", `/runs/${run.runId}`);
     }
   });

@@ -98,6 +98,7 @@ describe(`run lifecycle over HTTP (${e2eRuntime()} runtime, scripted agents)`, (
         "outcome",
         "parentAgentId",
         "pendingPermissions",
+        "prompt",
         "runId",
         "sandboxId",
         "sessionStats",
@@ -107,8 +108,9 @@ describe(`run lifecycle over HTTP (${e2eRuntime()} runtime, scripted agents)`, (
         "subtreeUsage",
         "toolErrors",
         "usage",
+        "waitFor",
       ],
-      "the spec's fields, usage, budget and sessionStats, nothing internal",
+      "the spec's fields, usage, prompt, inputs, budget and sessionStats, nothing internal",
     );
     assert.equal(typeof agent.body.sessionStats, "object", "a running agent answers with its session stats");
     assert.equal(agent.body.toolErrors, 0, "always present: none refused");

@@ -227,6 +227,14 @@ describe("every operation of /openapi.json answers as documented (live daemon)",
       ],
     ],
     [
+      "getRunTimeline",
+      [
+        { what: "valid", call: at(() => `/runs/${ids.runId}/timeline`), status: 200 },
+        { what: "unknown run", call: at(() => `/runs/${NO_RUN}/timeline`), status: 404 },
+        { what: "malformed id", call: at(() => "/runs/nope/timeline"), status: 404 },
+      ],
+    ],
+    [
       "streamRunEvents",
       [
         {

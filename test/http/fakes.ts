@@ -109,7 +109,7 @@ export function createFakeSwarm() {
     },
     async getAgent(agentId) {
       record("getAgent", agentId);
-      return { ...AGENT, agentId, budget: NO_CAPS, sessionStats: { tokens: 12 } };
+      return { ...AGENT, agentId, prompt: null, waitFor: [], budget: NO_CAPS, sessionStats: { tokens: 12 } };
     },
     async setBudget(agentId, caps) {
       record("setBudget", agentId, caps);

@@ -114,7 +114,7 @@ test("GET /agents/:agentId answers 200 with the view and sessionStats", async (t
   t.after(() => app.close());
   const res = await app.inject({ method: "GET", url: "/agents/a_1" });
   assert.equal(res.statusCode, 200);
-  assert.deepEqual(res.json(), { ...AGENT, budget: NO_CAPS, sessionStats: { tokens: 12 } });
+  assert.deepEqual(res.json(), { ...AGENT, prompt: null, waitFor: [], budget: NO_CAPS, sessionStats: { tokens: 12 } });
 });
 
 test("POST /agents/:agentId/budget answers 200 with the new caps; a body naming neither cap, or anything else, is a 400", async (t) => {

@@ -17,6 +17,7 @@ import type { Answer, Operation } from "../../api/operation.ts";
 import { OPERATIONS } from "../../api/operations.ts";
 import * as permissions from "../../api/permissions.ts";
 import * as runs from "../../api/runs.ts";
+import * as timeline from "../../api/timeline.ts";
 import { SWARMD_ROOT } from "../../harness/launch.ts";
 import { AgentSpecSchema, BudgetSchema, TOOL_NAMES } from "../../spec/agent-spec.ts";
 import { MAX_MATCH_LENGTH } from "../../spec/approve.ts";
@@ -61,6 +62,9 @@ const COMPONENTS: Record<string, z.ZodType> = {
   RunSnapshot: runs.RunSnapshotSchema,
   RunSummary: runs.RunSummarySchema,
   RunList: runs.RunListSchema,
+  RunTimeline: timeline.RunTimelineSchema,
+  AgentTimeline: timeline.AgentTimelineSchema,
+  TimelineSpan: timeline.TimelineSpanSchema,
   CreateRunResponse: runs.CreateRunResponseSchema,
   SpawnResponse: runs.SpawnResponseSchema,
   ControlResponse: agents.ControlResponseSchema,
