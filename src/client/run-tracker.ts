@@ -1,5 +1,5 @@
 import { isLive, type PermissionView, type RunSnapshot } from "../swarm-api.ts";
-import { type AgentRecord, emptyUsage, foldEvent, type RunView } from "../views/run-view.ts";
+import { type AgentRecord, emptyUsage, foldEvent, type RunView, recordOfView } from "../views/run-view.ts";
 import type { SwarmEvent } from "./event-stream.ts";
 
 /**
@@ -32,19 +32,16 @@ export function trackRun(snapshot: RunSnapshot): RunTracker {
     // A daemon older than the model gateway sends no usage; one older than approvals, no pending ids;
     // one older than `tool_refused`, no tool error count.
     const pendingPermissions = [...(agent.pendingPermissions ?? [])];
-    view.agents.set(agent.agentId, {
-      ...agent,
-      pendingPermissions,
-      usage: { ...(agent.usage ?? emptyUsage()) },
-      subtreeUsage: { ...(agent.subtreeUsage ?? emptyUsage()) },
-      toolErrors: agent.toolErrors ?? 0,
-      waitFor: [],
-      prompt: null,
-      settled: null,
-      settledTurns: 0,
-      children: [],
-      sleptWith: null,
-    });
+    view.agents.set(
+      agent.agentId,
+      recordOfView({
+        ...agent,
+        pendingPermissions,
+        usage: { ...(agent.usage ?? emptyUsage()) },
+        subtreeUsage: { ...(agent.subtreeUsage ?? emptyUsage()) },
+        toolErrors: agent.toolErrors ?? 0,
+      }),
+    );
     // The snapshot names pending requests by id only. The fold resolves only requests it knows, so
     // each is known here, with what the snapshot does not tell (tool, args, times) left blank.
     for (const requestId of pendingPermissions)

@@ -15,6 +15,7 @@ import {
   createRunView,
   foldEvent,
   type RunView,
+  recordOfView,
   type StoredEvent,
 } from "../views/run-view.ts";
 import { AgentOutput } from "./agent-output.ts";
@@ -245,16 +246,7 @@ export function snapshotView(snapshot: RunSnapshot, pending: readonly Permission
   view.asOf = snapshot.asOf;
   view.usage = { ...snapshot.usage };
   for (const { queuePosition: _place, ...agent } of snapshot.agents)
-    view.agents.set(agent.agentId, {
-      ...agent,
-      pendingPermissions: [...agent.pendingPermissions],
-      waitFor: [],
-      prompt: null,
-      settled: null,
-      settledTurns: 0,
-      children: [],
-      sleptWith: null,
-    });
+    view.agents.set(agent.agentId, recordOfView(agent));
   for (const record of view.agents.values())
     if (record.parentAgentId !== null) view.agents.get(record.parentAgentId)?.children.push(record.agentId);
   // Read after the snapshot: a request asked since comes again on the stream, and is folded then.

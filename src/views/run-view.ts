@@ -25,6 +25,23 @@ export interface AgentRecord extends AgentView {
   drain?: { subtree: boolean; deadline: number };
 }
 
+/**
+ * The record of an agent known from a snapshot's view rather than from its `agent_spawned` event:
+ * what the snapshot does not carry (its prompt, inputs, settled turns, children) starts empty.
+ */
+export function recordOfView(agent: AgentView): AgentRecord {
+  return {
+    ...agent,
+    pendingPermissions: [...agent.pendingPermissions],
+    waitFor: [],
+    prompt: null,
+    settled: null,
+    settledTurns: 0,
+    children: [],
+    sleptWith: null,
+  };
+}
+
 /** A run as the ledger tells it: the fold of its events up to `asOf`. */
 export interface RunView {
   runId: string;
