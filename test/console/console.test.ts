@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Browser, Page } from "playwright-core";
+import { spawnAgent } from "../support/agent-view.ts";
 import { haveChromium, launchChromium, openConsole } from "../support/browser.ts";
 import { type Daemon, type Json, startDaemon, waitForState } from "../support/daemon.ts";
 import { spawnDaemon, waitState } from "../support/daemon-process.ts";
@@ -84,16 +85,8 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
     await waitForState(d, run.rootAgentId, "running");
     return run;
   };
-  const spawn = async (runId: string, parentAgentId: string, name: string, extra: Json = {}) => {
-    const answer = await d.call("POST", `/runs/${runId}/agents`, {
-      parentAgentId,
-      spec: { name, script: [] },
-      keepAlive: true,
-      ...extra,
-    });
-    assert.equal(answer.status, 202, JSON.stringify(answer.body));
-    return answer.body.agentId as string;
-  };
+  const spawn = (runId: string, parentAgentId: string, name: string, extra: Json = {}) =>
+    spawnAgent(d.call, runId, parentAgentId, name, extra);
   const stateOf = async (agentId: string) => (await d.call("GET", `/agents/${agentId}`)).body;
 
   it("lists runs newest first, and a run's tree grows live as agents are spawned", async () => {

@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { Browser, Page } from "playwright-core";
+import { spawnAgent } from "../support/agent-view.ts";
 import { haveChromium, launchChromium, openConsole } from "../support/browser.ts";
 import { type Daemon, type Json, startDaemon, waitForState } from "../support/daemon.ts";
 import { until } from "../support/poll.ts";
@@ -30,16 +31,8 @@ describe("the console's tree tools in Chromium", { skip: SKIP }, () => {
   let liveKid: string;
   let solo: string;
 
-  const spawn = async (parentAgentId: string, name: string, extra: Json = {}) => {
-    const answer = await d.call("POST", `/runs/${run.runId}/agents`, {
-      parentAgentId,
-      spec: { name, script: [] },
-      keepAlive: true,
-      ...extra,
-    });
-    assert.equal(answer.status, 202, JSON.stringify(answer.body));
-    return answer.body.agentId as string;
-  };
+  const spawn = (parentAgentId: string, name: string, extra: Json = {}) =>
+    spawnAgent(d.call, run.runId, parentAgentId, name, extra);
 
   before(async () => {
     d = await startDaemon();

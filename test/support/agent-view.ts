@@ -1,4 +1,26 @@
+import assert from "node:assert/strict";
 import type { Daemon, Json } from "./daemon.ts";
+
+/**
+ * Spawn a scripted child under `parentAgentId` (kept alive unless `extra` says otherwise) and
+ * return its id; anything but a 202 fails the test with the service's answer.
+ */
+export async function spawnAgent(
+  call: Daemon["call"],
+  runId: string,
+  parentAgentId: string,
+  name: string,
+  extra: Json = {},
+): Promise<string> {
+  const answer = await call("POST", `/runs/${runId}/agents`, {
+    parentAgentId,
+    spec: { name, script: [] },
+    keepAlive: true,
+    ...extra,
+  });
+  assert.equal(answer.status, 202, JSON.stringify(answer.body));
+  return answer.body.agentId as string;
+}
 
 /** Poll the agent's view (`GET /agents/:id`) until `match` holds, and return it. */
 export async function viewWhen(
