@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Json } from "../support/daemon.ts";
-import { type DaemonProcess, spawnDaemon } from "../support/daemon-process.ts";
+import { type DaemonProcess, spawnDaemon, waitState } from "../support/daemon-process.ts";
 import { startAnthropicUpstream, type Upstream } from "../support/model-upstreams.ts";
 
 const MIDS = 15;
@@ -250,6 +250,9 @@ describe("simulated runtime over HTTP (SWARM_RUNTIME=simulated, a daemon process
 
     await d.kill("SIGTERM");
     d = await spawnDaemon(join(dataDir, "data"), env);
+    // The restart answers at once; each agent finds its sandbox gone as its machine reattaches.
+    await waitState(d, root, "done", 30_000);
+    await waitState(d, child, "done", 30_000);
     const agents = await agentsOf(runId);
     for (const agent of agents) {
       assert.equal(agent.state, "done");
