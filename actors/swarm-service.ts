@@ -90,6 +90,7 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
       const root = planRoot(runId, request, {
         limits: config.limits,
         harnessOutOfReach: deps.runtime.harnessOutOfReach,
+        networkRefusal: deps.runtime.networkRefusal,
         resolveModel: (model, field) => void gateway.catalog.resolve(model, field),
       });
       writable();

@@ -4,6 +4,7 @@ import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
 import { SwarmError } from "./errors.ts";
 import { DEFAULT_PACING, type PacingConfig } from "./gateway/pacing.ts";
+import { type ClusterSettings, parseClusterNodes } from "./sandbox/cluster/cluster-settings.ts";
 import { DEFAULT_SANDBOX_LIMITS, type RuntimeKind, type SandboxLimits } from "./sandbox/runtime.ts";
 
 /** An agent idle this long between turns hibernates: its harness ends, its session and files stay. */
@@ -19,7 +20,7 @@ const Env = z.object({
   SWARM_HOST: z.string().min(1).default("127.0.0.1"),
   SWARM_PORT: z.coerce.number().int().min(0).max(65535).default(4600),
   SWARM_DATA_DIR: z.string().min(1).default("./data"),
-  SWARM_RUNTIME: z.enum(["process", "docker", "simulated"]).default("process"),
+  SWARM_RUNTIME: z.enum(["process", "docker", "simulated", "cluster"]).default("process"),
   SWARM_TURN_MAX_MS: z.coerce.number().int().min(1).default(1_800_000),
   SWARM_MEMBER_TIMEOUT_MS: z.coerce.number().int().min(1).default(60_000),
   SWARM_HIBERNATE_AFTER_MS: z.coerce.number().int().min(0).default(DEFAULT_HIBERNATE_AFTER_MS),
@@ -33,6 +34,12 @@ const Env = z.object({
   SWARM_INSPECT: z.enum(["0", "1"]).default("0"),
   SWARM_INSPECT_PORT: z.coerce.number().int().min(1).max(65535).default(8080),
   SWARM_DOCKER_IMAGE: z.string().min(1).optional(),
+  SWARM_CLUSTER_MANAGER: z.string().min(1).optional(),
+  SWARM_CLUSTER_NODES: z.string().min(1).optional(),
+  SWARM_CLUSTER_TLS_DIR: z.string().refine(isAbsolute, { message: "must be an absolute path" }).optional(),
+  SWARM_CLUSTER_LOCAL_WAIT_MS: z.coerce.number().int().min(0).default(2000),
+  SWARM_CLUSTER_NETWORK: z.string().min(1).optional(),
+  SWARM_CLUSTER_RESERVE: z.coerce.number().min(0.001).max(1).default(0.05),
   SWARM_LIMIT_PIDS: z.coerce.number().int().min(8).default(DEFAULT_SANDBOX_LIMITS.pids),
   SWARM_LIMIT_MEMORY_MIB: z.coerce.number().int().min(32).default(DEFAULT_SANDBOX_LIMITS.memoryMiB),
   SWARM_LIMIT_CPUS: z.coerce.number().min(0.01).default(DEFAULT_SANDBOX_LIMITS.cpus),
@@ -84,6 +91,8 @@ export interface Config {
   inspect: boolean;
   inspectPort: number;
   docker: { image?: string };
+  /** The cluster runtime's settings (SWARM_CLUSTER_*), when SWARM_RUNTIME=cluster. */
+  cluster?: ClusterSettings;
   /** The most any sandbox gets (SWARM_LIMIT_*): every run's root is within it, every child within its parent. */
   limits: SandboxLimits;
   logLevel: z.infer<typeof Env>["SWARM_LOG_LEVEL"];
@@ -130,6 +139,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     inspect: e.SWARM_INSPECT === "1",
     inspectPort: e.SWARM_INSPECT_PORT,
     docker: { image: e.SWARM_DOCKER_IMAGE },
+    cluster: e.SWARM_RUNTIME === "cluster" ? clusterSettings(e) : undefined,
     limits: {
       pids: e.SWARM_LIMIT_PIDS,
       memoryMiB: e.SWARM_LIMIT_MEMORY_MIB,
@@ -144,6 +154,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bwrap: e.SWARM_BWRAP,
     modelsFile: e.SWARM_MODELS === undefined ? undefined : resolve(e.SWARM_MODELS),
     pacing: { ...parseConcurrency(e.SWARM_MODEL_CONCURRENCY), maxBackoffMs: e.SWARM_MODEL_MAX_BACKOFF_MS },
+  };
+}
+
+/** SWARM_CLUSTER_*: the manager is required; node addresses are checked when the runtime opens them. */
+function clusterSettings(e: z.infer<typeof Env>): ClusterSettings {
+  if (e.SWARM_CLUSTER_MANAGER === undefined)
+    throw new SwarmError(
+      "CONFIG_INVALID",
+      "invalid configuration: SWARM_RUNTIME=cluster needs SWARM_CLUSTER_MANAGER (unix://, tcp:// with SWARM_CLUSTER_TLS_DIR, or ssh://)",
+    );
+  return {
+    manager: e.SWARM_CLUSTER_MANAGER,
+    nodes: parseClusterNodes(e.SWARM_CLUSTER_NODES ?? ""),
+    tlsDir: e.SWARM_CLUSTER_TLS_DIR,
+    localWaitMs: e.SWARM_CLUSTER_LOCAL_WAIT_MS,
+    network: e.SWARM_CLUSTER_NETWORK,
+    reserve: e.SWARM_CLUSTER_RESERVE,
   };
 }
 

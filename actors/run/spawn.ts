@@ -255,6 +255,8 @@ export interface RootPlanDeps {
   /** The daemon's sandbox limits: a root's ceiling. */
   limits: SandboxLimits;
   harnessOutOfReach: boolean;
+  /** Why this runtime gives no sandbox a network, when it does not (`SandboxRuntime.networkRefusal`). */
+  networkRefusal?: string;
   /** Refuses (400 naming `field`) a model the daemon's catalogue cannot serve. */
   resolveModel(model: { provider: string; id: string }, field: string): void;
 }
@@ -271,6 +273,9 @@ export function planRoot(runId: string, request: CreateRunRequest, deps: RootPla
     maxAgents: request.budget?.maxAgents ?? request.spec.maxAgents ?? DEFAULT_MAX_AGENTS,
   };
   const grants = rootGrants(request.spec, deps.limits, "body.spec");
+  // A child is networked only when its root is: refusing the root refuses them all.
+  if (grants.network && deps.networkRefusal !== undefined)
+    throw new SwarmError("INVALID_BODY", `body.spec.network: ${deps.networkRefusal}`);
   const spend = rootSpendCaps(request.spec, request.budget);
   if (request.spec.model) deps.resolveModel(request.spec.model, "body.spec.model");
   const policy = approvalPolicy(null, request.spec, "body.spec", deps.harnessOutOfReach);

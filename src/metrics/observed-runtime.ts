@@ -21,6 +21,7 @@ export function observeRuntime(runtime: SandboxRuntime, observe: SandboxCallObse
   return {
     kind: runtime.kind,
     harnessOutOfReach: runtime.harnessOutOfReach,
+    ...(runtime.networkRefusal !== undefined ? { networkRefusal: runtime.networkRefusal } : {}),
     provision: timed("provision", (req, signal) => runtime.provision(req, signal)),
     fork: timed("fork", (parent, req, signal) => runtime.fork(parent, req, signal)),
     writeInputs: timed("write_inputs", (id, files, signal) => runtime.writeInputs(id, files, signal)),

@@ -1,9 +1,11 @@
 import type { Config } from "../config.ts";
 import { isSwarmError, SwarmError } from "../errors.ts";
+import { createClusterRuntime } from "./cluster/cluster-runtime.ts";
 import { createDockerRuntime } from "./docker/docker-runtime.ts";
 import { createMemoryRuntime } from "./memory/memory-runtime.ts";
 import { createProcessRuntime } from "./process/process-runtime.ts";
 import type { SandboxRuntime } from "./runtime.ts";
+import { clusterContainerCommand, clusterImageTag } from "./stream/cluster-image.ts";
 
 /**
  * The runtime SWARM_RUNTIME names, ready to use (docker: the engine answered). The process runtime
@@ -16,6 +18,24 @@ export async function createRuntime(
 ): Promise<SandboxRuntime> {
   const log = (message: string) => logger.warn(message);
   if (config.runtime === "simulated") return createMemoryRuntime();
+  if (config.runtime === "cluster") {
+    const runtime = createClusterRuntime({
+      dataDir: config.dataDir,
+      settings: config.cluster!,
+      image: clusterImageTag(),
+      command: clusterContainerCommand(),
+      log: (message) => logger.info(message),
+    });
+    // Fails with RUNTIME_UNAVAILABLE when the manager does not answer or is no swarm manager.
+    await runtime.list(AbortSignal.timeout(10_000)).catch((err: unknown) => {
+      throw new SwarmError(
+        "RUNTIME_UNAVAILABLE",
+        `The swarm manager at ${config.cluster!.manager} did not answer as a manager: ${err instanceof Error ? err.message : String(err)}`,
+        { cause: err },
+      );
+    });
+    return runtime;
+  }
   if (config.runtime === "process") {
     try {
       return createProcessRuntime({

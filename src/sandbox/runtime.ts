@@ -83,6 +83,8 @@ export interface SandboxRuntime {
    * (approval gates on its tools) holds only then.
    */
   readonly harnessOutOfReach: boolean;
+  /** Why this runtime gives no sandbox a network, when it does not: a spec with `network: true` is then a 400 saying so. */
+  readonly networkRefusal?: string;
 
   /**
    * Create an empty sandbox (empty `/work`, empty `/inputs`). Does not start the harness.

@@ -1,0 +1,528 @@
+import type { Duplex } from "node:stream";
+import Docker from "dockerode";
+import { type ErrorCode, errorMessage, SwarmError } from "../../errors.ts";
+import { dropMemoryControl, memoryControl, openMemoryControl } from "../../harness/memory-control.ts";
+import { CONTROL_FILES } from "../../harness/protocol.ts";
+import { engineStatus } from "../docker/engine.ts";
+import { LABEL, ownerIdOf, SANDBOX_ID } from "../docker/labels.ts";
+import { pauseContainer } from "../docker/pause.ts";
+import { assertInputNames } from "../input-names.ts";
+import { createKeyedLock } from "../keyed-lock.ts";
+import {
+  DEFAULT_SANDBOX_LIMITS,
+  type NodeInfo,
+  type ProvisionRequest,
+  type SandboxChange,
+  type SandboxInfo,
+  type SandboxRuntime,
+} from "../runtime.ts";
+import type { ControlAnswer, ControlRequest } from "../stream/sandbox-stream.ts";
+import { type ClusterEngines, openClusterEngines } from "./cluster-engines.ts";
+import type { ClusterSettings } from "./cluster-settings.ts";
+import { ensureImageOn } from "./image-loader.ts";
+import { healthAfter, healthChanges, type NodeLook, type SandboxHealth } from "./node-health.ts";
+import { SandboxLinks } from "./sandbox-links.ts";
+import { serviceNameOf, serviceSpec, type VolumeKind, volumeNameOf } from "./sandbox-service.ts";
+import { currentTask, ENDED_STATES, type SandboxTask, waitRunning } from "./sandbox-tasks.ts";
+import { copyAcrossNodes, copyOnNode } from "./work-copy.ts";
+
+export interface ClusterRuntimeOptions {
+  dataDir: string;
+  settings: ClusterSettings;
+  /** The cluster image (its content-hash tag) and the supervisor's command in it. */
+  image: string;
+  command: string[];
+  /** The daemon's own engine, where `make sandbox-image` built the image. Default: DOCKER_HOST or the default socket. */
+  local?: Docker;
+  /** How often the nodes are looked at. Default 1 s. */
+  watchIntervalMs?: number;
+  log?: (message: string) => void;
+}
+
+const PROVISION_TIMEOUT_MS = 120_000;
+const PING_TIMEOUT_MS = 1_500;
+const VOLUMES: VolumeKind[] = ["work", "control", "inputs"];
+
+/** What swarmd knows of a sandbox it placed: its node, and what it last said of its health. */
+interface Placed {
+  node: string;
+  health: SandboxHealth;
+  limits: { cpus: number; memoryMiB: number };
+}
+
+/**
+ * The `cluster` runtime: each sandbox is a one-task Docker Swarm service, placed by the swarm.
+ * What the swarm API does not offer (attach, pause, archives) goes to the engine of the node
+ * running the task. Nothing is shared with a sandbox but its one stream (sandbox-links.ts): the
+ * harness protocol, model calls and inputs travel over the container's stdio. docs/cluster.md.
+ */
+export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRuntime & { stop(): void } {
+  const { settings, image } = options;
+  const log = options.log ?? ((message: string) => process.stderr.write(`swarmd: ${message}\n`));
+  const owner = ownerIdOf(options.dataDir);
+  const engines: ClusterEngines = openClusterEngines(settings);
+  const { manager } = engines;
+  const local = options.local ?? new Docker();
+  const serialized = createKeyedLock();
+  const placed = new Map<string, Placed>();
+  const looks = new Map<string, NodeLook>();
+  /** Nodes that cannot take sandboxes, and why (no engine address, the image cannot be loaded, still loading). */
+  const unusable = new Map<string, string>();
+  const imageChecks = new Map<string, Promise<void>>();
+  const listeners = new Set<(change: SandboxChange) => void>();
+  const controlDir = (sandboxId: string) => `/swarmd-cluster/${owner}/${sandboxId}/control`;
+
+  const links = new SandboxLinks({
+    locate: async (sandboxId) => {
+      const task = await liveTask(sandboxId);
+      return { docker: engines.node(task.nodeId!), containerId: task.containerId! };
+    },
+    model: (sandboxId, channel) => {
+      const memory = memoryControl(controlDir(sandboxId));
+      try {
+        if (!memory) throw new Error("no gateway");
+        const socket = memory.dial(CONTROL_FILES.modelSocket);
+        channel.pipe(socket).pipe(channel);
+        const end = () => {
+          channel.destroy();
+          socket.destroy();
+        };
+        channel.on("error", end);
+        socket.on("error", end);
+        channel.on("close", end);
+        socket.on("close", end);
+      } catch {
+        channel.destroy();
+      }
+    },
+    log,
+  });
+
+  const guarded = async <T>(signal: AbortSignal, code: ErrorCode, what: string, work: () => Promise<T>): Promise<T> => {
+    signal.throwIfAborted();
+    try {
+      return await work();
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      if (err instanceof SwarmError || (err as { name?: string }).name === "AbortError") throw err;
+      throw new SwarmError(code, `${what}: ${errorMessage(err).trim()}`, { cause: err });
+    }
+  };
+
+  const serviceName = (sandboxId: string) => serviceNameOf(owner, sandboxId);
+
+  /** Our service for the sandbox: its labels, or undefined when there is none (or it is another data folder's). */
+  const findService = async (sandboxId: string): Promise<Record<string, string> | undefined> => {
+    if (!SANDBOX_ID.test(sandboxId)) return undefined;
+    try {
+      const info = await manager.getService(serviceName(sandboxId)).inspect();
+      const labels = (info.Spec?.Labels ?? {}) as Record<string, string>;
+      return labels[LABEL.owner] === owner ? labels : undefined;
+    } catch (err) {
+      if (engineStatus(err) === 404) return undefined;
+      throw err;
+    }
+  };
+
+  /** The running task of a sandbox: `SANDBOX_NOT_FOUND` when unknown, `SANDBOX_GONE` when its task ended. */
+  const liveTask = async (sandboxId: string): Promise<SandboxTask> => {
+    if (!(await findService(sandboxId))) throw new SwarmError("SANDBOX_NOT_FOUND", `No sandbox ${sandboxId}.`);
+    const task = await currentTask(manager, serviceName(sandboxId));
+    if (!task || task.state !== "running" || !task.nodeId || !task.containerId)
+      throw new SwarmError(
+        "SANDBOX_GONE",
+        `Sandbox ${sandboxId}'s task is ${task?.state ?? "gone"}${task?.error ? ` (${task.error})` : ""}.`,
+      );
+    return task;
+  };
+
+  const request = async (sandboxId: string, op: ControlRequest, signal: AbortSignal): Promise<ControlAnswer> => {
+    const stream = await links.stream(sandboxId, signal);
+    return stream.request(op, signal);
+  };
+
+  const containerOf = (task: SandboxTask) => engines.node(task.nodeId!).getContainer(task.containerId!);
+
+  /** Remove the service, wait for its container to go, then remove its volumes on its node. */
+  const removeSandbox = async (sandboxId: string): Promise<void> => {
+    links.close(sandboxId);
+    const task = await currentTask(manager, serviceName(sandboxId)).catch(() => undefined);
+    try {
+      await manager.getService(serviceName(sandboxId)).remove();
+    } catch (err) {
+      if (engineStatus(err) !== 404) throw err;
+    }
+    placed.delete(sandboxId);
+    dropMemoryControl(controlDir(sandboxId));
+    if (!task?.nodeId || !engines.knows(task.nodeId)) return;
+    const node = engines.node(task.nodeId);
+    const deadline = Date.now() + 30_000;
+    for (const kind of VOLUMES) {
+      for (;;) {
+        try {
+          await node.getVolume(volumeNameOf(owner, sandboxId, kind)).remove();
+          break;
+        } catch (err) {
+          const status = engineStatus(err);
+          if (status === 404) break;
+          // 409: its container is still being removed.
+          if (status !== 409 || Date.now() > deadline) {
+            log(`sandbox ${sandboxId}: its ${kind} volume on node ${task.nodeId} was not removed: ${errorMessage(err)}`);
+            break;
+          }
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      }
+    }
+  };
+
+  /** Create the service and wait for its task; `local`: on that node if the swarm can place it there in time. */
+  const place = async (req: ProvisionRequest, signal: AbortSignal, localTo?: string): Promise<SandboxTask> => {
+    if (req.network === true && settings.network === undefined)
+      throw new SwarmError(
+        "SANDBOX_PROVISION_FAILED",
+        "The cluster runtime gives a sandbox a network only through SWARM_CLUSTER_NETWORK, which is not set.",
+      );
+    const excluded = [...unusable.keys()].map((id) => `node.id!=${id}`);
+    const create = (constraints: string[]) =>
+      manager.createService(
+        serviceSpec({
+          owner,
+          req,
+          image,
+          command: options.command,
+          constraints,
+          reserve: settings.reserve,
+          network: settings.network,
+        }),
+      );
+    const name = serviceName(req.sandboxId);
+    if (localTo !== undefined && !unusable.has(localTo)) {
+      await create([`node.id==${localTo}`, ...excluded]);
+      const task = await waitRunning(manager, name, {
+        timeoutMs: PROVISION_TIMEOUT_MS,
+        placedWithinMs: settings.localWaitMs,
+        signal,
+      });
+      if (task) return task;
+      log(`sandbox ${req.sandboxId}: its parent's node ${localTo} could not take it within ${settings.localWaitMs} ms; placing it anywhere`);
+      await removeSandbox(req.sandboxId);
+    }
+    await create(excluded);
+    return (await waitRunning(manager, name, { timeoutMs: PROVISION_TIMEOUT_MS, signal }))!;
+  };
+
+  /** Place the sandbox, fill it, say hello to its supervisor; anything that fails removes what was made. */
+  const create = async (
+    req: ProvisionRequest,
+    signal: AbortSignal,
+    fill?: (task: SandboxTask) => Promise<void>,
+    localTo?: string,
+  ): Promise<SandboxInfo> => {
+    if (!SANDBOX_ID.test(req.sandboxId))
+      throw new SwarmError("SANDBOX_PROVISION_FAILED", `Not a usable sandbox id: ${JSON.stringify(req.sandboxId)}.`);
+    if (await findService(req.sandboxId)) throw new SwarmError("SANDBOX_EXISTS", `Sandbox ${req.sandboxId} already exists.`);
+    openMemoryControl(controlDir(req.sandboxId));
+    try {
+      const task = await place(req, signal, localTo);
+      const limits = req.limits ?? DEFAULT_SANDBOX_LIMITS;
+      placed.set(req.sandboxId, {
+        node: task.nodeId!,
+        health: "fine",
+        limits: { cpus: limits.cpus, memoryMiB: limits.memoryMiB },
+      });
+      await fill?.(task);
+      await request(req.sandboxId, { op: "init", spec: req.spec, env: req.env ?? {} }, signal);
+      return { sandboxId: req.sandboxId, runId: req.runId, agentId: req.agentId, status: "running", node: task.nodeId };
+    } catch (err) {
+      await removeSandbox(req.sandboxId).catch(() => undefined);
+      throw err;
+    }
+  };
+
+  const provision = (req: ProvisionRequest, signal: AbortSignal) =>
+    guarded(signal, "SANDBOX_PROVISION_FAILED", `Provisioning sandbox ${req.sandboxId} failed`, () =>
+      create(req, signal),
+    );
+
+  /** The child is placed on its parent's node when the swarm can, and gets a copy of /work taken while the parent is paused. */
+  const fork = (parentSandboxId: string, req: ProvisionRequest, signal: AbortSignal) =>
+    guarded(signal, "SANDBOX_PROVISION_FAILED", `Forking sandbox ${parentSandboxId} into ${req.sandboxId} failed`, async () => {
+      const parent = await liveTask(parentSandboxId);
+      const started = Date.now();
+      const info = await create(
+        req,
+        signal,
+        async (child) => {
+          await serialized(parentSandboxId, () =>
+            whilePaused(parent, async () => {
+              if (child.nodeId === parent.nodeId)
+                await copyOnNode(engines.node(parent.nodeId!), {
+                  image,
+                  from: volumeNameOf(owner, parentSandboxId, "work"),
+                  to: volumeNameOf(owner, req.sandboxId, "work"),
+                  labels: { [LABEL.owner]: owner },
+                });
+              else
+                await copyAcrossNodes(
+                  { docker: engines.node(parent.nodeId!), containerId: parent.containerId! },
+                  { docker: engines.node(child.nodeId!), containerId: child.containerId! },
+                );
+            }),
+          );
+        },
+        parent.nodeId,
+      );
+      log(
+        `sandbox ${req.sandboxId} forked from ${parentSandboxId} ${info.node === parent.nodeId ? "on its node" : `from node ${parent.nodeId} to ${info.node}`} in ${Date.now() - started} ms`,
+      );
+      return info;
+    });
+
+  /** Run `work` with the parent's container paused, leaving it as it was. */
+  const whilePaused = async <T>(task: SandboxTask, work: () => Promise<T>): Promise<T> => {
+    const container = containerOf(task);
+    const { State } = await container.inspect();
+    if (State.Paused) return work();
+    await pauseContainer(container);
+    try {
+      return await work();
+    } finally {
+      await container.unpause();
+    }
+  };
+
+  const setPaused = (sandboxId: string, signal: AbortSignal, paused: boolean) =>
+    guarded(
+      signal,
+      paused ? "SANDBOX_FREEZE_FAILED" : "SANDBOX_THAW_FAILED",
+      `${paused ? "Freezing" : "Thawing"} sandbox ${sandboxId} failed`,
+      () =>
+        serialized(sandboxId, async () => {
+          const container = containerOf(await liveTask(sandboxId));
+          const { State } = await container.inspect();
+          if (State.Paused === paused) return;
+          if (!paused || !(await hibernated(sandboxId, signal)))
+            await (paused ? pauseContainer(container, signal) : container.unpause({ abortSignal: signal }));
+        }),
+    );
+
+  const hibernated = async (sandboxId: string, signal: AbortSignal): Promise<boolean> => {
+    const answer = (await request(sandboxId, { op: "status" }, signal)) as { hibernated?: boolean; harness?: string };
+    return answer.harness !== "running" && answer.hibernated === true;
+  };
+
+  const statusOf = async (sandboxId: string, task: SandboxTask | undefined, signal: AbortSignal) => {
+    if (!task || ENDED_STATES.has(task.state) || !task.nodeId || !task.containerId)
+      return { status: "gone" as const, reason: task?.error ?? task?.message };
+    if (task.state !== "running") return { status: "running" as const };
+    try {
+      const { State } = await containerOf(task).inspect({ abortSignal: signal });
+      if (State.Paused) return { status: "frozen" as const };
+      if (!State.Running) return { status: "gone" as const, reason: `its container ${State.Status}` };
+      return { status: (await hibernated(sandboxId, signal)) ? ("hibernated" as const) : ("running" as const) };
+    } catch (err) {
+      if (engineStatus(err) === 404) return { status: "gone" as const, reason: "its container vanished" };
+      throw err;
+    }
+  };
+
+  const describe = async (labels: Record<string, string>, signal: AbortSignal): Promise<SandboxInfo> => {
+    const sandboxId = labels[LABEL.sandbox] ?? "";
+    openMemoryControl(controlDir(sandboxId));
+    const task = await currentTask(manager, serviceName(sandboxId));
+    const { status, reason } = await statusOf(sandboxId, task, signal);
+    if (task?.nodeId && status !== "gone" && !placed.has(sandboxId))
+      placed.set(sandboxId, { node: task.nodeId, health: "fine", limits: { cpus: 0, memoryMiB: 0 } });
+    return {
+      sandboxId,
+      runId: labels[LABEL.run] ?? "",
+      agentId: labels[LABEL.agent] ?? "",
+      status,
+      ...(reason ? { reason } : {}),
+      ...(task?.nodeId ? { node: task.nodeId } : {}),
+    };
+  };
+
+  // The nodes: looked at every second (their state, availability, engine), the image loaded where
+  // it is missing, and the changes to the health of the sandboxes on them told to the watchers.
+  const lookAtNodes = async () => {
+    const nodes = await manager.listNodes();
+    await Promise.all(
+      nodes.map(async (n) => {
+        const id = String(n.ID);
+        const look: NodeLook = {
+          id,
+          hostname: n.Description?.Hostname ?? id,
+          state: n.Status?.State ?? "unknown",
+          availability: (n.Spec?.Availability ?? "active") as NodeLook["availability"],
+          reachable: false,
+        };
+        if (!engines.knows(id)) {
+          unusable.set(id, `no engine address for it in SWARM_CLUSTER_NODES`);
+        } else {
+          try {
+            await engines.node(id).ping({ abortSignal: AbortSignal.timeout(PING_TIMEOUT_MS) });
+            look.reachable = true;
+          } catch {
+            look.reachable = false;
+          }
+          if (look.reachable && !imageChecks.has(id) && look.state === "ready") {
+            unusable.set(id, "loading the sandbox image");
+            const check = ensureImageOn(image, local, { docker: engines.node(id), name: `${look.hostname} (${id})` }, log)
+              .then((reason) => {
+                if (reason) unusable.set(id, reason);
+                else unusable.delete(id);
+                if (reason) {
+                  log(`node ${look.hostname} (${id}) cannot take sandboxes: ${reason}`);
+                  imageChecks.delete(id); // tried again at a later look
+                }
+              })
+              .catch((err: unknown) => {
+                unusable.set(id, errorMessage(err));
+                imageChecks.delete(id);
+              });
+            imageChecks.set(id, check);
+          }
+        }
+        looks.set(id, look);
+      }),
+    );
+    for (const id of [...looks.keys()]) if (!nodes.some((n) => n.ID === id)) looks.delete(id);
+    for (const change of healthChanges(placed, looks)) {
+      const entry = placed.get(change.sandboxId);
+      if (entry) entry.health = healthAfter(change);
+      for (const listener of listeners) listener(change);
+    }
+  };
+
+  let looking: Promise<void> | undefined;
+  const look = () => {
+    looking ??= lookAtNodes()
+      .catch((err: unknown) => log(`the swarm manager did not answer: ${errorMessage(err)}`))
+      .finally(() => {
+        looking = undefined;
+      });
+    return looking;
+  };
+  const watchTimer = setInterval(() => void look(), options.watchIntervalMs ?? 1_000);
+  watchTimer.unref();
+
+  /** Every node with its image ready, before the first sandbox is placed. */
+  const ready = look().then(() => Promise.all(imageChecks.values()));
+
+  const nodes = async (signal: AbortSignal): Promise<NodeInfo[]> => {
+    await look();
+    signal.throwIfAborted();
+    const nodeList = await manager.listNodes();
+    return nodeList.map((n) => {
+      const id = String(n.ID);
+      const mine = [...placed.values()].filter((p) => p.node === id && p.health !== "lost");
+      const lookNow = looks.get(id);
+      const reason = unusable.get(id) ?? (lookNow && !lookNow.reachable ? "its engine does not answer" : undefined);
+      return {
+        id,
+        hostname: n.Description?.Hostname ?? id,
+        state: (n.Status?.State ?? "unknown") as NodeInfo["state"],
+        availability: (n.Spec?.Availability ?? "active") as NodeInfo["availability"],
+        sandboxes: mine.length,
+        cpus: (n.Description?.Resources?.NanoCPUs ?? 0) / 1e9,
+        memoryMiB: Math.round((n.Description?.Resources?.MemoryBytes ?? 0) / 1024 / 1024),
+        reservedCpus: Number(mine.reduce((sum, p) => sum + p.limits.cpus * settings.reserve, 0).toFixed(3)),
+        reservedMemoryMiB: Math.round(mine.reduce((sum, p) => sum + p.limits.memoryMiB * settings.reserve, 0)),
+        engine: lookNow?.reachable ? "reachable" : "unreachable",
+        ...(reason ? { reason } : {}),
+      };
+    });
+  };
+
+  return {
+    kind: "cluster",
+    // The agent's tools run as 65532 in a container whose harness is 65533's and shares no folder.
+    harnessOutOfReach: true,
+    ...(settings.network === undefined
+      ? {
+          networkRefusal:
+            "the cluster runtime gives sandboxes a network only through an operator-made swarm network (SWARM_CLUSTER_NETWORK), which is not set",
+        }
+      : {}),
+    provision: async (req, signal) => {
+      await ready;
+      return provision(req, signal);
+    },
+    fork: async (parentSandboxId, req, signal) => {
+      await ready;
+      return fork(parentSandboxId, req, signal);
+    },
+    writeInputs: async (sandboxId, files, signal) => {
+      assertInputNames(Object.keys(files));
+      await guarded(signal, "INTERNAL", `Writing inputs into sandbox ${sandboxId} failed`, async () => {
+        await liveTask(sandboxId);
+        await request(sandboxId, { op: "inputs", files }, signal);
+      });
+    },
+    startHarness: (sandboxId, signal) =>
+      serialized(sandboxId, () =>
+        guarded(signal, "HARNESS_START_FAILED", `Starting the harness of sandbox ${sandboxId} failed`, async () => {
+          const container = containerOf(await liveTask(sandboxId));
+          if ((await container.inspect()).State.Paused)
+            throw new SwarmError("HARNESS_START_FAILED", `Sandbox ${sandboxId} is frozen: thaw it before starting its harness.`);
+          const model = memoryControl(controlDir(sandboxId))?.files.get(CONTROL_FILES.model);
+          if (model !== undefined) await request(sandboxId, { op: "init", model }, signal);
+          const answer = await request(sandboxId, { op: "start" }, signal);
+          if (answer.ok === false) throw new SwarmError("HARNESS_START_FAILED", String(answer.error));
+        }),
+      ),
+    hibernate: (sandboxId, signal) =>
+      serialized(sandboxId, () =>
+        guarded(signal, "INTERNAL", `Hibernating sandbox ${sandboxId} failed`, async () => {
+          const container = containerOf(await liveTask(sandboxId));
+          if ((await container.inspect()).State.Paused)
+            throw new SwarmError("SANDBOX_FROZEN", `Sandbox ${sandboxId} is frozen: a paused agent is not hibernated.`);
+          await request(sandboxId, { op: "hibernate" }, signal);
+        }),
+      ),
+    connect: async (sandboxId, signal): Promise<Duplex> => {
+      try {
+        const stream = await links.stream(sandboxId, signal);
+        const answer = (await stream.request({ op: "status" }, signal)) as { harness?: string };
+        if (answer.harness !== "running")
+          throw new SwarmError("HARNESS_UNREACHABLE", `Sandbox ${sandboxId}'s harness is not running.`);
+        return stream.openHarness();
+      } catch (err) {
+        if (signal.aborted) throw signal.reason;
+        if (err instanceof SwarmError && err.code === "HARNESS_UNREACHABLE") throw err;
+        throw new SwarmError("HARNESS_UNREACHABLE", `Sandbox ${sandboxId}'s harness cannot be reached: ${errorMessage(err)}`, {
+          cause: err,
+        });
+      }
+    },
+    freeze: (sandboxId, signal) => setPaused(sandboxId, signal, true),
+    thaw: (sandboxId, signal) => setPaused(sandboxId, signal, false),
+    close: (sandboxId, signal) =>
+      guarded(signal, "INTERNAL", `Closing sandbox ${sandboxId} failed`, () =>
+        serialized(sandboxId, () => removeSandbox(sandboxId)),
+      ),
+    inspect: (sandboxId, signal) =>
+      guarded(signal, "INTERNAL", `Inspecting sandbox ${sandboxId} failed`, async () => {
+        const labels = await findService(sandboxId);
+        return labels && describe(labels, signal);
+      }),
+    list: (signal) =>
+      guarded(signal, "INTERNAL", "Listing sandboxes failed", async () => {
+        const services = await manager.listServices({ filters: { label: [`${LABEL.owner}=${owner}`] } });
+        return Promise.all(services.map((s) => describe((s.Spec?.Labels ?? {}) as Record<string, string>, signal)));
+      }),
+    nodes,
+    watch(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    controlDir: (sandboxId) => controlDir(sandboxId),
+    stop() {
+      clearInterval(watchTimer);
+      links.closeAll();
+    },
+  };
+}
+
