@@ -162,6 +162,9 @@ function harnessLogic(deps: HarnessActorDeps, connections: Map<string, HarnessCl
     async function reconnect(): Promise<HarnessClient> {
       for (let attempt = 0; ; attempt++) {
         if (abort.signal.aborted) throw new Error("the agent left its live state");
+        // A node swarmd cannot reach is waited for, however long: the swarm decides when it is down
+        // (then the sandbox is gone, and the inspect below says so).
+        if (await waitedForNode()) attempt = 0;
         const info = await deps.runtime.inspect(sandboxId, abort.signal).catch(() => undefined);
         if (info?.status === "hibernated") {
           // Hibernated before the daemon restarted (and the ledger may not know yet).
@@ -181,6 +184,13 @@ function harnessLogic(deps: HarnessActorDeps, connections: Map<string, HarnessCl
           return await connect();
         } catch {}
       }
+    }
+
+    /** Whether the sandbox's node was unreachable (and answered again, or was lost) before this. */
+    async function waitedForNode(): Promise<boolean> {
+      if (!deps.runtime.whenReachable || deps.runtime.reachable?.(sandboxId) !== false) return false;
+      await deps.runtime.whenReachable(sandboxId, abort.signal).catch(() => undefined);
+      return true;
     }
 
     /** Events come validated by the client (`turn_settled` data included); this never throws. */

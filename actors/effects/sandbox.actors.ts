@@ -75,6 +75,15 @@ export function createSandboxActors({
     thaw: fromPromise<void, SandboxActorInput>(({ input, signal }) => runtime.thaw(input.sandboxId, signal)),
     // Closing must finish even when the machine moves on: it is the last thing an agent does.
     close: fromPromise<void, CloseInput>(async ({ input }) => {
+      // A sandbox on a node swarmd cannot reach ends once the node answers again (its stop then
+      // takes effect), or is lost if the swarm declares the node down first.
+      const lost = await runtime
+        .whenReachable?.(input.sandboxId, new AbortController().signal)
+        .then(
+          () => undefined,
+          (err: unknown) => errorMessage(err),
+        );
+      if (lost !== undefined) input = { ...input, ending: { outcome: "lost", error: `agent lost: ${lost}` } };
       await recordEnding(input);
       await runtime.close(input.sandboxId, new AbortController().signal);
       await closeGateway(input.sandboxId).catch(() => undefined);

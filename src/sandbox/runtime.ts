@@ -162,6 +162,18 @@ export interface SandboxRuntime {
    */
   list(signal: AbortSignal): Promise<SandboxInfo[]>;
 
+  /**
+   * Runtimes with nodes of their own (cluster): whether swarmd can reach the engine of the
+   * sandbox's node now (`undefined`: it knows no such sandbox).
+   */
+  reachable?(sandboxId: string): boolean | undefined;
+
+  /**
+   * Resolves when the sandbox's node can be reached (at once when it can); rejects with the reason
+   * when the sandbox was lost first (its node declared down or drained).
+   */
+  whenReachable?(sandboxId: string, signal: AbortSignal): Promise<void>;
+
   /** Host path of the sandbox's control folder (socket, event log, spec). */
   controlDir(sandboxId: string): string;
 }

@@ -45,8 +45,12 @@ const VOLUMES: VolumeKind[] = ["work", "control", "inputs"];
 
 /** What swarmd knows of a sandbox it placed: its node, and what it last said of its health. */
 interface Placed {
+  runId: string;
+  agentId: string;
   node: string;
   health: SandboxHealth;
+  /** Why it was lost, once it was. */
+  lostFor?: string;
   limits: { cpus: number; memoryMiB: number };
 }
 
@@ -70,6 +74,42 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
   const unusable = new Map<string, string>();
   const imageChecks = new Map<string, Promise<void>>();
   const listeners = new Set<(change: SandboxChange) => void>();
+  /** Callers waiting for an unreachable sandbox's node to answer, or for the sandbox to be lost. */
+  const waiters = new Map<string, Set<() => void>>();
+  /** Engine calls for a sandbox whose node does not answer fail at once instead of waiting for TCP to give up. */
+  const requireReachable = (sandboxId: string, what: ErrorCode) => {
+    const entry = placed.get(sandboxId);
+    if (entry?.health === "unreachable")
+      throw new SwarmError(what, `Sandbox ${sandboxId}'s node ${entry.node} does not answer swarmd now.`);
+    if (entry?.health === "lost") throw new SwarmError("SANDBOX_GONE", `Sandbox ${sandboxId} is gone: ${entry.lostFor}.`);
+  };
+  const whenReachable = (sandboxId: string, signal: AbortSignal): Promise<void> => {
+    const settled = () => {
+      const entry = placed.get(sandboxId);
+      if (entry?.health === "lost") throw new SwarmError("SANDBOX_GONE", entry.lostFor ?? "its node is gone");
+      return entry?.health !== "unreachable";
+    };
+    if (settled()) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const done = () => {
+        signal.removeEventListener("abort", onAbort);
+        try {
+          settled();
+          resolve();
+        } catch (err) {
+          reject(err);
+        }
+      };
+      const onAbort = () => {
+        waiters.get(sandboxId)?.delete(done);
+        reject(signal.reason);
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      let set = waiters.get(sandboxId);
+      if (!set) waiters.set(sandboxId, (set = new Set()));
+      set.add(done);
+    });
+  };
   const controlDir = (sandboxId: string) => `/swarmd-cluster/${owner}/${sandboxId}/control`;
 
   const links = new SandboxLinks({
@@ -227,6 +267,8 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
       const task = await place(req, signal, localTo);
       const limits = req.limits ?? DEFAULT_SANDBOX_LIMITS;
       placed.set(req.sandboxId, {
+        runId: req.runId,
+        agentId: req.agentId,
         node: task.nodeId!,
         health: "fine",
         limits: { cpus: limits.cpus, memoryMiB: limits.memoryMiB },
@@ -299,6 +341,7 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
       `${paused ? "Freezing" : "Thawing"} sandbox ${sandboxId} failed`,
       () =>
         serialized(sandboxId, async () => {
+          requireReachable(sandboxId, paused ? "SANDBOX_FREEZE_FAILED" : "SANDBOX_THAW_FAILED");
           const container = containerOf(await liveTask(sandboxId));
           const { State } = await container.inspect();
           if (State.Paused === paused) return;
@@ -316,6 +359,8 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
     if (!task || ENDED_STATES.has(task.state) || !task.nodeId || !task.containerId)
       return { status: "gone" as const, reason: task?.error ?? task?.message };
     if (task.state !== "running") return { status: "running" as const };
+    // Its node does not answer, but the swarm still has it: it runs as far as anyone can tell.
+    if (placed.get(sandboxId)?.health === "unreachable") return { status: "running" as const };
     try {
       const { State } = await containerOf(task).inspect({ abortSignal: signal });
       if (State.Paused) return { status: "frozen" as const };
@@ -333,7 +378,13 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
     const task = await currentTask(manager, serviceName(sandboxId));
     const { status, reason } = await statusOf(sandboxId, task, signal);
     if (task?.nodeId && status !== "gone" && !placed.has(sandboxId))
-      placed.set(sandboxId, { node: task.nodeId, health: "fine", limits: { cpus: 0, memoryMiB: 0 } });
+      placed.set(sandboxId, {
+        runId: labels[LABEL.run] ?? "",
+        agentId: labels[LABEL.agent] ?? "",
+        node: task.nodeId,
+        health: "fine",
+        limits: { cpus: 0, memoryMiB: 0 },
+      });
     return {
       sandboxId,
       runId: labels[LABEL.run] ?? "",
@@ -391,7 +442,15 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
     for (const id of [...looks.keys()]) if (!nodes.some((n) => n.ID === id)) looks.delete(id);
     for (const change of healthChanges(placed, looks)) {
       const entry = placed.get(change.sandboxId);
-      if (entry) entry.health = healthAfter(change);
+      if (entry) {
+        entry.health = healthAfter(change);
+        if (change.type === "lost") entry.lostFor = change.reason;
+      }
+      if (change.type !== "unreachable") {
+        for (const waiter of waiters.get(change.sandboxId) ?? []) waiter();
+        waiters.delete(change.sandboxId);
+      }
+      if (change.type === "lost") links.close(change.sandboxId);
       for (const listener of listeners) listener(change);
     }
   };
@@ -514,6 +573,11 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
         return Promise.all(services.map((s) => describe((s.Spec?.Labels ?? {}) as Record<string, string>, signal)));
       }),
     nodes,
+    reachable: (sandboxId) => {
+      const entry = placed.get(sandboxId);
+      return entry && entry.health === "fine";
+    },
+    whenReachable,
     watch(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);

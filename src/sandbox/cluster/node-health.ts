@@ -22,12 +22,13 @@ export type SandboxHealth = "fine" | "unreachable" | "lost";
  * `pause` availability changes nothing for the sandboxes already there.
  */
 export function healthChanges(
-  sandboxes: ReadonlyMap<string, { node: string; health: SandboxHealth }>,
+  sandboxes: ReadonlyMap<string, { node: string; health: SandboxHealth; runId: string; agentId: string }>,
   nodes: ReadonlyMap<string, NodeLook>,
 ): SandboxChange[] {
   const changes: SandboxChange[] = [];
-  for (const [sandboxId, { node, health }] of sandboxes) {
+  for (const [sandboxId, { node, health, runId, agentId }] of sandboxes) {
     if (health === "lost") continue;
+    const ids = { sandboxId, runId, agentId, node };
     const look = nodes.get(node);
     const lostFor = !look
       ? `node ${node} left the swarm`
@@ -37,12 +38,12 @@ export function healthChanges(
           ? `node ${look.hostname} (${node}) was set to drain: the swarm shuts its tasks down`
           : undefined;
     if (lostFor !== undefined) {
-      changes.push({ type: "lost", sandboxId, node, reason: lostFor });
+      changes.push({ type: "lost", ...ids, reason: lostFor });
       continue;
     }
     const reachable = look!.reachable;
-    if (!reachable && health === "fine") changes.push({ type: "unreachable", sandboxId, node });
-    if (reachable && health === "unreachable") changes.push({ type: "reachable", sandboxId, node });
+    if (!reachable && health === "fine") changes.push({ type: "unreachable", ...ids });
+    if (reachable && health === "unreachable") changes.push({ type: "reachable", ...ids });
   }
   return changes;
 }
