@@ -71,6 +71,8 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
     writable();
     return run;
   };
+  // The cluster runtime's word on nodes: to the run of the sandbox's agent.
+  deps.runtime.watch?.((change) => runs.get(change.runId)?.sandboxChanged(change));
   const runOf = (agentId: string): Run => {
     const runId = directory.runOf(agentId);
     const run = runId === undefined ? undefined : runs.get(runId);

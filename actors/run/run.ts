@@ -22,6 +22,7 @@ import {
   type StopRequest,
 } from "../../src/swarm-api.ts";
 import { agentView, countStates, createRunView, foldEvent, runSnapshot, runSummary } from "../../src/views/run-view.ts";
+import type { SandboxChange } from "../../src/sandbox/runtime.ts";
 import type { HarnessEffect } from "../effects/harness.actor.ts";
 import { AgentTable } from "./agent-table.ts";
 import type { Controls } from "./controls.ts";
@@ -182,6 +183,23 @@ export class Run {
     if (stats) view.sessionStats = stats;
     else if (record.hibernated && record.sleptWith) view.sessionStats = record.sleptWith;
     return view;
+  }
+
+  /**
+   * The runtime's word on the node of one of the run's sandboxes (cluster runtime): an unreachable
+   * node is recorded and holds the agent's quiet-turn clock until it answers again; a node the
+   * swarm declared down (or drained) loses the agent, naming the node and why.
+   */
+  sandboxChanged(change: SandboxChange): void {
+    const { agentId } = change;
+    if (this.#table.get(agentId)?.meta.sandboxId !== change.sandboxId) return;
+    if (change.type === "lost") {
+      this.#supervisor.send(agentId, { type: "harness.lost", error: `agent lost: ${change.reason}` });
+      return;
+    }
+    const type = change.type === "unreachable" ? "agent_unreachable" : "agent_reachable";
+    void this.#writer.append([{ type, agentId, data: { node: change.node } }]);
+    this.#supervisor.send(agentId, { type: change.type === "unreachable" ? "gateway.hold" : "gateway.release" });
   }
 
   prompt(agentId: string, text: string): void {
