@@ -19,6 +19,8 @@ export interface SandboxContractSetup {
   cleanup: () => Promise<void>;
   /** Host path of the sandbox's `/work` (both runtimes keep it on the host), to watch its files. */
   workDir: (sandboxId: string) => string;
+  /** A file of the sandbox's `/work`, for runtimes that keep it off this host (cluster); default: read it under `workDir`. */
+  readWork?: (sandboxId: string, file: string) => Promise<string | undefined>;
   /** Adapter-specific remains of a closed sandbox (processes, containers, images, cgroups), described. */
   leaks?: (sandboxId: string) => Promise<string[]>;
   /** The sandbox's live processes on the host, described: none once it hibernated (runtimes with host processes). */
@@ -110,7 +112,9 @@ export function runSandboxContract(
       return { info, client: await open(info.sandboxId) };
     };
     const workFile = async (sandboxId: string, file: string) =>
-      readFile(join(env.workDir(sandboxId), file), "utf8").catch(() => undefined);
+      env.readWork
+        ? env.readWork(sandboxId, file).catch(() => undefined)
+        : readFile(join(env.workDir(sandboxId), file), "utf8").catch(() => undefined);
     const counter = async (sandboxId: string): Promise<number | undefined> => {
       const text = (await workFile(sandboxId, "counter"))?.trim();
       return text ? Number(text) : undefined;

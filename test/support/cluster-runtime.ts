@@ -1,0 +1,85 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import Docker from "dockerode";
+import { loadConfig } from "../../src/config.ts";
+import { createClusterRuntime } from "../../src/sandbox/cluster/cluster-runtime.ts";
+import { openClusterEngines } from "../../src/sandbox/cluster/cluster-engines.ts";
+import type { ClusterSettings } from "../../src/sandbox/cluster/cluster-settings.ts";
+import { serviceNameOf } from "../../src/sandbox/cluster/sandbox-service.ts";
+import { currentTask } from "../../src/sandbox/cluster/sandbox-tasks.ts";
+import { ownerIdOf } from "../../src/sandbox/docker/labels.ts";
+import type { SandboxRuntime } from "../../src/sandbox/runtime.ts";
+import { clusterContainerCommand, clusterImageTag } from "../../src/sandbox/stream/cluster-image.ts";
+
+/** The test cluster's settings, from the exports of `scripts/test-cluster.sh up`; undefined when it is not up. */
+export function clusterSettingsFromEnv(): ClusterSettings | undefined {
+  if (!process.env.SWARM_CLUSTER_MANAGER) return undefined;
+  return loadConfig({ ...process.env, SWARM_RUNTIME: "cluster" }).cluster;
+}
+
+/** The cluster runtime on `dataDir` as the daemon makes it (quiet unless SWARM_TEST_LOG is set). */
+export function createTestClusterRuntime(
+  dataDir: string,
+  overrides: Partial<ClusterSettings> = {},
+): SandboxRuntime & { stop(): void } {
+  const settings = clusterSettingsFromEnv();
+  if (!settings) throw new Error("the test cluster is not up: run under `make test-cluster`");
+  return createClusterRuntime({
+    dataDir,
+    settings: { ...settings, ...overrides },
+    image: clusterImageTag(),
+    command: clusterContainerCommand(),
+    log: process.env.SWARM_TEST_LOG ? (message) => console.error(`[cluster] ${message}`) : () => undefined,
+  });
+}
+
+/** Declare cluster suites when the test cluster is up; otherwise one test that says why (failing under CI=true with SWARM_TEST_CLUSTER=1). */
+export async function whenCluster(name: string, declare: () => void | Promise<void>): Promise<void> {
+  if (clusterSettingsFromEnv()) {
+    await declare();
+    return;
+  }
+  const reason = "the test cluster is not up (make test-cluster starts it: scripts/test-cluster.sh up)";
+  if (process.env.SWARM_TEST_CLUSTER === "1") test(name, () => assert.fail(reason));
+  else test(name, { skip: reason }, () => undefined);
+}
+
+/** The sandbox's container: its node's engine and id, found through the manager. */
+export async function sandboxContainer(
+  dataDir: string,
+  sandboxId: string,
+): Promise<{ docker: Docker; containerId: string; nodeId: string }> {
+  const settings = clusterSettingsFromEnv()!;
+  const engines = openClusterEngines(settings);
+  const task = await currentTask(engines.manager, serviceNameOf(ownerIdOf(dataDir), sandboxId));
+  assert.ok(task?.nodeId && task.containerId, `sandbox ${sandboxId} has no running task (${task?.state})`);
+  return { docker: engines.node(task.nodeId), containerId: task.containerId, nodeId: task.nodeId };
+}
+
+/** Run a command in the sandbox's container as `user` (the agent's 65532 by default); its output and exit code. */
+export async function execIn(
+  dataDir: string,
+  sandboxId: string,
+  cmd: string[],
+  user = "65532:65532",
+): Promise<{ output: string; code: number }> {
+  const { docker, containerId } = await sandboxContainer(dataDir, sandboxId);
+  const exec = await docker.getContainer(containerId).exec({ Cmd: cmd, User: user, AttachStdout: true, AttachStderr: true });
+  const stream = await exec.start({ hijack: true, stdin: false });
+  const chunks: Buffer[] = [];
+  const out = new (await import("node:stream")).PassThrough();
+  out.on("data", (c: Buffer) => chunks.push(c));
+  docker.modem.demuxStream(stream, out, out);
+  await new Promise<void>((resolve) => {
+    stream.on("end", resolve);
+    stream.on("close", resolve);
+  });
+  const { ExitCode } = await exec.inspect();
+  return { output: Buffer.concat(chunks).toString("utf8"), code: ExitCode ?? -1 };
+}
+
+/** A file of the sandbox's /work, read in its container (undefined when it is not there). */
+export async function readWork(dataDir: string, sandboxId: string, file: string): Promise<string | undefined> {
+  const { output, code } = await execIn(dataDir, sandboxId, ["cat", `/work/${file}`]);
+  return code === 0 ? output : undefined;
+}
