@@ -11,6 +11,7 @@ import { openLedger } from "../../src/ledger/level-ledger.ts";
 import { DaemonMetrics } from "../../src/metrics/daemon-metrics.ts";
 import { observeRuntime } from "../../src/metrics/observed-runtime.ts";
 import { createResultStore } from "../../src/results/result-store.ts";
+import { createTestClusterRuntime } from "./cluster-runtime.ts";
 import { createDockerRuntime } from "../../src/sandbox/docker/docker-runtime.ts";
 import { createMemoryRuntime } from "../../src/sandbox/memory/memory-runtime.ts";
 import { createProcessRuntime } from "../../src/sandbox/process/process-runtime.ts";
@@ -110,7 +111,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> 
   };
 }
 
-export type RuntimeKind = "process" | "docker" | "simulated";
+export type RuntimeKind = "process" | "docker" | "simulated" | "cluster";
 
 /**
  * The runtime of the in-process test daemon (`startDaemon` without a `runtime` of its own):
@@ -120,8 +121,8 @@ export type RuntimeKind = "process" | "docker" | "simulated";
  */
 export function e2eRuntime(): RuntimeKind {
   const kind = process.env.SWARM_E2E_RUNTIME || "simulated";
-  if (kind !== "process" && kind !== "docker" && kind !== "simulated")
-    throw new Error(`SWARM_E2E_RUNTIME: ${kind} is not process, docker or simulated`);
+  if (kind !== "process" && kind !== "docker" && kind !== "simulated" && kind !== "cluster")
+    throw new Error(`SWARM_E2E_RUNTIME: ${kind} is not process, docker, cluster or simulated`);
   return kind;
 }
 
@@ -141,6 +142,8 @@ export function createRuntime(kind: RuntimeKind, dataDir: string): SandboxRuntim
       return createDockerRuntime({ dataDir });
     case "simulated":
       return createMemoryRuntime();
+    case "cluster":
+      return createTestClusterRuntime(dataDir);
     case "process":
       return createProcessRuntime({ dataDir, logger: { info: () => undefined, warn: () => undefined } });
   }
