@@ -24,8 +24,9 @@
 #
 # The swarm's dispatcher heartbeat is SWARM_TEST_CLUSTER_HEARTBEAT (default 2s, the swarm's own is
 # 5s): the manager marks a node `down` when it has heard no heartbeat for 3 periods (swarmkit's
-# grace multiplier) plus up to 0.5 s, so a cut link makes its node `down` in about 6 to 7 s here
-# rather than 15 s (measured: see docs/testing.md).
+# grace multiplier), counted from the last heartbeat before the cut: a cut link made its node `down`
+# after 3.8 to 7.3 s here (nine cuts), where the default would take 10 to 15 s; a restored link made
+# it `ready` within 0.1 to 1.3 s (docs/testing.md has the rest of what was measured).
 #
 # `down` ends the engines by pid (their pidfiles; then any process whose command line names this
 # state folder, the engines' containerd and shims, and any process left in the engines' cgroups),
@@ -44,8 +45,12 @@
 #   reach each other (the script says so).
 # - With no system containerd (/run/containerd/containerd.sock), each engine starts its own under
 #   its exec root: the socket path must stay under 108 bytes, so keep the state folder short.
-# - Swarm tasks with no network are attached to nothing usable with --bridge=none: a service must
-#   say `--network none` (see docs/testing.md for what else was found).
+# - With --bridge=none a task with no network gets a loopback interface only. The swarm still makes
+#   a docker_gwbridge (172.17.0.0/16) in each namespace for its ingress network; it leads nowhere.
+# - A cut node's engine address stays in the bridge's neighbour table: a connection to it hangs
+#   (neither connects nor fails) until the client's own timeout.
+# - All engines read /etc/docker/key.json (no flag moves it in 20.10), so `docker info` shows one
+#   engine ID for all three; the swarm's node ids are their own and differ.
 set -euo pipefail
 
 state="${SWARM_TEST_CLUSTER_DIR:-/tmp/swarmd-test-cluster}"
@@ -158,8 +163,8 @@ start_engine() {
   echo '{}' >"$dir/daemon.json" # not /etc/docker/daemon.json, whatever the machine's engine uses
   # setsid: the engine outlives this script and is not in its process group (make's ^C). unshare
   # --uts: a hostname of its own (swarmd-tcN), which the swarm reports as the node's hostname.
-  # setsid, nsenter, unshare and sh all exec, so $! is the engine's pid. --shutdown-timeout 2: `down`
-  # waits for no container's stop grace (sleep as pid 1 ignores SIGTERM).
+  # setsid, nsenter, unshare and sh all exec, so $! is the engine's pid. --shutdown-timeout 2 for
+  # plain containers; `down` kills the containers first all the same (stop_engines).
   DOCKER_SERVICE_PREFER_OFFLINE_IMAGE=1 setsid nsenter --net="/var/run/netns/$(netns_of "$n")" -- \
     unshare --uts -- sh -c 'hostname "$0" && exec "$@"' "$(netns_of "$n")" \
     dockerd --config-file "$dir/daemon.json" --shutdown-timeout 2 \
@@ -311,12 +316,17 @@ wait_gone() { # seconds pid...
 
 stop_engines() {
   local n pid pids=()
+  # Kill the containers first: an engine stopping gives each a swarm task's stop grace (10 s) however
+  # short its --shutdown-timeout, and `sleep` as pid 1 ignores SIGTERM.
+  for n in "${nodes[@]}"; do
+    node_docker "$n" ps -q 2>/dev/null | xargs -r env DOCKER_HOST="unix://$(sock_of "$n")" docker kill >/dev/null 2>&1 &
+  done
+  wait
   for n in "${nodes[@]}"; do
     for pid in "$(engine_pid "$n")" "$(cat "$(dir_of "$n")/started.pid" 2>/dev/null || true)"; do
       pid_alive "$pid" && kill -TERM "$pid" 2>/dev/null && pids+=("$pid")
     done
   done
-  # An engine stops its containers first (10 s each at most, in parallel).
   [[ ${#pids[@]} -gt 0 ]] && wait_gone 20 "${pids[@]}"
   local left
   mapfile -t left < <(pids_naming_state)
