@@ -265,6 +265,8 @@ up() {
     iptables -S FORWARD 2>/dev/null | grep -q '^-P FORWARD DROP'; then
     log "warning: bridged traffic goes through iptables (bridge-nf-call-iptables=1) and FORWARD drops by default: the hosts may not reach each other"
   fi
+  [[ -z "$(ip route show "${bridge_addr%.*}.0/24")" ]] ||
+    die "${bridge_addr%.*}.0/24 is routed here already ($(ip route show "${bridge_addr%.*}.0/24")): the test hosts' addresses would clash"
   local start="$EPOCHREALTIME" n
   mkdir -p "$state"
   touch "$state/$marker"
