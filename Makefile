@@ -54,7 +54,7 @@ TEST_CONCURRENCY ?= 3
 SLOWEST_TESTS := test/security/docker-containment.test.ts test/faults/restart.test.ts test/e2e/docker.test.ts
 SLOW_TESTS := $(SLOWEST_TESTS) $(filter-out $(SLOWEST_TESTS),$(wildcard test/faults/*.test.ts test/e2e/process.test.ts \
 	test/machines/reply-*.test.ts test/sandbox/*.test.ts))
-TESTS ?= $(SLOW_TESTS) $(filter-out $(SLOW_TESTS),$(shell find test -name "*.test.ts" | sort))
+TESTS ?= $(SLOW_TESTS) $(filter-out $(SLOW_TESTS),$(shell find test -name "*.test.ts" -not -path "test/cluster/*" | sort))
 SERIAL_TESTS := test/e2e/approvals.test.ts test/harness/harness.test.ts test/console/big-run.test.ts
 # The reply rule's CPU-bound files first, as above.
 FAST_TESTS := $(filter $(SLOW_TESTS),$(wildcard test/machines/*.test.ts)) \
@@ -63,13 +63,30 @@ FAST_TESTS := $(filter $(SLOW_TESTS),$(wildcard test/machines/*.test.ts)) \
 	$(addprefix test/e2e/,lifecycle.test.ts spawn.test.ts controls.test.ts run-list.test.ts openapi-contract.test.ts timeline.test.ts)
 TEST_RUN = $(NODE) --import tsx test/support/run-tests.mjs --concurrency=$(TEST_CONCURRENCY)
 
-.PHONY: test-fast
+.PHONY: test-fast test-cluster
 
 test: $(NODE_STAMP) $(CONSOLE)
 	$(SETUP_MACHINE) --tests && $(TEST_RUN) $(TESTS) --serial $(filter $(SERIAL_TESTS),$(TESTS))
 
 test-fast: $(NODE_STAMP) $(CONSOLE)
 	$(TEST_RUN) $(FAST_TESTS) --serial $(filter $(SERIAL_TESTS),$(FAST_TESTS))
+
+# The cluster runtime's tests (test/cluster, not part of `make test`) on a Docker Swarm of three
+# engines in network namespaces on this machine (scripts/test-cluster.sh; docs/testing.md, "The test
+# cluster"): down (what an interrupted run may have left), up, its exports into the environment,
+# every file one at a time (they cut nodes' links and change their availability, which would disturb
+# each other), then down, also when a test fails or make is interrupted. With no file in
+# test/cluster it still takes the cluster up and down, and says so. Root only.
+# `make test-cluster CLUSTER_TESTS=test/cluster/fork.test.ts` runs chosen files.
+CLUSTER_TESTS ?= $(shell find test/cluster -name "*.test.ts" 2>/dev/null | sort)
+
+test-cluster: $(NODE_STAMP) $(CONSOLE) sandbox-image
+	$(SETUP_MACHINE) --cluster
+	@scripts/test-cluster.sh down
+	@trap 'scripts/test-cluster.sh down' EXIT; \
+	exports="$$(scripts/test-cluster.sh up)" && eval "$$exports" || exit 1; \
+	if [ -z "$(strip $(CLUSTER_TESTS))" ]; then echo "no cluster tests (test/cluster has no *.test.ts)"; exit 0; fi; \
+	SWARM_TEST_CLUSTER_REQUIRED=1 $(NODE) --import tsx test/support/run-tests.mjs --concurrency=1 $(CLUSTER_TESTS)
 
 # What CI runs (.ci/run): the types, Biome (format, organised imports and lint, warnings failing too;
 # nothing written) and the layer rules.

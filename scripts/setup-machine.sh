@@ -6,7 +6,10 @@
 # test/e2e/prometheus.test.ts scrapes the daemon with (not for `make run`: Debian's package starts a
 # Prometheus server of its own on systemd hosts), and chromium, which test/console drives through
 # playwright-core (never a downloaded browser), and strace, with which
-# test/sandbox/process-network-start.test.ts holds bwrap's loopback set-up. As root on Debian: one
+# test/sandbox/process-network-start.test.ts holds bwrap's loopback set-up. With `--cluster` (make
+# test-cluster) what scripts/test-cluster.sh needs: the Docker engine and CLI it starts three of
+# (docker.io), openssl for its throwaway CA, iproute2 for its namespaces, and util-linux's nsenter,
+# unshare and setsid (util-linux is essential on Debian; checked all the same). As root on Debian: one
 # `apt-get update`, one `apt-get install` of the missing packages, and nothing at all when every command is there. Not
 # root: prints what to install and carries on; the daemon then refuses to start without bubblewrap
 # (SWARM_ISOLATION).
@@ -21,11 +24,18 @@ declare -A PACKAGE_OF=(
   [promtool]=prometheus
   [chromium]=chromium
   [strace]=strace
+  [dockerd]=docker.io
+  [docker]=docker.io
+  [openssl]=openssl
+  [nsenter]=util-linux
+  [unshare]=util-linux
+  [setsid]=util-linux
 )
 
 missing=()
 commands=(bwrap slirp4netns ip)
 [[ "${1:-}" == "--tests" ]] && commands+=(prometheus promtool chromium strace)
+[[ "${1:-}" == "--cluster" ]] && commands+=(dockerd docker openssl nsenter unshare setsid)
 for command in "${commands[@]}"; do
   # ip lives in /usr/sbin, which a user's PATH may not hold.
   if ! PATH="$PATH:/usr/sbin:/sbin" command -v "$command" >/dev/null 2>&1; then
