@@ -8,7 +8,8 @@ import { join } from "node:path";
 import { openClusterEngines } from "../../src/sandbox/cluster/cluster-engines.ts";
 import { ownerIdOf } from "../../src/sandbox/docker/labels.ts";
 import { runSandboxContract, type SandboxContractSetup } from "../sandbox/contract.ts";
-import { clusterSettingsFromEnv, createTestClusterRuntime, readWork, whenCluster } from "../support/cluster-runtime.ts";
+import { clusterSettingsFromEnv, createTestClusterRuntime, readWork } from "../support/cluster-runtime.ts";
+import { whenCluster } from "../support/test-cluster.ts";
 
 /** Services, containers and volumes a closed sandbox must not leave, on the manager and every node. */
 async function clusterLeaks(dataDir: string, sandboxId: string): Promise<string[]> {

@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { test } from "node:test";
 import Docker from "dockerode";
 import { loadConfig } from "../../src/config.ts";
 import { createClusterRuntime } from "../../src/sandbox/cluster/cluster-runtime.ts";
@@ -31,17 +30,6 @@ export function createTestClusterRuntime(
     command: clusterContainerCommand(),
     log: process.env.SWARM_TEST_LOG ? (message) => console.error(`[cluster] ${message}`) : () => undefined,
   });
-}
-
-/** Declare cluster suites when the test cluster is up; otherwise one test that says why (failing under CI=true with SWARM_TEST_CLUSTER=1). */
-export async function whenCluster(name: string, declare: () => void | Promise<void>): Promise<void> {
-  if (clusterSettingsFromEnv()) {
-    await declare();
-    return;
-  }
-  const reason = "the test cluster is not up (make test-cluster starts it: scripts/test-cluster.sh up)";
-  if (process.env.SWARM_TEST_CLUSTER === "1") test(name, () => assert.fail(reason));
-  else test(name, { skip: reason }, () => undefined);
 }
 
 /** The sandbox's container: its node's engine and id, found through the manager. */
