@@ -19,7 +19,7 @@ const Env = z.object({
   SWARM_HOST: z.string().min(1).default("127.0.0.1"),
   SWARM_PORT: z.coerce.number().int().min(0).max(65535).default(4600),
   SWARM_DATA_DIR: z.string().min(1).default("./data"),
-  SWARM_RUNTIME: z.enum(["process", "docker", "simulated"]).default("process"),
+  SWARM_RUNTIME: z.enum(["process", "docker", "simulated", "cluster"]).default("process"),
   SWARM_TURN_MAX_MS: z.coerce.number().int().min(1).default(1_800_000),
   SWARM_MEMBER_TIMEOUT_MS: z.coerce.number().int().min(1).default(60_000),
   SWARM_HIBERNATE_AFTER_MS: z.coerce.number().int().min(0).default(DEFAULT_HIBERNATE_AFTER_MS),
@@ -109,6 +109,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new SwarmError("CONFIG_INVALID", `invalid configuration: ${problems}`);
   }
   const e = parsed.data;
+  // The one place that says which runtimes this build can run.
+  if (e.SWARM_RUNTIME === "cluster") {
+    throw new SwarmError(
+      "CONFIG_INVALID",
+      "invalid configuration: SWARM_RUNTIME: cluster is not available in this build; use process, docker or simulated",
+    );
+  }
   // Anyone who reaches a non-loopback address could run code through the agents: not without a token.
   if (e.SWARM_TOKEN === undefined && !isLoopback(e.SWARM_HOST)) {
     throw new SwarmError(

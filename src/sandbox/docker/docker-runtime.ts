@@ -7,7 +7,14 @@ import { copyTree } from "../copy-tree.ts";
 import { startDiskWatch } from "../disk-watch.ts";
 import { assertInputNames } from "../input-names.ts";
 import { createKeyedLock } from "../keyed-lock.ts";
-import { DEFAULT_SANDBOX_LIMITS, type ProvisionRequest, type SandboxInfo, type SandboxRuntime } from "../runtime.ts";
+import { localNode } from "../local-node.ts";
+import {
+  DEFAULT_SANDBOX_LIMITS,
+  LOCAL_NODE_ID,
+  type ProvisionRequest,
+  type SandboxInfo,
+  type SandboxRuntime,
+} from "../runtime.ts";
 import { connectSocket, MAX_SOCKET_PATH_BYTES } from "../socket-connect.ts";
 import { waitForHarness } from "../wait-for-harness.ts";
 import { type DockerEndpoint, engineError, openEngine } from "./engine.ts";
@@ -264,9 +271,19 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
         const found = await containers.find(sandboxId);
         if (found) return found.info;
         const record = SANDBOX_ID.test(sandboxId) ? await folders.read(sandboxId) : undefined;
-        return record && { sandboxId, runId: record.runId, agentId: record.agentId, status: "gone" as const };
+        return (
+          record && {
+            sandboxId,
+            runId: record.runId,
+            agentId: record.agentId,
+            status: "gone" as const,
+            node: LOCAL_NODE_ID,
+          }
+        );
       }),
     list: (signal) => guarded(signal, "INTERNAL", "Listing sandboxes failed", () => containers.list()),
+    nodes: (signal) =>
+      guarded(signal, "INTERNAL", "Listing the nodes failed", async () => [localNode(await containers.liveLimits())]),
     controlDir: (sandboxId) => folders.controlDir(sandboxId),
   };
 }
