@@ -13,6 +13,7 @@ import {
 import { streamRunEvents } from "./events.ts";
 import { MACHINE_TRANSITIONS_KEPT, MAX_WAIT_SECONDS } from "./limits.ts";
 import { listModels } from "./models.ts";
+import { listNodes } from "./nodes.ts";
 import { listPermissions, resolvePermission } from "./permissions.ts";
 import { routeTool } from "./route-tool.ts";
 import { createRun, deleteRun, getRun, listRuns, spawnAgent } from "./runs.ts";
@@ -265,6 +266,14 @@ export const ROUTE_TOOLS = {
     fields: {
       available: { describe: 'true: only models whose key the service finds (key not "none"). Default false: all.' },
     },
+  }),
+  swarm_list_nodes: routeTool({
+    route: listNodes,
+    title: "List nodes",
+    description:
+      "The machines the service's sandboxes run on: each node's id (what an agent's \"node\" in swarm_get_run names), hostname, state (ready, down, unknown, disconnected), availability (active, pause, drain), engine (reachable or unreachable, with a reason), sandboxes (the service's live ones there), cpus and memoryMiB (its capacity) and reservedCpus and reservedMemoryMiB (what those sandboxes' limits reserve). One node, \"local\", unless the service runs a cluster. An agent whose view says unreachable: true is on a node the service cannot reach now.",
+    annotations: READ,
+    fields: {},
   }),
 };
 

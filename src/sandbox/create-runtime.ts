@@ -16,7 +16,8 @@ export async function createRuntime(
 ): Promise<SandboxRuntime> {
   const log = (message: string) => logger.warn(message);
   if (config.runtime === "simulated") return createMemoryRuntime();
-  if (config.runtime === "cluster") throw new SwarmError("RUNTIME_UNAVAILABLE", "the cluster runtime is not available in this build");
+  if (config.runtime === "cluster")
+    throw new SwarmError("RUNTIME_UNAVAILABLE", "the cluster runtime is not available in this build");
   if (config.runtime === "process") {
     try {
       return createProcessRuntime({

@@ -89,7 +89,7 @@ export function sandboxContainers(
     if (status !== 404 && status !== 409 && status !== 304) throw err;
   };
 
-const list = async (): Promise<SandboxInfo[]> => {
+  const list = async (): Promise<SandboxInfo[]> => {
     const found = await docker.listContainers({ all: true, filters: { label: ownedBy } });
     const records = new Map((await folders.list()).map((r) => [r.sandboxId, r]));
     const infos: SandboxInfo[] = await Promise.all(
@@ -156,7 +156,13 @@ const list = async (): Promise<SandboxInfo[]> => {
       return {
         container,
         image,
-        info: { sandboxId: req.sandboxId, runId: req.runId, agentId: req.agentId, status: "running", node: LOCAL_NODE_ID },
+        info: {
+          sandboxId: req.sandboxId,
+          runId: req.runId,
+          agentId: req.agentId,
+          status: "running",
+          node: LOCAL_NODE_ID,
+        },
       };
     },
     list,

@@ -4,8 +4,8 @@ import { resolve } from "node:path";
 import { errorMessage, isSwarmError, SwarmError } from "../../errors.ts";
 import { type DiskWatch, startDiskWatch } from "../disk-watch.ts";
 import { assertInputNames } from "../input-names.ts";
-import { localNode } from "../local-node.ts";
 import { createKeyedLock } from "../keyed-lock.ts";
+import { localNode } from "../local-node.ts";
 import { stopUserNet } from "../network/user-net.ts";
 import { DEFAULT_SANDBOX_LIMITS, type SandboxInfo, type SandboxRuntime } from "../runtime.ts";
 import { connectSocket } from "../socket-connect.ts";
@@ -256,7 +256,9 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
       signal.throwIfAborted();
       const records = await ownedRecords();
       const statuses = await Promise.all(records.map(statusOf));
-      return [localNode(records.filter((_, i) => statuses[i] !== "gone").map((r) => r.limits ?? DEFAULT_SANDBOX_LIMITS))];
+      return [
+        localNode(records.filter((_, i) => statuses[i] !== "gone").map((r) => r.limits ?? DEFAULT_SANDBOX_LIMITS)),
+      ];
     },
 
     controlDir(sandboxId) {

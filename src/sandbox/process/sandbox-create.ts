@@ -73,7 +73,13 @@ export function createSandbox(
       };
       await writeRecord(layout, record);
       signal.throwIfAborted();
-      return { sandboxId: req.sandboxId, runId: req.runId, agentId: req.agentId, status: "running", node: LOCAL_NODE_ID };
+      return {
+        sandboxId: req.sandboxId,
+        runId: req.runId,
+        agentId: req.agentId,
+        status: "running",
+        node: LOCAL_NODE_ID,
+      };
     } catch (err) {
       await rm(layout.root, { recursive: true, force: true });
       if (signal.aborted) throw signal.reason;
