@@ -123,7 +123,16 @@ describe("nodes and each agent's node, on the process runtime", { timeout: 300_0
         .filter(Boolean)
         .map((line) => line.split(/\s{2,}/)),
       [
-        ["NODE", "HOSTNAME", "STATE", "AVAILABILITY", "ENGINE", "SANDBOXES", "CPUS (reserved/all)", "MEMORY (reserved/all)"],
+        [
+          "NODE",
+          "HOSTNAME",
+          "STATE",
+          "AVAILABILITY",
+          "ENGINE",
+          "SANDBOXES",
+          "CPUS (reserved/all)",
+          "MEMORY (reserved/all)",
+        ],
         ["local", hostname(), "ready", "active", "reachable", "2", `0.75/${availableParallelism()}`, memory],
       ],
     );
