@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import { type ErrorCode, SwarmError } from "../../errors.ts";
+import { type ErrorCode, isSwarmError, SwarmError } from "../../errors.ts";
 import { CONTROL_FILES } from "../../harness/protocol.ts";
 import { copyTree } from "../copy-tree.ts";
 import { startDiskWatch } from "../disk-watch.ts";
@@ -282,8 +282,14 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
         );
       }),
     list: (signal) => guarded(signal, "INTERNAL", "Listing sandboxes failed", () => containers.list()),
+    // The one node is answered even when its engine is not: unreachable, with why (the port's contract).
     nodes: (signal) =>
-      guarded(signal, "INTERNAL", "Listing the nodes failed", async () => [localNode(await containers.liveLimits())]),
+      guarded(signal, "INTERNAL", "Listing the nodes failed", async () => [
+        localNode(await containers.liveLimits()),
+      ]).catch((err: unknown) => {
+        if (signal.aborted || !isSwarmError(err, "RUNTIME_UNAVAILABLE")) throw err;
+        return [{ ...localNode([]), engine: "unreachable" as const, reason: err.message }];
+      }),
     controlDir: (sandboxId) => folders.controlDir(sandboxId),
   };
 }
