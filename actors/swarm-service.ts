@@ -3,6 +3,7 @@ import { ModelGateway } from "../src/gateway/gateway.ts";
 import { loadModelCatalog } from "../src/gateway/models.ts";
 import type { Ledger } from "../src/ledger/ledger.ts";
 import type { ResultStore } from "../src/results/result-store.ts";
+import { nodesWithin } from "../src/sandbox/node-list.ts";
 import { DEFAULT_SANDBOX_LIMITS, type SandboxRuntime } from "../src/sandbox/runtime.ts";
 import { type AgentState, DEFAULT_RUN_LIST_LIMIT, type SwarmApi } from "../src/swarm-api.ts";
 import { countStates, createRunView } from "../src/views/run-view.ts";
@@ -144,6 +145,7 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
             (!filter.available || model.key !== "none"),
         ),
     }),
+    listNodes: async () => ({ nodes: await nodesWithin(deps.runtime, NODES_TIMEOUT_MS) }),
     countAgents: () => {
       let counts: Record<AgentState, number> | undefined;
       for (const run of runs.values()) counts = run.countStates(counts);
@@ -155,6 +157,9 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
     },
   };
 }
+
+/** How long `GET /nodes` waits for the runtime (a cluster asks every node's engine). */
+const NODES_TIMEOUT_MS = 10_000;
 
 const closeSoon = (runtime: SandboxRuntime, sandboxId: string) => runtime.close(sandboxId, AbortSignal.timeout(60_000));
 

@@ -4,6 +4,7 @@ import type {
   HarnessActorInput,
   HarnessCommandEvent,
   ProvisionInput,
+  ProvisionOutput,
   ReattachInput,
   SandboxActorInput,
 } from "./agent.types.ts";
@@ -18,7 +19,7 @@ const notProvided = async (): Promise<never> => {
  */
 export const effectSlots = {
   /** Make the sandbox (fresh or forked), write its inputs, serve its model gateway and start its harness. */
-  provision: fromPromise<void, ProvisionInput>(notProvided),
+  provision: fromPromise<ProvisionOutput, ProvisionInput>(notProvided),
   /**
    * After a restart: check the sandbox is still there (rejects when it is gone), match its freezer
    * to the ledger and serve its model gateway again. The harness, which lived on, is reconnected

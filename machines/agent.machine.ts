@@ -115,7 +115,14 @@ export const agentMachine = agentSetup.createMachine({
             onDone: {
               target: "#agent.live",
               actions: [
-                { type: "fact", params: ({ context }) => ({ kind: "provisioned", sandboxId: context.sandboxId }) },
+                {
+                  type: "fact",
+                  params: ({ context, event }) => ({
+                    kind: "provisioned",
+                    sandboxId: context.sandboxId,
+                    node: event.output.node,
+                  }),
+                },
                 { type: "fact", params: { kind: "state", from: "provisioning", to: "running", reason: "provisioned" } },
               ],
             },

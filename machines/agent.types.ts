@@ -95,7 +95,8 @@ export interface AgentInput {
  */
 export type Fact =
   | { kind: "state"; from: string; to: LiveState; reason: string }
-  | { kind: "provisioned"; sandboxId: string }
+  /** `node`: where the runtime placed the sandbox (`NodeInfo.id`; `local` on single-host runtimes). */
+  | { kind: "provisioned"; sandboxId: string; node: string }
   | { kind: "steered"; message: string }
   /** `hseq` of the harness event that settled the turn, recorded so a replay never settles it twice. */
   | { kind: "settled"; outcome: TurnOutcome; text: string | null; hseq: number }
@@ -193,6 +194,11 @@ export interface ProvisionInput {
   sandboxId: string;
   /** Provisioned again after a restart: a sandbox half made under this id is closed first. */
   again: boolean;
+}
+
+/** What a provision made: the node its sandbox runs on. */
+export interface ProvisionOutput {
+  node: string;
 }
 
 /** Reattaching a sandbox after a restart: its gateway served again and its freezer matched to `paused`. */

@@ -118,6 +118,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new SwarmError("CONFIG_INVALID", `invalid configuration: ${problems}`);
   }
   const e = parsed.data;
+
   // Anyone who reaches a non-loopback address could run code through the agents: not without a token.
   if (e.SWARM_TOKEN === undefined && !isLoopback(e.SWARM_HOST)) {
     throw new SwarmError(

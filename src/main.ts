@@ -60,7 +60,11 @@ async function main(): Promise<void> {
     log: (message) => logger.info(message),
     onHarnessReconnect: metrics.harnessReconnected,
   });
-  metrics.watch({ agents: () => service.countAgents(), storageFull: () => isStorageFull(ledger.storage()) });
+  metrics.watch({
+    agents: () => service.countAgents(),
+    storageFull: () => isStorageFull(ledger.storage()),
+    nodes: (signal) => runtime.nodes(signal),
+  });
   const app = buildServer({
     swarm: service,
     events: ledger,

@@ -10,6 +10,7 @@ import type {
 import type { Scope, SpendView } from "./api/fields.ts";
 import type { AGENT_STATES } from "./api/limits.ts";
 import type { ModelView } from "./api/models.ts";
+import type { NodeView } from "./api/nodes.ts";
 import type { PermissionAnswer, PermissionState, PermissionView } from "./api/permissions.ts";
 import type {
   CreateRunRequest,
@@ -69,6 +70,8 @@ export interface SwarmApi {
   hasRun(runId: string): boolean;
   /** The models a spec may name, by provider then id: only `provider`'s, only those with a key when `available`. Never a key. */
   listModels(filter?: { provider?: string; available?: boolean }): { models: ModelView[] };
+  /** The runtime's nodes with this data folder's live sandboxes on each (`RUNTIME_UNAVAILABLE` when the runtime does not answer in time). */
+  listNodes(): Promise<{ nodes: NodeView[] }>;
 }
 
 export type {
@@ -99,6 +102,7 @@ export {
   OUTCOMES,
 } from "./api/limits.ts";
 export type { KeySource, ModelView } from "./api/models.ts";
+export type { NodeView } from "./api/nodes.ts";
 export type {
   PermissionAnswer,
   PermissionBy,

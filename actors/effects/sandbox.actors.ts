@@ -1,7 +1,13 @@
 import { fromPromise } from "xstate";
-import type { CloseInput, ProvisionInput, ReattachInput, SandboxActorInput } from "../../machines/agent.types.ts";
+import type {
+  CloseInput,
+  ProvisionInput,
+  ProvisionOutput,
+  ReattachInput,
+  SandboxActorInput,
+} from "../../machines/agent.types.ts";
 import { errorMessage } from "../../src/errors.ts";
-import type { ProvisionRequest, SandboxRuntime } from "../../src/sandbox/runtime.ts";
+import { LOCAL_NODE_ID, type ProvisionRequest, type SandboxRuntime } from "../../src/sandbox/runtime.ts";
 import type { Admit } from "../start-queue.ts";
 
 /** How to make one agent's sandbox: fresh or forked from its parent, and the inputs it starts with. */
@@ -39,17 +45,19 @@ export function createSandboxActors({
   return {
     // The plan waits for the parent's sandbox; making this one and starting its harness waits for
     // a start slot, so the harness's start deadline counts from its real start.
-    provision: fromPromise<void, ProvisionInput>(async ({ input, signal }) => {
+    provision: fromPromise<ProvisionOutput, ProvisionInput>(async ({ input, signal }) => {
       const p = await plan(input, signal);
-      await admit(input.agentId, signal, async () => {
+      return admit(input.agentId, signal, async () => {
         // Provisioned again after a restart: whatever was half made under this id goes first.
         if (input.again) await runtime.close(input.sandboxId, signal);
-        if (p.parentSandboxId) await runtime.fork(p.parentSandboxId, p.request, signal);
-        else await runtime.provision(p.request, signal);
+        const info = p.parentSandboxId
+          ? await runtime.fork(p.parentSandboxId, p.request, signal)
+          : await runtime.provision(p.request, signal);
         if (Object.keys(p.inputs).length > 0) await runtime.writeInputs(input.sandboxId, p.inputs, signal);
         await openGateway(input.agentId, input.sandboxId);
         signal.throwIfAborted();
         await runtime.startHarness(input.sandboxId, signal);
+        return { node: info.node ?? LOCAL_NODE_ID };
       });
     }),
     // After a restart. The ledger wins over the sandbox: a crash between a freeze (or thaw) and its

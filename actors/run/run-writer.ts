@@ -77,7 +77,9 @@ export class RunWriter {
           { type: "agent_state_changed", agentId, data: { from: fact.from, to: fact.to, reason: fact.reason } },
         ]);
       case "provisioned":
-        return this.append([{ type: "agent_provisioned", agentId, data: { sandboxId: fact.sandboxId } }]);
+        return this.append([
+          { type: "agent_provisioned", agentId, data: { sandboxId: fact.sandboxId, node: fact.node } },
+        ]);
       case "steered":
         return this.append([{ type: "agent_steered", agentId, data: { message: fact.message } }]);
       case "settled": {
@@ -114,6 +116,14 @@ export class RunWriter {
     return this.append([
       { type: "agent_ended", agentId, data: { outcome, endedAt: Date.now(), error, ...(reason ? { reason } : {}) } },
     ]);
+  }
+
+  /**
+   * The node of the agent's sandbox went out of the daemon's reach (`agent_unreachable`) or came
+   * back (`agent_reachable`): what the runtime's `watch` reports as `unreachable` / `reachable`.
+   */
+  reachability(agentId: string, node: string, reachable: boolean): Promise<unknown> {
+    return this.append([{ type: reachable ? "agent_reachable" : "agent_unreachable", agentId, data: { node } }]);
   }
 
   /** One harness event of the §6.2 list (approval events excepted: the daemon writes those), with its hseq recorded in the same batch; others are not persisted. */

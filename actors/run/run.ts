@@ -197,8 +197,7 @@ export class Run {
       this.#supervisor.send(agentId, { type: "harness.lost", error: `agent lost: ${change.reason}` });
       return;
     }
-    const type = change.type === "unreachable" ? "agent_unreachable" : "agent_reachable";
-    void this.#writer.append([{ type, agentId, data: { node: change.node } }]);
+    void this.#writer.reachability(agentId, change.node, change.type === "reachable");
     this.#supervisor.send(agentId, { type: change.type === "unreachable" ? "gateway.hold" : "gateway.release" });
   }
 

@@ -56,6 +56,18 @@ export const AgentViewSchema = z
       .describe(
         "Only once a drain reached the live agent: it takes no new prompt, steer or spawn and ends when its turn settles.",
       ),
+    node: z
+      .string()
+      .optional()
+      .describe(
+        "The node its sandbox runs on (`GET /nodes`; `local` on single-host runtimes): present once provisioned.",
+      ),
+    unreachable: z
+      .literal(true)
+      .optional()
+      .describe(
+        "Only while the daemon cannot reach the node of the agent's live sandbox (`agent_unreachable` until `agent_reachable`); the sandbox may still run there.",
+      ),
     pendingPermissions: z
       .array(RequestId)
       .describe("Ids of its approval requests that wait for a decision (`GET /runs/{runId}/permissions`)."),

@@ -11,7 +11,7 @@ export interface Operation {
   /** OpenAPI form: `/runs/{runId}`. Each `{name}` is one of `PATH_PARAMS` (fields.ts). */
   path: string;
   operationId: string;
-  tag: "service" | "runs" | "agents" | "approvals" | "events" | "models";
+  tag: "service" | "runs" | "agents" | "approvals" | "events" | "models" | "nodes";
   summary: string;
   description?: string;
   /** Needs no bearer token (`src/http/auth.ts`). */

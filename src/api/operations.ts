@@ -11,6 +11,7 @@ import {
 } from "./agents.ts";
 import { streamRunEvents } from "./events.ts";
 import { listModels } from "./models.ts";
+import { listNodes } from "./nodes.ts";
 import type { Operation } from "./operation.ts";
 import { listPermissions, resolvePermission } from "./permissions.ts";
 import { createRun, deleteRun, getRun, listRuns, spawnAgent } from "./runs.ts";
@@ -57,4 +58,5 @@ export const OPERATIONS: readonly Operation[] = [
   getResult,
   resolvePermission,
   listModels,
+  listNodes,
 ];

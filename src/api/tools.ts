@@ -13,6 +13,7 @@ import {
 import { streamRunEvents } from "./events.ts";
 import { MACHINE_TRANSITIONS_KEPT, MAX_WAIT_SECONDS } from "./limits.ts";
 import { listModels } from "./models.ts";
+import { listNodes } from "./nodes.ts";
 import { listPermissions, resolvePermission } from "./permissions.ts";
 import { routeTool } from "./route-tool.ts";
 import { createRun, deleteRun, getRun, listRuns, spawnAgent } from "./runs.ts";
@@ -98,7 +99,7 @@ export const ROUTE_TOOLS = {
     route: streamRunEvents,
     title: "Watch a run's events",
     description:
-      "Collect the run's events for a bounded window: those after afterSeq already recorded, then new ones as they happen, until maxEvents, an untilTypes event, the end of the run, or maxWaitSeconds. Returns the events and lastSeq: call again with afterSeq = lastSeq to continue without gaps. Lifecycle events: run_started, agent_spawned, agent_provisioned, agent_state_changed, agent_steered, handle_settled (a result is ready), agent_ended, budget_denied (a spawn refused, or a model call held because the agent or an ancestor ran out of maxTokens or maxCostUsd: its subtree is then paused), budget_changed (new spend caps), model_usage (one model call: provider, model, tokens, costUsd), permission_request (a tool call held for a decision: requestId, tool, args), permission_resolved (requestId, decision, message, by), agent_draining (a drain reached the agent: subtree, deadline; its agent_ended then has reason drained or drain-timeout); harness events: agent_start, agent_end, turn_start, turn_end, tool_start, tool_end, ...",
+      "Collect the run's events for a bounded window: those after afterSeq already recorded, then new ones as they happen, until maxEvents, an untilTypes event, the end of the run, or maxWaitSeconds. Returns the events and lastSeq: call again with afterSeq = lastSeq to continue without gaps. Lifecycle events: run_started, agent_spawned, agent_provisioned, agent_state_changed, agent_steered, handle_settled (a result is ready), agent_ended, budget_denied (a spawn refused, or a model call held because the agent or an ancestor ran out of maxTokens or maxCostUsd: its subtree is then paused), budget_changed (new spend caps), model_usage (one model call: provider, model, tokens, costUsd), permission_request (a tool call held for a decision: requestId, tool, args), permission_resolved (requestId, decision, message, by), agent_draining (a drain reached the agent: subtree, deadline; its agent_ended then has reason drained or drain-timeout), agent_unreachable and agent_reachable (the service lost, then found again, the engine of the node the agent's sandbox runs on: node); harness events: agent_start, agent_end, turn_start, turn_end, tool_start, tool_end, ...",
     annotations: READ,
     fields: {
       runId,
@@ -265,6 +266,14 @@ export const ROUTE_TOOLS = {
     fields: {
       available: { describe: 'true: only models whose key the service finds (key not "none"). Default false: all.' },
     },
+  }),
+  swarm_list_nodes: routeTool({
+    route: listNodes,
+    title: "List nodes",
+    description:
+      "The machines the service's sandboxes run on: each node's id (what an agent's \"node\" in swarm_get_run names), hostname, state (ready, down, unknown, disconnected), availability (active, pause, drain), engine (reachable or unreachable, with a reason), sandboxes (the service's live ones there), cpus and memoryMiB (its capacity) and reservedCpus and reservedMemoryMiB (what those sandboxes' limits reserve). One node, \"local\", unless the service runs a cluster. An agent whose view says unreachable: true is on a node the service cannot reach now.",
+    annotations: READ,
+    fields: {},
   }),
 };
 

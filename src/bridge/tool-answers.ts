@@ -186,6 +186,17 @@ export const ANSWERS: { [K in RouteToolName]: ToolAnswer<(typeof ROUTE_TOOLS)[K]
       { models },
     );
   },
+
+  async swarm_list_nodes(input, { call }) {
+    const { nodes } = await call(input);
+    const list = nodes
+      .map(
+        (n) =>
+          `${n.id} (${n.state}, ${n.availability}, engine ${n.engine}${n.reason ? `: ${n.reason}` : ""}, ${n.sandboxes} sandbox(es))`,
+      )
+      .join(", ");
+    return toolOk(`${nodes.length} node(s)${list ? `: ${list}` : ""}.`, { nodes });
+  },
 };
 
 /** Pause and resume: "Pause a_1 and its subtree: 2 applied". */

@@ -25,6 +25,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   spawn: async () => (await import("./spawn-command.ts")).spawnCommand,
   delete: async () => (await import("./delete-command.ts")).deleteCommand,
   models: async () => (await import("./models-command.ts")).modelsCommand,
+  nodes: async () => (await import("./nodes-command.ts")).nodesCommand,
   prompt: async () => (await import("./prompt-command.ts")).promptCommand,
   runs: async () => (await import("./runs-command.ts")).runsCommand,
   tree: async () => (await import("./tree-command.ts")).treeCommand,

@@ -14,6 +14,8 @@ Usage:
   swarm models [FILTER] [--provider NAME] [--available]
                                            the models a spec may name, and where each key would
                                            come from (env, file, command, none; never the key)
+  swarm nodes                              the machines sandboxes run on: state, availability,
+                                           engine, live sandboxes, CPUs and memory reserved of all
   swarm runs [--limit N]                   every run, newest first: root spec, age, live/all agents,
                                            agents per state, spend (N 1..${MAX_RUN_LIST_LIMIT}, default ${DEFAULT_RUN_LIST_LIMIT})
   swarm tree <runId> [--once]              the spawn tree, redrawn live until the run ends
@@ -61,6 +63,7 @@ export const COMMAND_USAGE: Record<string, string> = {
   spawn:
     "swarm spawn <parentAgentId> <spec.json | saved-spec | -> [--prompt TEXT] [--wait-for AGENT]... [--keep-alive] [--spawn-depth N] [--max-agents N] [--max-tokens N] [--max-cost-usd X] [--idempotency-key KEY] [--run RUN] [--json]",
   models: "swarm models [FILTER] [--provider NAME] [--available] [--json]",
+  nodes: "swarm nodes [--json]",
   prompt: "swarm prompt <agentId> <text...> [--json]",
   delete: "swarm delete <runId> [--purge] [--json]",
   runs: "swarm runs [--limit N] [--json]",

@@ -10,6 +10,7 @@ import {
   stopAgent,
 } from "../api/agents.ts";
 import { listModels } from "../api/models.ts";
+import { listNodes } from "../api/nodes.ts";
 import type { AnswerOf, Operation, RouteRequest } from "../api/operation.ts";
 import { listPermissions, resolvePermission } from "../api/permissions.ts";
 import { createRun, deleteRun, getRun, listRuns, spawnAgent } from "../api/runs.ts";
@@ -22,6 +23,7 @@ import {
   MAX_WAIT_SECONDS,
   type MachineView,
   type ModelView,
+  type NodeView,
   type PermissionAnswer,
   type PermissionState,
   type PermissionView,
@@ -130,6 +132,8 @@ export interface SwarmClient {
     filter?: { provider?: string; available?: boolean },
     options?: CallOptions,
   ): Promise<{ models: ModelView[] }>;
+  /** The machines sandboxes run on, with the service's live sandboxes on each (one, `local`, on single-host runtimes). */
+  listNodes(options?: CallOptions): Promise<{ nodes: NodeView[] }>;
 }
 
 export function createSwarmClient(endpoint: Endpoint): SwarmClient {
@@ -185,6 +189,7 @@ export function createSwarmClient(endpoint: Endpoint): SwarmClient {
     events: (runId, options) => streamEvents(endpoint, runId, options),
     listModels: (filter = {}, options) =>
       call(listModels, { query: { provider: filter.provider, available: filter.available || undefined } }, options),
+    listNodes: (options) => call(listNodes, {}, options),
   };
 }
 

@@ -47,6 +47,11 @@ export function AgentLine({ state, row, hidden, selected, live, onToggle, menu }
       <StateBadge record={record} />
       {record.draining && <span class="badge attention">draining</span>}
       {record.hibernated && <span class="badge">hibernated</span>}
+      {record.unreachable && (
+        <span class="badge attention" title={`The daemon cannot reach node ${record.node ?? "?"} its sandbox runs on`}>
+          unreachable
+        </span>
+      )}
       {errors > 0 && (
         <span class="badge failed" title="Tool calls swarmd refused or failed (tool_refused events)">
           {errors} tool error{errors === 1 ? "" : "s"}
@@ -68,6 +73,12 @@ export function AgentLine({ state, row, hidden, selected, live, onToggle, menu }
       </span>
     </div>
   );
+}
+
+/** The tree row's tooltip: the node the agent's sandbox runs on, once provisioned. */
+export function nodeTitle(record: AgentRecord): string | undefined {
+  if (record.node === undefined) return undefined;
+  return `node ${record.node}${record.unreachable ? " (unreachable)" : ""}`;
 }
 
 /** The state while it lives (who paused it, when paused); once ended, its outcome alone (the state says no more). */

@@ -18,7 +18,7 @@ export function AgentPanel({ record, output }: { record: AgentRecord; output: Ag
   const { agentId } = record;
   const live = isLive(record.state);
   // Re-read when something about the agent changed, and every 5 s while it lives (stats move without events).
-  const changed = `${agentId}:${record.state}:${record.settledTurns}:${record.pendingPermissions.length}:${record.draining ? 1 : 0}:${record.hibernated ? 1 : 0}`;
+  const changed = `${agentId}:${record.state}:${record.settledTurns}:${record.pendingPermissions.length}:${record.draining ? 1 : 0}:${record.hibernated ? 1 : 0}:${record.node ?? ""}`;
   const detail = usePolled(
     (signal) => api<AgentDetail>("GET", `/agents/${agentId}`, undefined, signal),
     changed,
@@ -58,6 +58,11 @@ export function AgentPanel({ record, output }: { record: AgentRecord; output: Ag
             <dd>{when(record.endedAt)}</dd>
           </>
         )}
+        <dt>Node</dt>
+        <dd class="mono" data-testid="agent-node">
+          {record.node ?? "— (not provisioned)"}
+          {record.unreachable && <span class="error"> · unreachable</span>}
+        </dd>
         <dt>Parent</dt>
         <dd class="mono">{record.parentAgentId ?? "— (root)"}</dd>
         <dt>Inputs</dt>

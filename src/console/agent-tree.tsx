@@ -1,6 +1,6 @@
 import { useEffect } from "preact/hooks";
 import { AGENT_STATES, isLive, type PermissionView } from "../swarm-api.ts";
-import { AgentLine } from "./agent-line.tsx";
+import { AgentLine, nodeTitle } from "./agent-line.tsx";
 import { AgentControls, type Outcome, OutcomeView, PermissionControls } from "./controls.tsx";
 import { brief } from "./format.ts";
 import type { RunState } from "./run-state.ts";
@@ -67,6 +67,8 @@ export function AgentTree({ state, rows, selected, outcomes, onOutcome, gone, on
               record.pausedBy,
               record.draining,
               record.hibernated,
+              record.node,
+              record.unreachable,
               record.usage.calls,
               record.subtreeUsage.calls,
               record.pendingPermissions.join(","),
@@ -93,6 +95,7 @@ export function AgentTree({ state, rows, selected, outcomes, onOutcome, gone, on
                     class={`agent-row${record.agentId === selected ? " selected" : ""}${row.context ? " context" : ""}${open ? " menu-open" : ""}`}
                     data-agent-id={record.agentId}
                     data-state={record.state}
+                    title={nodeTitle(record)}
                     style={{ paddingLeft: `${0.4 + row.depth * 1.25}rem` }}
                   >
                     <AgentLine

@@ -20,6 +20,7 @@ import { openApiRoutes } from "./openapi/openapi-routes.ts";
 import { agentRoutes } from "./routes/agents.ts";
 import { eventRoutes } from "./routes/events.ts";
 import { modelRoutes } from "./routes/models.ts";
+import { nodeRoutes } from "./routes/nodes.ts";
 import { runRoutes } from "./routes/runs.ts";
 import { timelineRoutes } from "./routes/timeline.ts";
 import type { EventStream } from "./sse/event-stream.ts";
@@ -130,6 +131,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   timelineRoutes(app, { swarm: deps.swarm, events: deps.events });
   agentRoutes(app, deps.swarm);
   modelRoutes(app, deps.swarm);
+  nodeRoutes(app, deps.swarm);
   openApiRoutes(app);
   consolePage(app, config.consoleDir);
   // The plugin hooks `onRoute` when it loads, so the event routes are registered after it.

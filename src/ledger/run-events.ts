@@ -31,7 +31,12 @@ export const RunEventSchema = z.discriminatedUnion("type", [
       prompt: z.string().nullable(),
     }),
   ),
-  event("agent_provisioned", AgentId, z.object({ sandboxId: z.string() })),
+  /** `node`: the node its sandbox runs on (`local` on single-host runtimes); absent in ledgers older than it. */
+  event("agent_provisioned", AgentId, z.object({ sandboxId: z.string(), node: z.string().optional() })),
+  /** The daemon lost the engine of the node the agent's sandbox runs on; the sandbox may still run there. */
+  event("agent_unreachable", AgentId, z.object({ node: z.string() })),
+  /** The daemon reaches the node of the agent's sandbox again (after `agent_unreachable`). */
+  event("agent_reachable", AgentId, z.object({ node: z.string() })),
   /** `reason` of a pause is who paused it, `operator`, `cascade` or `budget` (the view's `pausedBy`). */
   event("agent_state_changed", AgentId, z.object({ from: z.string(), to: LiveState, reason: z.string() })),
   event("agent_steered", AgentId, z.object({ message: z.string() })),

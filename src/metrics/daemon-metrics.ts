@@ -1,7 +1,9 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { CommittedBatch } from "../ledger/ledger.ts";
+import type { NodeInfo } from "../sandbox/runtime.ts";
 import { AGENT_STATES, type AgentState } from "../swarm-api.ts";
 import { type CommittedCounters, countCommitted } from "./committed-events.ts";
+import { NodeSampler, type NodeSamplerOptions, type NodeSource } from "./node-sampler.ts";
 
 /** Agents the daemon knows, by state: what `swarmd_agents` shows at each scrape. */
 export type AgentCounts = Record<AgentState, number>;
@@ -19,6 +21,36 @@ const CALL_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5
 const APPEND_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 /** Appends merged into one batch by group commit. */
 const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256];
+const MiB = 1024 * 1024;
+
+/** The per-node gauges: each reads one number of a `NodeInfo`. */
+const NODE_GAUGES: ReadonlyArray<{ name: string; help: string; value: (node: NodeInfo) => number }> = [
+  {
+    name: "swarmd_node_sandboxes",
+    help: "Live sandboxes of this daemon on each node of its runtime (one node, local, on single-host runtimes).",
+    value: (node) => node.sandboxes,
+  },
+  {
+    name: "swarmd_node_reserved_cpus",
+    help: "CPU cores the limits of this daemon's live sandboxes reserve on each node.",
+    value: (node) => node.reservedCpus,
+  },
+  {
+    name: "swarmd_node_reserved_memory_bytes",
+    help: "Memory the limits of this daemon's live sandboxes reserve on each node.",
+    value: (node) => node.reservedMemoryMiB * MiB,
+  },
+  {
+    name: "swarmd_node_engine_reachable",
+    help: "1 while the daemon reaches the node's container engine, else 0.",
+    value: (node) => (node.engine === "reachable" ? 1 : 0),
+  },
+  {
+    name: "swarmd_node_ready",
+    help: "1 while the node's state is ready, else 0.",
+    value: (node) => (node.state === "ready" ? 1 : 0),
+  },
+];
 
 /**
  * The daemon's Prometheus metrics: one registry per daemon (never prom-client's global one, so a
@@ -31,6 +63,8 @@ export class DaemonMetrics {
   #agents: (() => AgentCounts) | undefined;
   #sseClients: (() => number) | undefined;
   #storageFull: (() => boolean) | undefined;
+  #nodes: NodeSampler | undefined;
+  readonly #nodeSampling: NodeSamplerOptions;
 
   readonly #requests: Histogram<"operation" | "status">;
   readonly #sandboxCalls: Histogram<"runtime" | "operation">;
@@ -41,7 +75,9 @@ export class DaemonMetrics {
   /** What the ledger's committed events move; `committed-events.ts` says which event moves which. */
   readonly #counted: CommittedCounters;
 
-  constructor() {
+  /** `nodeSampling`: how the node gauges cache the runtime's answer (node-sampler.ts; tests shorten it). */
+  constructor(options: { nodeSampling?: NodeSamplerOptions } = {}) {
+    this.#nodeSampling = options.nodeSampling ?? {};
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: "swarmd_" });
     // Gauges named `_total` fail `promtool check metrics` (only counters may end so); each is the
@@ -78,6 +114,21 @@ export class DaemonMetrics {
         if (full !== undefined) this.set(full ? 1 : 0);
       },
     });
+    // Read at each scrape through the sampler: a slow runtime makes them stale or absent, never the scrape slow.
+    const nodes = () => this.#nodes?.read();
+    for (const { name, help, value } of NODE_GAUGES) {
+      new Gauge({
+        name,
+        help,
+        labelNames: ["node"],
+        registers,
+        async collect() {
+          const answer = await nodes();
+          this.reset();
+          for (const node of answer ?? []) this.set({ node: node.id }, value(node));
+        },
+      });
+    }
     this.#dropped = new Counter({
       name: "swarmd_sse_ephemeral_events_dropped_total",
       help: "Ephemeral events not sent to an event-stream client because it was behind (persisted ones are never dropped).",
@@ -143,12 +194,18 @@ export class DaemonMetrics {
 
   /**
    * The gauges' sources, read at each scrape: the service's agent counts, the server's open streams,
-   * whether the ledger finds the disk full.
+   * whether the ledger finds the disk full, the runtime's nodes.
    */
-  watch(sources: { agents?: () => AgentCounts; sseClients?: () => number; storageFull?: () => boolean }): void {
+  watch(sources: {
+    agents?: () => AgentCounts;
+    sseClients?: () => number;
+    storageFull?: () => boolean;
+    nodes?: NodeSource;
+  }): void {
     if (sources.agents) this.#agents = sources.agents;
     if (sources.sseClients) this.#sseClients = sources.sseClients;
     if (sources.storageFull) this.#storageFull = sources.storageFull;
+    if (sources.nodes) this.#nodes = new NodeSampler(sources.nodes, this.#nodeSampling);
   }
 
   /** `LedgerOptions.onCommit`. */

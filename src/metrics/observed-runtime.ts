@@ -33,6 +33,8 @@ export function observeRuntime(runtime: SandboxRuntime, observe: SandboxCallObse
     close: timed("close", (id, signal) => runtime.close(id, signal)),
     inspect: timed("inspect", (id, signal) => runtime.inspect(id, signal)),
     list: timed("list", (signal) => runtime.list(signal)),
+    nodes: timed("nodes", (signal) => runtime.nodes(signal)),
     controlDir: (id) => runtime.controlDir(id),
+    ...(runtime.watch ? { watch: runtime.watch.bind(runtime) } : {}),
   };
 }

@@ -23,6 +23,7 @@ const OPERATIONS: Readonly<Record<string, string>> = {
   "POST /agents/:agentId/stop": "stop",
   "POST /agents/:agentId/permissions/:requestId": "resolve_permission",
   "GET /models": "list_models",
+  "GET /nodes": "list_nodes",
 };
 
 /**

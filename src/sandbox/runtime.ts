@@ -2,9 +2,10 @@ import type { Duplex } from "node:stream";
 
 /**
  * The runtimes swarmd ships (`SWARM_RUNTIME`). `process` is the embedded default; `simulated` keeps
- * sandboxes in the daemon's memory (`src/sandbox/memory/`: test suites, simulations).
+ * sandboxes in the daemon's memory (`src/sandbox/memory/`: test suites, simulations); `cluster`
+ * places each sandbox on one machine of a Docker Swarm (`src/sandbox/cluster/`).
  */
-export type RuntimeKind = "process" | "docker" | "simulated";
+export type RuntimeKind = "process" | "docker" | "simulated" | "cluster";
 
 /** What a runtime knows about one sandbox it owns. */
 export interface SandboxInfo {
@@ -19,6 +20,55 @@ export interface SandboxInfo {
   status: "running" | "frozen" | "hibernated" | "gone";
   /** Why a `gone` sandbox's processes ended, when the runtime knows: a limit it hit, or a quota it broke. */
   reason?: string;
+  /** Id of the node (`NodeInfo.id`) the sandbox runs on: `local` on the single-host runtimes. */
+  node?: string;
+}
+
+/** The one node of a runtime without a cluster: the daemon's own machine. */
+export const LOCAL_NODE_ID = "local";
+
+/**
+ * One machine sandboxes run on, as the runtime sees it now. Runtimes without a cluster answer one
+ * node, `local`; the cluster runtime answers one per node of its swarm.
+ */
+export interface NodeInfo {
+  /** The swarm's node id; `local` on the single-host runtimes. */
+  id: string;
+  hostname: string;
+  /** The swarm's status of the node (`ready` on the single-host runtimes). */
+  state: "ready" | "down" | "unknown" | "disconnected";
+  /** Whether the swarm places new work on it (`active`), keeps its work but places none (`pause`), or moves its work off (`drain`). */
+  availability: "active" | "pause" | "drain";
+  /** Live (not `gone`) sandboxes of this data folder on the node. */
+  sandboxes: number;
+  /** The node's capacity: its CPU cores and memory. */
+  cpus: number;
+  memoryMiB: number;
+  /** The sums of the limits (`SandboxLimits.cpus`, `.memoryMiB`) of this data folder's live sandboxes on the node. */
+  reservedCpus: number;
+  reservedMemoryMiB: number;
+  /** Whether the daemon reaches the node's engine (always `reachable` on the single-host runtimes). */
+  engine: "reachable" | "unreachable";
+  /** Why the node is unreachable or unusable, when the runtime knows (e.g. "image could not be loaded: ..."). */
+  reason?: string;
+}
+
+/**
+ * What a runtime that watches its nodes (`SandboxRuntime.watch`) reports about one sandbox:
+ * `unreachable` / `reachable` when the daemon loses / regains its node's engine (the sandbox may
+ * still run there), `lost` when the sandbox is gone with its node (down, or drained).
+ */
+export type SandboxChange =
+  | ({ type: "unreachable" } & SandboxPlace)
+  | ({ type: "reachable" } & SandboxPlace)
+  | ({ type: "lost"; reason: string } & SandboxPlace);
+
+/** Which sandbox a change is about, whose agent, and where it runs. */
+export interface SandboxPlace {
+  sandboxId: string;
+  runId: string;
+  agentId: string;
+  node: string;
 }
 
 /**
@@ -176,4 +226,19 @@ export interface SandboxRuntime {
 
   /** Host path of the sandbox's control folder (socket, event log, spec). */
   controlDir(sandboxId: string): string;
+
+  /**
+   * The machines this runtime's sandboxes run on, with this data folder's live sandboxes and the
+   * limits they reserve on each. The single-host runtimes answer one node, `local` (the daemon's
+   * machine). Never throws for a node it cannot reach: such a node is answered `unreachable`.
+   */
+  nodes(signal: AbortSignal): Promise<NodeInfo[]>;
+
+  /**
+   * Tell `listener` of every change to a sandbox that the daemon did not ask for (its node's engine
+   * lost or found again, the sandbox lost with its node), until the returned function is called.
+   * Optional: runtimes on one host have no node to lose and do not implement it. `listener` must
+   * not throw.
+   */
+  watch?(listener: (change: SandboxChange) => void): () => void;
 }

@@ -106,6 +106,8 @@ export function foldEvent(view: RunView, stored: StoredEvent): void {
 const FOLDED_TYPES: ReadonlySet<string> = new Set([
   "agent_spawned",
   "agent_provisioned",
+  "agent_unreachable",
+  "agent_reachable",
   "agent_state_changed",
   "handle_settled",
   "agent_ended",
@@ -151,7 +153,17 @@ function applyEvent(view: RunView, event: RunEvent): void {
       return;
     }
     case "agent_provisioned":
-      if (agent) agent.sandboxId = event.data.sandboxId;
+      if (!agent) return;
+      agent.sandboxId = event.data.sandboxId;
+      // A ledger older than `node` says nothing of where: none is shown rather than a guess.
+      if (event.data.node === undefined) delete agent.node;
+      else agent.node = event.data.node;
+      return;
+    case "agent_unreachable":
+      if (agent && agent.outcome === null) agent.unreachable = true;
+      return;
+    case "agent_reachable":
+      if (agent) delete agent.unreachable;
       return;
     case "agent_state_changed":
       if (!agent) return;
@@ -236,6 +248,7 @@ function applyEvent(view: RunView, event: RunEvent): void {
       delete agent.hibernated;
       delete agent.draining;
       delete agent.drain;
+      delete agent.unreachable;
       agent.outcome = event.data.outcome;
       agent.state = agent.outcome === "aborted" ? "aborted" : "done";
       agent.endedAt = event.data.endedAt;
@@ -266,6 +279,8 @@ export function agentView(record: AgentRecord): AgentView {
   if (record.pausedBy) view.pausedBy = record.pausedBy;
   if (record.hibernated) view.hibernated = true;
   if (record.draining) view.draining = true;
+  if (record.node !== undefined) view.node = record.node;
+  if (record.unreachable) view.unreachable = true;
   return view;
 }
 

@@ -253,6 +253,7 @@ describe("bridge tools are made from the routes they call", () => {
       { provider: "anthropic", available: true },
       ["listModels", [{ provider: "anthropic", available: true }]],
     ],
+    swarm_list_nodes: [{}, ["listNodes", []]],
   };
 
   it("each route tool calls its route, with the input's fields where the route takes them", async () => {

@@ -26,6 +26,7 @@ const TOOL_NAMES = [
   "swarm_list_permissions",
   "swarm_resolve_permission",
   "swarm_list_models",
+  "swarm_list_nodes",
   "swarm_start_service",
   "swarm_spec_add",
   "swarm_spec_list",

@@ -117,4 +117,15 @@ describe("configuration from the environment", () => {
       },
     );
   });
+
+  it("refuses SWARM_RUNTIME=cluster with CONFIG_INVALID until this build runs it", () => {
+    assert.throws(
+      () => loadConfig({ SWARM_RUNTIME: "cluster" }),
+      (err: unknown) => {
+        assert.ok(isSwarmError(err, "CONFIG_INVALID"), String(err));
+        assert.match(err.message, /SWARM_RUNTIME: cluster is not available in this build/);
+        return true;
+      },
+    );
+  });
 });

@@ -124,6 +124,14 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
       "no reload: the stream fed the tree",
     );
     assert.match(await row(page, grandchild).innerText(), /grandchild/);
+    assert.equal(await row(page, grandchild).getAttribute("title"), "node local", "the row's tooltip names its node");
+    // What the run writes when the runtime loses the node's engine, and finds it again.
+    await d.ledger.append(run.runId, [{ type: "agent_unreachable", agentId: grandchild, data: { node: "local" } }]);
+    await row(page, grandchild).locator(".badge", { hasText: "unreachable" }).waitFor();
+    assert.equal(await row(page, grandchild).getAttribute("title"), "node local (unreachable)");
+    await d.ledger.append(run.runId, [{ type: "agent_reachable", agentId: grandchild, data: { node: "local" } }]);
+    await row(page, grandchild).locator(".badge", { hasText: "unreachable" }).waitFor({ state: "detached" });
+    assert.equal(await row(page, grandchild).getAttribute("title"), "node local");
 
     // What an agent is doing now: a tool running.
     const busy = await spawn(run.runId, run.rootAgentId, "sleeper", {
@@ -150,6 +158,11 @@ describe("the web console in Chromium", { skip: SKIP }, () => {
     assert.match(
       await page.locator(`[data-panel-agent-id="${first}"] [data-testid="machine-value"]`).innerText(),
       /running/,
+    );
+    assert.equal(
+      await page.locator(`[data-panel-agent-id="${first}"] [data-testid="agent-node"]`).innerText(),
+      "local",
+      "the panel names the agent's node",
     );
     assert.deepEqual(unexpected(errors), []);
     await page.context().close();

@@ -95,6 +95,7 @@ describe(`run lifecycle over HTTP (${e2eRuntime()} runtime, scripted agents)`, (
         "createdAt",
         "depth",
         "endedAt",
+        "node",
         "outcome",
         "parentAgentId",
         "pendingPermissions",

@@ -417,6 +417,7 @@ describe("every operation of /openapi.json answers as documented (live daemon)",
         { what: "empty provider", call: at(() => "/models?provider="), status: 400 },
       ],
     ],
+    ["listNodes", [{ what: "valid", call: at(() => "/nodes"), status: 200 }]],
     [
       "deleteRun",
       [

@@ -136,6 +136,28 @@ describe("Prometheus scrapes the daemon", { skip, timeout: 120_000 }, () => {
     await eventually('up{job="swarmd-anonymous"}', (v) => v === 0);
   });
 
+  it("stores each node's gauges: the live sandboxes and the limits they reserve, its engine reachable and ready", async () => {
+    const node = (name: string) => `${name}{job="swarmd",node="local"}`;
+    await eventually(node("swarmd_node_ready"), (v) => v === 1);
+    await eventually(node("swarmd_node_engine_reachable"), (v) => v === 1);
+    await eventually(node("swarmd_node_sandboxes"), (v) => v === 0);
+    const created = await call(
+      d.url,
+      "POST",
+      "/runs",
+      { spec: { name: "kept", script: [], limits: { cpus: 0.5, memoryMiB: 300 } }, keepAlive: true },
+      AUTH,
+    );
+    assert.equal(created.status, 202);
+    await eventually(node("swarmd_node_sandboxes"), (v) => v === 1);
+    await eventually(node("swarmd_node_reserved_cpus"), (v) => v === 0.5);
+    await eventually(node("swarmd_node_reserved_memory_bytes"), (v) => v === 300 * 1024 * 1024);
+    assert.equal((await call(d.url, "DELETE", `/runs/${created.body.runId}`, undefined, AUTH)).status, 204);
+    await eventually(node("swarmd_node_sandboxes"), (v) => v === 0);
+    await eventually(node("swarmd_node_reserved_cpus"), (v) => v === 0);
+    await eventually(node("swarmd_node_reserved_memory_bytes"), (v) => v === 0);
+  });
+
   it("promtool check metrics finds nothing to say about the scraped text", async () => {
     const res = await fetch(`${d.url}/metrics`, { headers: AUTH });
     assert.equal(res.status, 200);

@@ -36,6 +36,7 @@ const ROWS: Array<
   ["POST", "/agents/a_1/steer", { message: "m" }, "steer", "AGENT_DRAINING", 409],
   ["POST", "/runs/r_1/agents", SPAWN, "spawn", "AGENT_DRAINING", 409],
   ["GET", "/runs/r_1/permissions", undefined, "listPermissions", "RUN_NOT_FOUND", 404],
+  ["GET", "/nodes", undefined, "listNodes", "RUNTIME_UNAVAILABLE", 503],
   ["POST", "/agents/a_1/permissions/p_1", { decision: "allow" }, "resolvePermission", "PERMISSION_NOT_FOUND", 404],
   ["POST", "/agents/a_1/permissions/p_1", { decision: "deny" }, "resolvePermission", "PERMISSION_RESOLVED", 409],
   ["POST", "/agents/a_1/permissions/p_1", { decision: "allow" }, "resolvePermission", "AGENT_NOT_FOUND", 404],

@@ -2,7 +2,7 @@ import { setImmediate as tick } from "node:timers/promises";
 import type { FastifyInstance } from "fastify";
 import { buildServer, type ServerConfig } from "../../src/http/build-server.ts";
 import type { EventSource, LedgerEvent, LiveEvent } from "../../src/http/event-source.ts";
-import type { AgentView, PermissionView, ResultView, RunSummary, SwarmApi } from "../../src/swarm-api.ts";
+import type { AgentView, NodeView, PermissionView, ResultView, RunSummary, SwarmApi } from "../../src/swarm-api.ts";
 
 export const RUN_ID = "r_1";
 export const ROOT_ID = "a_1";
@@ -56,6 +56,19 @@ export const RUN_SUMMARY: RunSummary = {
   agents: 1,
   live: 1,
   usage: AGENT.usage,
+};
+
+export const LOCAL_NODE: NodeView = {
+  id: "local",
+  hostname: "test-host",
+  state: "ready",
+  availability: "active",
+  sandboxes: 1,
+  cpus: 4,
+  memoryMiB: 8192,
+  reservedCpus: 1,
+  reservedMemoryMiB: 2048,
+  engine: "reachable",
 };
 
 export const NO_CAPS = { maxTokens: null, maxCostUsd: null, remainingTokens: null, remainingCostUsd: null };
@@ -195,6 +208,10 @@ export function createFakeSwarm() {
     listModels(filter) {
       record("listModels", filter);
       return { models: [] };
+    },
+    async listNodes() {
+      record("listNodes");
+      return { nodes: [LOCAL_NODE] };
     },
   };
 

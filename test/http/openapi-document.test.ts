@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import type { FastifyInstance } from "fastify";
+import { NodeListSchema } from "../../src/api/nodes.ts";
 import type { OpenApiDocument } from "../../src/http/openapi/openapi-document.ts";
 import { DaemonMetrics } from "../../src/metrics/daemon-metrics.ts";
 import { setup as setupServer } from "./fakes.ts";
@@ -161,4 +162,13 @@ test("bearer security is on exactly the routes that refuse a request without the
     }
   }
   assert.deepEqual(open.sort(), ["GET /", "GET /console/:asset", "GET /docs", "GET /docs/:asset", "GET /health"]);
+});
+
+test("an answer's example in the document is one its own zod schema accepts (GET /nodes)", async (t) => {
+  const { app } = setup();
+  t.after(() => app.close());
+  const doc = await documentOf(app);
+  const examples = (doc.components.schemas.NodeList as { examples?: unknown[] }).examples ?? [];
+  assert.equal(examples.length, 1, "NodeList shows an example");
+  for (const example of examples) assert.deepEqual(NodeListSchema.parse(example), example);
 });

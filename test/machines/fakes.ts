@@ -20,6 +20,7 @@ export function fakeEffects() {
     actors: {
       provision: fromPromise(async ({ input }) => {
         calls.push(`provision:${input.agentId}`);
+        return { node: "local" };
       }),
       harness: fromCallback<HarnessCommandEvent, HarnessActorInput>(({ sendBack, receive, input }) => {
         const entry = {

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { availableParallelism, hostname, totalmem } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -134,6 +135,7 @@ export function runSandboxContract(
         runId: req.runId,
         agentId: req.agentId,
         status: "running",
+        node: "local",
       };
       assert.deepEqual(info, expected);
       assert.deepEqual(await rt.inspect(req.sandboxId, signal()), expected);
@@ -218,6 +220,7 @@ export function runSandboxContract(
           runId: childReq.runId,
           agentId: childReq.agentId,
           status: "running",
+          node: "local",
         });
         assert.equal(await status(parent.sandboxId), "running", "the parent is not left frozen");
         await counterAbove(parent.sandboxId, (await counter(parent.sandboxId)) ?? 0);
@@ -239,6 +242,41 @@ export function runSandboxContract(
         childClient.close();
       },
     );
+
+    it("answers one node, local, counting this data folder's live sandboxes and the limits they reserve", async () => {
+      const local = async () => {
+        const nodes = await rt.nodes(signal());
+        assert.equal(nodes.length, 1, `one node on a single-host runtime, got ${JSON.stringify(nodes)}`);
+        const [node] = nodes;
+        assert.ok(node);
+        return node;
+      };
+      const before = await local();
+      assert.equal(before.id, "local");
+      assert.equal(before.hostname, hostname());
+      assert.equal(before.state, "ready");
+      assert.equal(before.availability, "active");
+      assert.equal(before.engine, "reachable");
+      assert.equal(before.reason, undefined);
+      assert.equal(before.cpus, availableParallelism());
+      assert.equal(before.memoryMiB, Math.floor(totalmem() / 2 ** 20));
+
+      const limits = { pids: 64, memoryMiB: 300, cpus: 0.25, diskMiB: 100, tmpMiB: 16 };
+      const info = await provision(bashSpec("true"), { limits });
+      await rt.startHarness(info.sandboxId, signal());
+      const during = await local();
+      assert.equal(during.sandboxes, before.sandboxes + 1);
+      assert.equal(during.reservedCpus, Math.round((before.reservedCpus + 0.25) * 1000) / 1000);
+      assert.equal(during.reservedMemoryMiB, before.reservedMemoryMiB + 300);
+
+      await rt.close(info.sandboxId, signal());
+      const after = await local();
+      assert.deepEqual(
+        [after.sandboxes, after.reservedCpus, after.reservedMemoryMiB],
+        [before.sandboxes, before.reservedCpus, before.reservedMemoryMiB],
+        "a closed sandbox reserves nothing",
+      );
+    });
 
     it("shows inputs written from outside at /inputs, before and while the harness runs", async () => {
       const info = await provision(bashSpec("cat /inputs/x.md", "cat /inputs/x.md /inputs/y.md"));

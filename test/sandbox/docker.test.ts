@@ -255,5 +255,11 @@ function dockerSpecifics(): void {
       assert.match(err.message, /\/nonexistent\/docker\.sock/);
       return true;
     });
+    const [local, ...others] = await unreachable.nodes(signal());
+    assert.deepEqual(others, [], "still one node");
+    assert.equal(local?.id, "local");
+    assert.equal(local?.engine, "unreachable", "answered unreachable, not refused");
+    assert.equal(local?.sandboxes, 0);
+    assert.match(local?.reason ?? "", /\/nonexistent\/docker\.sock/);
   });
 }

@@ -74,7 +74,11 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> 
     log: process.env.SWARM_TEST_LOG ? (message) => console.error(`[swarmd] ${message}`) : undefined,
     onHarnessReconnect: metrics?.harnessReconnected,
   });
-  metrics?.watch({ agents: () => service.countAgents(), storageFull: () => isStorageFull(ledger.storage()) });
+  metrics?.watch({
+    agents: () => service.countAgents(),
+    storageFull: () => isStorageFull(ledger.storage()),
+    nodes: (signal) => runtime.nodes(signal),
+  });
   const app = buildServer({
     swarm: service,
     events: ledger,

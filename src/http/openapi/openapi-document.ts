@@ -13,6 +13,7 @@ import {
   UsageSchema,
 } from "../../api/fields.ts";
 import * as models from "../../api/models.ts";
+import * as nodes from "../../api/nodes.ts";
 import type { Answer, Operation } from "../../api/operation.ts";
 import { OPERATIONS } from "../../api/operations.ts";
 import * as permissions from "../../api/permissions.ts";
@@ -78,6 +79,8 @@ const COMPONENTS: Record<string, z.ZodType> = {
   MachineView: agents.MachineViewSchema,
   ModelView: models.ModelViewSchema,
   ModelList: models.ModelListSchema,
+  NodeView: nodes.NodeViewSchema,
+  NodeList: nodes.NodeListSchema,
   ...Object.fromEntries(STREAM_MESSAGE_SCHEMAS),
   StreamMessage: StreamMessageSchema,
 };
@@ -145,6 +148,7 @@ export function createOpenApiDocument(): OpenApiDocument {
       { name: "approvals", description: "Tool calls held for an operator's decision." },
       { name: "events", description: "The run's event stream." },
       { name: "models", description: "The models a spec may name." },
+      { name: "nodes", description: "The machines sandboxes run on." },
       { name: "service", description: "The daemon itself." },
     ],
     security: [{ bearerAuth: [] }],

@@ -69,7 +69,7 @@ export interface ContainerOptionsInput {
   limits: SandboxLimits;
 }
 
-const MiB = 1024 * 1024;
+export const MiB = 1024 * 1024;
 
 export function containerOptions(input: ContainerOptionsInput): Docker.ContainerCreateOptions {
   return {

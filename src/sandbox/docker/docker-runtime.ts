@@ -1,13 +1,20 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import { type ErrorCode, SwarmError } from "../../errors.ts";
+import { type ErrorCode, isSwarmError, SwarmError } from "../../errors.ts";
 import { CONTROL_FILES } from "../../harness/protocol.ts";
 import { copyTree } from "../copy-tree.ts";
 import { startDiskWatch } from "../disk-watch.ts";
 import { assertInputNames } from "../input-names.ts";
 import { createKeyedLock } from "../keyed-lock.ts";
-import { DEFAULT_SANDBOX_LIMITS, type ProvisionRequest, type SandboxInfo, type SandboxRuntime } from "../runtime.ts";
+import { localNode } from "../local-node.ts";
+import {
+  DEFAULT_SANDBOX_LIMITS,
+  LOCAL_NODE_ID,
+  type ProvisionRequest,
+  type SandboxInfo,
+  type SandboxRuntime,
+} from "../runtime.ts";
 import { connectSocket, MAX_SOCKET_PATH_BYTES } from "../socket-connect.ts";
 import { waitForHarness } from "../wait-for-harness.ts";
 import { type DockerEndpoint, engineError, openEngine } from "./engine.ts";
@@ -264,9 +271,25 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
         const found = await containers.find(sandboxId);
         if (found) return found.info;
         const record = SANDBOX_ID.test(sandboxId) ? await folders.read(sandboxId) : undefined;
-        return record && { sandboxId, runId: record.runId, agentId: record.agentId, status: "gone" as const };
+        return (
+          record && {
+            sandboxId,
+            runId: record.runId,
+            agentId: record.agentId,
+            status: "gone" as const,
+            node: LOCAL_NODE_ID,
+          }
+        );
       }),
     list: (signal) => guarded(signal, "INTERNAL", "Listing sandboxes failed", () => containers.list()),
+    // The one node is answered even when its engine is not: unreachable, with why (the port's contract).
+    nodes: (signal) =>
+      guarded(signal, "INTERNAL", "Listing the nodes failed", async () => [
+        localNode(await containers.liveLimits()),
+      ]).catch((err: unknown) => {
+        if (signal.aborted || !isSwarmError(err, "RUNTIME_UNAVAILABLE")) throw err;
+        return [{ ...localNode([]), engine: "unreachable" as const, reason: err.message }];
+      }),
     controlDir: (sandboxId) => folders.controlDir(sandboxId),
   };
 }

@@ -1,8 +1,8 @@
 import type Docker from "dockerode";
 import { SwarmError } from "../../errors.ts";
-import { DEFAULT_SANDBOX_LIMITS, type ProvisionRequest, type SandboxInfo } from "../runtime.ts";
+import { DEFAULT_SANDBOX_LIMITS, LOCAL_NODE_ID, type ProvisionRequest, type SandboxInfo } from "../runtime.ts";
 import { attachContainerNetwork, releaseContainerNetwork } from "./container-network.ts";
-import { containerOptions } from "./container-options.ts";
+import { containerOptions, MiB } from "./container-options.ts";
 import { engineStatus } from "./engine.ts";
 import { execRunning } from "./harness-exec.ts";
 import { containerNameOf, LABEL, SANDBOX_ID, sandboxLabels, statusOfState } from "./labels.ts";
@@ -32,6 +32,8 @@ export interface SandboxContainers {
   createAndStart(req: ProvisionRequest, image: string, signal: AbortSignal): Promise<OwnedContainer>;
   /** Every sandbox of this data folder: its containers in any state, and folders whose container vanished (`gone`). */
   list(): Promise<SandboxInfo[]>;
+  /** The CPU and memory limits the engine applies to each live (not `gone`) sandbox of this data folder. */
+  liveLimits(): Promise<{ cpus: number; memoryMiB: number }[]>;
   /** Remove the container, its folder and any fork image (earlier versions forked through `docker commit`); whatever is already gone is fine. */
   remove(sandboxId: string): Promise<void>;
 }
@@ -71,6 +73,7 @@ export function sandboxContainers(
         agentId: labels[LABEL.agent] ?? "",
         status,
         ...(status === "gone" && record?.stoppedFor ? { reason: record.stoppedFor } : {}),
+        node: LOCAL_NODE_ID,
       };
       return { container, info, image: Image, record };
     } catch (err) {
@@ -84,6 +87,30 @@ export function sandboxContainers(
     // (untagging it is enough: the engine prunes it with the last image that needs it).
     const status = engineStatus(err);
     if (status !== 404 && status !== 409 && status !== 304) throw err;
+  };
+
+  const list = async (): Promise<SandboxInfo[]> => {
+    const found = await docker.listContainers({ all: true, filters: { label: ownedBy } });
+    const records = new Map((await folders.list()).map((r) => [r.sandboxId, r]));
+    const infos: SandboxInfo[] = await Promise.all(
+      found.map(async (c) => {
+        const sandboxId = c.Labels[LABEL.sandbox] ?? "";
+        const status = await statusOf(c.State, records.get(sandboxId));
+        return {
+          sandboxId,
+          runId: c.Labels[LABEL.run] ?? "",
+          agentId: c.Labels[LABEL.agent] ?? "",
+          status,
+          node: LOCAL_NODE_ID,
+        };
+      }),
+    );
+    const withContainer = new Set(infos.map((i) => i.sandboxId));
+    for (const r of records.values()) {
+      if (!withContainer.has(r.sandboxId))
+        infos.push({ sandboxId: r.sandboxId, runId: r.runId, agentId: r.agentId, status: "gone", node: LOCAL_NODE_ID });
+    }
+    return infos;
   };
 
   return {
@@ -129,25 +156,30 @@ export function sandboxContainers(
       return {
         container,
         image,
-        info: { sandboxId: req.sandboxId, runId: req.runId, agentId: req.agentId, status: "running" },
+        info: {
+          sandboxId: req.sandboxId,
+          runId: req.runId,
+          agentId: req.agentId,
+          status: "running",
+          node: LOCAL_NODE_ID,
+        },
       };
     },
-    async list() {
-      const found = await docker.listContainers({ all: true, filters: { label: ownedBy } });
-      const records = new Map((await folders.list()).map((r) => [r.sandboxId, r]));
-      const infos: SandboxInfo[] = await Promise.all(
-        found.map(async (c) => {
-          const sandboxId = c.Labels[LABEL.sandbox] ?? "";
-          const status = await statusOf(c.State, records.get(sandboxId));
-          return { sandboxId, runId: c.Labels[LABEL.run] ?? "", agentId: c.Labels[LABEL.agent] ?? "", status };
+    list,
+    async liveLimits() {
+      const live = (await list()).filter((i) => i.status !== "gone");
+      const limits = await Promise.all(
+        live.map(async ({ sandboxId }) => {
+          try {
+            const { HostConfig } = await byName(sandboxId).inspect();
+            return [{ cpus: (HostConfig.NanoCpus ?? 0) / 1e9, memoryMiB: (HostConfig.Memory ?? 0) / MiB }];
+          } catch (err) {
+            if (engineStatus(err) === 404) return []; // removed since the listing
+            throw err;
+          }
         }),
       );
-      const withContainer = new Set(infos.map((i) => i.sandboxId));
-      for (const r of records.values()) {
-        if (!withContainer.has(r.sandboxId))
-          infos.push({ sandboxId: r.sandboxId, runId: r.runId, agentId: r.agentId, status: "gone" });
-      }
-      return infos;
+      return limits.flat();
     },
     async remove(sandboxId) {
       if (!SANDBOX_ID.test(sandboxId)) return;

@@ -1,7 +1,8 @@
 import { errorMessage, SwarmError } from "../../errors.ts";
 import { dropMemoryControl, openMemoryControl } from "../../harness/memory-control.ts";
 import { assertInputNames } from "../input-names.ts";
-import type { ProvisionRequest, SandboxInfo, SandboxRuntime } from "../runtime.ts";
+import { localNode } from "../local-node.ts";
+import { DEFAULT_SANDBOX_LIMITS, type ProvisionRequest, type SandboxInfo, type SandboxRuntime } from "../runtime.ts";
 import { createFreezeGate } from "./freeze-gate.ts";
 import { startSandboxHarness } from "./harness-start.ts";
 import { createMemoryEventLog } from "./memory-event-log.ts";
@@ -58,6 +59,7 @@ export function createMemoryRuntime(options: MemoryRuntimeOptions = {}): MemoryR
       agentId: req.agentId,
       spec: req.spec,
       env: req.env ?? {},
+      limits: req.limits ?? DEFAULT_SANDBOX_LIMITS,
       files,
       gate: createFreezeGate(),
       log: createMemoryEventLog(),
@@ -156,6 +158,11 @@ export function createMemoryRuntime(options: MemoryRuntimeOptions = {}): MemoryR
     async list(signal) {
       signal.throwIfAborted();
       return [...sandboxes.values()].map(infoOf);
+    },
+
+    async nodes(signal) {
+      signal.throwIfAborted();
+      return [localNode([...sandboxes.values()].filter((s) => !s.gone).map((s) => s.limits))];
     },
 
     controlDir,

@@ -5,7 +5,7 @@ import type { InMemoryFs } from "just-bash";
 import { SwarmError } from "../../errors.ts";
 import type { EventLog } from "../../harness/event-log.ts";
 import { createKeyedLock, type KeyedLock } from "../keyed-lock.ts";
-import type { SandboxInfo } from "../runtime.ts";
+import { LOCAL_NODE_ID, type SandboxInfo, type SandboxLimits } from "../runtime.ts";
 import type { FreezeGate } from "./freeze-gate.ts";
 import type { MemoryHarness } from "./memory-harness.ts";
 
@@ -16,6 +16,8 @@ export interface MemorySandbox {
   agentId: string;
   spec: Record<string, unknown>;
   env: Record<string, string>;
+  /** What the request asked for (nothing enforces them here); what `nodes()` counts as reserved. */
+  limits: SandboxLimits;
   files: InMemoryFs;
   gate: FreezeGate;
   /** The harness's event log, kept across its starts (hibernation), so `hseq` goes on. */
@@ -64,6 +66,7 @@ export function infoOf(sandbox: MemorySandbox): SandboxInfo {
     runId: sandbox.runId,
     agentId: sandbox.agentId,
     status: "running",
+    node: LOCAL_NODE_ID,
   };
   if (sandbox.gone) return { ...info, status: "gone", reason: "its harness shut down" };
   if (sandbox.hibernated) return { ...info, status: "hibernated" };

@@ -5,6 +5,7 @@ import { errorMessage, isSwarmError, SwarmError } from "../../errors.ts";
 import { type DiskWatch, startDiskWatch } from "../disk-watch.ts";
 import { assertInputNames } from "../input-names.ts";
 import { createKeyedLock } from "../keyed-lock.ts";
+import { localNode } from "../local-node.ts";
 import { stopUserNet } from "../network/user-net.ts";
 import { DEFAULT_SANDBOX_LIMITS, type SandboxInfo, type SandboxRuntime } from "../runtime.ts";
 import { connectSocket } from "../socket-connect.ts";
@@ -21,11 +22,12 @@ import {
   liveRecord,
   ownedRecord,
   type RuntimeContext,
+  statusOf,
   UNABORTABLE,
 } from "./runtime-context.ts";
 import { createSandbox, forkSandbox } from "./sandbox-create.ts";
 import { sandboxesDir } from "./sandbox-layout.ts";
-import { type FreezerKind, isMissing, writeRecord } from "./sandbox-record.ts";
+import { type FreezerKind, isMissing, type SandboxRecord, writeRecord } from "./sandbox-record.ts";
 
 /** Where the runtime reports what it decided (pino and console both fit). */
 export interface RuntimeLogger {
@@ -146,6 +148,16 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
       }),
   });
 
+  /** The records of every sandbox this data folder owns. */
+  const ownedRecords = async (): Promise<SandboxRecord[]> => {
+    const names = await readdir(sandboxesDir(dataDir)).catch((err: unknown) => {
+      if (isMissing(err)) return [];
+      throw err;
+    });
+    const found = await Promise.all(names.map((name) => findRecord(ctx, name)));
+    return found.flatMap((f) => (f ? [f.record] : []));
+  };
+
   return {
     kind: "process",
     harnessOutOfReach: ctx.separateUsers,
@@ -236,17 +248,17 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
 
     async list(signal) {
       signal.throwIfAborted();
-      const names = await readdir(sandboxesDir(dataDir)).catch((err: unknown) => {
-        if (isMissing(err)) return [];
-        throw err;
-      });
-      const infos = await Promise.all(
-        names.map(async (name) => {
-          const found = await findRecord(ctx, name);
-          return found && infoOf(found.record);
-        }),
-      );
-      return infos.filter((i): i is SandboxInfo => i !== undefined);
+      const records = await ownedRecords();
+      return Promise.all(records.map(infoOf));
+    },
+
+    async nodes(signal) {
+      signal.throwIfAborted();
+      const records = await ownedRecords();
+      const statuses = await Promise.all(records.map(statusOf));
+      return [
+        localNode(records.filter((_, i) => statuses[i] !== "gone").map((r) => r.limits ?? DEFAULT_SANDBOX_LIMITS)),
+      ];
     },
 
     controlDir(sandboxId) {

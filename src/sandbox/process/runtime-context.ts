@@ -1,6 +1,6 @@
 import { SwarmError } from "../../errors.ts";
 import type { KeyedLock } from "../keyed-lock.ts";
-import type { SandboxInfo } from "../runtime.ts";
+import { LOCAL_NODE_ID, type SandboxInfo } from "../runtime.ts";
 import { type CgroupHierarchy, createCgroupFreezer } from "./cgroup-freezer.ts";
 import { type ControllerHome, limitEvents } from "./cgroup-limits.ts";
 import type { Freezer } from "./freezer.ts";
@@ -81,6 +81,7 @@ export async function infoOf(record: SandboxRecord): Promise<SandboxInfo> {
     agentId: record.agentId,
     status,
     ...(reason ? { reason } : {}),
+    node: LOCAL_NODE_ID,
   };
 }
 

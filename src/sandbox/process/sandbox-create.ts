@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { errorMessage, isSwarmError, SwarmError } from "../../errors.ts";
 import { copyTree } from "../copy-tree.ts";
 import { userNetUnavailable } from "../network/user-net.ts";
-import { DEFAULT_SANDBOX_LIMITS, type ProvisionRequest, type SandboxInfo } from "../runtime.ts";
+import { DEFAULT_SANDBOX_LIMITS, LOCAL_NODE_ID, type ProvisionRequest, type SandboxInfo } from "../runtime.ts";
 import { MAX_SOCKET_PATH_BYTES } from "../socket-connect.ts";
 import { limitCgroupsFor } from "./cgroup-limits.ts";
 import { freezerOf, liveRecord, type RuntimeContext, UNABORTABLE } from "./runtime-context.ts";
@@ -73,7 +73,13 @@ export function createSandbox(
       };
       await writeRecord(layout, record);
       signal.throwIfAborted();
-      return { sandboxId: req.sandboxId, runId: req.runId, agentId: req.agentId, status: "running" };
+      return {
+        sandboxId: req.sandboxId,
+        runId: req.runId,
+        agentId: req.agentId,
+        status: "running",
+        node: LOCAL_NODE_ID,
+      };
     } catch (err) {
       await rm(layout.root, { recursive: true, force: true });
       if (signal.aborted) throw signal.reason;
