@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { once } from "node:events";
 import { type Duplex, PassThrough } from "node:stream";
 import { describe, it } from "node:test";
-import { frameLine, MUX_LIMITS, parseFrame } from "../../src/harness/mux/frames.ts";
+import { type Frame, frameLine, MUX_LIMITS } from "../../src/harness/mux/frames.ts";
 import { createMux, type Mux, type MuxChannel } from "../../src/harness/mux/mux.ts";
 import { openSandboxStream } from "../../src/sandbox/stream/sandbox-stream.ts";
 import { createWaitList } from "../support/wait-list.ts";
@@ -73,8 +73,8 @@ describe("stream mux", () => {
     assert.deepEqual(await received, payload);
     // Not half-open, as a socket: the end read ends the far side's writing too.
     assert.equal((await back).toString(), "answer");
-    const frames = aToB.map((line) => parseFrame(line));
-    const data = frames.filter((f) => "t" in f && f.t === "data") as { d: string }[];
+    const frames = aToB.map((line) => JSON.parse(line) as Frame);
+    const data = frames.filter((f) => f.t === "data") as { d: string }[];
     assert.ok(data.length >= 5, `${data.length} data frames`);
     for (const f of data) assert.ok(Buffer.from(f.d, "base64").length <= MUX_LIMITS.chunkBytes);
     assert.deepEqual(frames.at(-1), { c: near.id, t: "end" });
@@ -91,8 +91,8 @@ describe("stream mux", () => {
     // Turns of the event loop enough for a runaway sender to run away: the pipes here cross in one.
     for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
     const sent = aToB
-      .map((l) => parseFrame(l))
-      .filter((f) => "t" in f && f.t === "data")
+      .map((l) => JSON.parse(l) as Frame)
+      .filter((f) => f.t === "data")
       .reduce((n, f) => n + Buffer.from((f as { d: string }).d, "base64").length, 0);
     assert.equal(sent, MUX_LIMITS.window);
     assert.equal(far.readableLength, MUX_LIMITS.window);
@@ -234,6 +234,10 @@ describe("SandboxStream's hello", () => {
     assert.equal(request.op, "status");
     fromSupervisor.write(frameLine({ c: 0, t: "res", id: request.id, ok: true, harness: "stopped", hibernated: true }));
     assert.deepEqual(await answer, { ok: true, harness: "stopped", hibernated: true });
+    const refused = stream.request({ op: "start" }, AbortSignal.timeout(5_000));
+    await new Promise((resolve) => setImmediate(resolve));
+    fromSupervisor.write(frameLine({ c: 0, t: "res", id: request.id + 1, ok: false, error: "no" }));
+    assert.deepEqual(await refused, { ok: false, error: "no" }, "an answer with an error field is an answer");
 
     fromSupervisor.write(frameLine({ c: 2, t: "open", n: "model" }));
     await new Promise((resolve) => setImmediate(resolve));

@@ -38,34 +38,39 @@ export type Frame = ChannelFrame | ControlFrame;
 export const frameLine = (frame: Frame): string => `${JSON.stringify(frame)}\n`;
 
 /** A line as a frame, or why it is not one. Checks the shape only; what a control frame says is its reader's to check. */
-export function parseFrame(line: string): Frame | { error: string } {
+export function parseFrame(line: string): { frame: Frame } | { error: string } {
+  const checked = checkFrame(line);
+  return typeof checked === "string" ? { error: checked } : { frame: checked };
+}
+
+function checkFrame(line: string): Frame | string {
   let value: unknown;
   try {
     value = JSON.parse(line);
   } catch {
-    return { error: "not JSON" };
+    return "not JSON";
   }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return { error: "not an object" };
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return "not an object";
   const frame = value as Record<string, unknown>;
   const { c, t } = frame;
-  if (typeof c !== "number" || !Number.isSafeInteger(c) || c < 0) return { error: "no channel number" };
-  if (typeof t !== "string") return { error: "no frame type" };
+  if (typeof c !== "number" || !Number.isSafeInteger(c) || c < 0) return "no channel number";
+  if (typeof t !== "string") return "no frame type";
   if (c === 0) return frame as ControlFrame;
   switch (t) {
     case "open":
       return typeof frame.n === "string" && frame.n.length > 0 && frame.n.length <= MUX_LIMITS.maxNameLength
         ? { c, t, n: frame.n }
-        : { error: "open without a valid name" };
+        : "open without a valid name";
     case "data":
-      return typeof frame.d === "string" ? { c, t, d: frame.d } : { error: "data without a payload" };
+      return typeof frame.d === "string" ? { c, t, d: frame.d } : "data without a payload";
     case "ack":
       return typeof frame.b === "number" && Number.isSafeInteger(frame.b) && frame.b > 0
         ? { c, t, b: frame.b }
-        : { error: "ack without a byte count" };
+        : "ack without a byte count";
     case "end":
     case "close":
       return { c, t };
     default:
-      return { error: `unknown frame type ${JSON.stringify(t).slice(0, 40)}` };
+      return `unknown frame type ${JSON.stringify(t).slice(0, 40)}`;
   }
 }

@@ -132,11 +132,12 @@ export function createMux(options: MuxOptions): Mux {
       return;
     }
     if (item.line.length === 0) return;
-    const frame = parseFrame(item.line);
-    if ("error" in frame) {
-      if (mux.live) log(`dropped a line: ${frame.error}`);
+    const parsed = parseFrame(item.line);
+    if ("error" in parsed) {
+      if (mux.live) log(`dropped a line: ${parsed.error}`);
       return;
     }
+    const { frame } = parsed;
     if (frame.c === 0) guard(() => options.onControl(frame as ControlFrame));
     else if (mux.live) onChannelFrame(frame as ChannelFrame);
   });
