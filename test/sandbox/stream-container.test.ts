@@ -4,6 +4,7 @@ import { PassThrough, type Writable } from "node:stream";
 import { after, before, describe, it } from "node:test";
 import Docker from "dockerode";
 import { HARNESS_CAPS, IN_CONTAINER } from "../../src/sandbox/docker/container-options.ts";
+import { demuxAttach } from "../../src/sandbox/stream/attach-demux.ts";
 import { clusterContainerCommand, clusterImageTag } from "../../src/sandbox/stream/cluster-image.ts";
 import { openSandboxStream, type SandboxStream } from "../../src/sandbox/stream/sandbox-stream.ts";
 import type { ScriptStep } from "../../src/spec/agent-spec.ts";
@@ -36,12 +37,8 @@ async function attach(container: Docker.Container, model: (c: import("node:strea
     stderr: true,
     hijack: true,
   })) as NodeJS.ReadWriteStream & { destroy(): void };
-  const stdout = new PassThrough();
   let stderr = "";
-  const errors = new PassThrough().on("data", (d: Buffer) => (stderr += d.toString()));
-  docker.modem.demuxStream(raw, stdout, errors);
-  raw.on("end", () => stdout.end());
-  raw.on("close", () => stdout.end());
+  const stdout = demuxAttach(raw, (line) => (stderr += `${line}\n`));
   const stream = openSandboxStream({ input: raw as unknown as Writable, output: stdout }, { model });
   return { stream, raw, stderr: () => stderr };
 }
@@ -138,6 +135,16 @@ else
       // Fresh volumes took the owners the image gives their mount points.
       const owners = await execOutput(container, ["stat", "-c", "%n %u %a", "/work", "/control", "/inputs"], "0:0");
       assert.deepEqual(owners.trim().split("\n"), ["/work 65532 755", "/control 65533 700", "/inputs 65533 755"]);
+      const reach = await execOutput(
+        container,
+        ["sh", "-c", "echo x > /inputs/a.md || echo no-write; ls /control || echo no-read; cat /inputs/a.md"],
+        "65532:65532",
+      );
+      assert.match(
+        reach,
+        /no-write\nno-read\nfrom a$/,
+        "the agent reads its inputs, writes none, and cannot list /control",
+      );
       const sockets = await execOutput(
         container,
         ["find", "/", "(", "-path", "/proc", "-o", "-path", "/sys", ")", "-prune", "-o", "-type", "s", "-print"],
