@@ -13,7 +13,7 @@ const MAX_STDERR_LINE = 8 * 1024;
  */
 export function demuxAttach(attach: NodeJS.ReadableStream, onStderr: (line: string) => void): Readable {
   const raw = attach as Readable;
-  let pending = Buffer.alloc(0);
+  let pending: Buffer = Buffer.alloc(0);
   let stderr = "";
   const stdout = new Readable({
     read: () => void raw.resume(),
