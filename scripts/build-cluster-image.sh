@@ -37,14 +37,14 @@ cat >"$context/Dockerfile" <<DOCKERFILE
 FROM $base
 COPY --chown=0:0 opt/swarmd /opt/swarmd
 RUN ["/bin/sh", "-c", "chown 65532:65532 /work && chmod 0755 /work && chown 65533:65533 /control /inputs && chmod 0700 /control && chmod 0755 /inputs"]
-LABEL swarmd.image=sandbox-cluster swarmd.cluster-image=$hash
+LABEL swarmd.image=sandbox-cluster swarmd.cluster-image=$hash swarmd.checkout="$repo"
 CMD $command_json
 DOCKERFILE
 echo "build-cluster-image: building $tag from $base ($(du -sh "$context/opt" | cut -f1) of harness and packages)"
-previous="$(docker image ls --filter "label=swarmd.image=sandbox-cluster" --format '{{.ID}}' | sort -u)"
+previous="$(docker image ls --filter "label=swarmd.image=sandbox-cluster" --filter "label=swarmd.checkout=$repo" --format '{{.ID}}' | sort -u)"
 # The classic builder: RUN with no network (the engine may have no bridge), no registry, no BuildKit.
 built="$(DOCKER_BUILDKIT=0 docker build --network none -t "$tag" "$context" 2>&1)" || die "docker build failed: $built"
-# Earlier cluster images no container uses are dropped; one a sandbox still runs stays.
+# Earlier cluster images of this checkout that no container uses are dropped; one a sandbox still runs stays.
 for id in $previous; do
   [[ "$id" == "$(docker image inspect "$tag" --format '{{.ID}}' | cut -c8-19)" ]] && continue
   docker image rm "$id" >/dev/null 2>&1 || true

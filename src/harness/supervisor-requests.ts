@@ -5,6 +5,9 @@ import type { MuxChannel } from "./mux/mux.ts";
 import { CONTROL_FILES } from "./protocol.ts";
 import { type HarnessChild, spawnHarnessChild } from "./supervisor-child.ts";
 
+/** How long a harness may take to serve after its start. */
+export const START_TIMEOUT_MS = 120_000;
+
 /** Where the supervisor keeps the sandbox's files and how it starts its harness. */
 export interface SupervisorConfig {
   controlDir: string;
@@ -46,10 +49,21 @@ export function createSupervisorRequests(config: SupervisorConfig): SupervisorRe
       });
     }
     const current = child;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`the harness did not serve within ${START_TIMEOUT_MS} ms`)),
+        START_TIMEOUT_MS,
+      );
+    });
     try {
-      await current.ready;
+      await Promise.race([current.ready, late]);
     } catch (err) {
+      // One that hangs is ended, so the next start starts afresh.
+      await current.stop();
       return { ok: false, error: (err as Error).message };
+    } finally {
+      clearTimeout(timer);
     }
     hibernated = false;
     return { ok: true };
@@ -83,13 +97,22 @@ export function createSupervisorRequests(config: SupervisorConfig): SupervisorRe
     }
   };
 
+  const attempt = async (request: ControlRequest): Promise<ControlAnswer> => {
+    try {
+      return await handle(request);
+    } catch (err) {
+      return { ok: false, error: (err as Error).message };
+    }
+  };
+  // One change at a time, in the order asked: a start asked during a hibernation waits for the
+  // harness to be gone rather than finding it still running. A status is answered at once.
+  let queue: Promise<unknown> = Promise.resolve();
   return {
-    async handle(request) {
-      try {
-        return await handle(request);
-      } catch (err) {
-        return { ok: false, error: (err as Error).message };
-      }
+    handle(request) {
+      if (request.op === "status") return attempt(request);
+      const answer = queue.then(() => attempt(request));
+      queue = answer;
+      return answer;
     },
     openHarness: () => child?.openHarness(),
     stop: async () => child?.stop(),

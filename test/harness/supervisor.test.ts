@@ -88,6 +88,18 @@ describe("the supervisor over its stdio", () => {
       error: 'input name "../x" is not a plain file name',
     });
 
+    // A harness that ends before it serves: its output's tail is the answer.
+    await stream.request({ op: "init", spec: { script: "not a spec" }, model: "{}", env: {} }, signal());
+    const failed = await stream.request({ op: "start" }, signal());
+    assert.equal(failed.ok, false);
+    assert.match((failed as { error: string }).error, /the harness exited \(code 1\) before it served: .*name/s);
+    assert.deepEqual(await stream.request({ op: "status" }, signal()), {
+      ok: true,
+      harness: "stopped",
+      hibernated: false,
+    });
+
+    await s.init(stream);
     assert.deepEqual(await stream.request({ op: "start" }, signal()), { ok: true });
     assert.deepEqual(await stream.request({ op: "start" }, signal()), { ok: true }, "start is idempotent");
     assert.deepEqual(await stream.request({ op: "status" }, signal()), {

@@ -74,10 +74,18 @@ export function clusterImagePlan(baseImage = defaultSandboxImage()): ClusterImag
   };
 }
 
-/** `swarmd-sandbox-cluster:<12 hex>`: the image a cluster sandbox of this installation runs. */
-export function clusterImageTag(): string {
-  return clusterImagePlan().tag;
+/**
+ * `swarmd-sandbox-cluster:<12 hex>`: the image a cluster sandbox of this installation runs. Hashed
+ * again only after the harness was built again (its build record changed). `baseImage`: the
+ * sandbox image it is built from (scripts/build-cluster-image.sh takes `SANDBOX_IMAGE`).
+ */
+export function clusterImageTag(baseImage = defaultSandboxImage()): string {
+  const record = `${baseImage}\0${readFileSync(join(ensureHarnessBundle(), HARNESS_FILES.inputs), "utf8")}`;
+  if (cachedTag?.record !== record) cachedTag = { record, tag: clusterImagePlan(baseImage).tag };
+  return cachedTag.tag;
 }
+
+let cachedTag: { record: string; tag: string } | undefined;
 
 /**
  * A cluster sandbox's command: started as root, it becomes the harness's user at once keeping only
