@@ -17,9 +17,15 @@ const NODE_BUILTINS = `^(node:.+|${builtinModules.join("|")})$`;
 
 /**
  * The in-sandbox harness program: what src/harness/harness-build.ts bundles from these entries
- * (main.cjs from main.ts, the boot from boot.ts, and the stand-ins pi.cjs is built with).
+ * (main.cjs from main.ts, the boot from boot.ts, a cluster sandbox's supervisor.cjs from
+ * supervisor.ts, and the stand-ins pi.cjs is built with).
  */
-const HARNESS_ENTRIES = ["^src/harness/main[.]ts$", "^src/harness/boot[.]ts$", "^src/harness/deferred/"];
+const HARNESS_ENTRIES = [
+  "^src/harness/main[.]ts$",
+  "^src/harness/boot[.]ts$",
+  "^src/harness/supervisor[.]ts$",
+  "^src/harness/deferred/",
+];
 /** The shared modules outside src/harness/ the harness program may reach: the agent spec and its approve rules. */
 const HARNESS_SHARED = ["^src/spec/agent-spec[.]ts$", "^src/spec/approve[.]ts$"];
 

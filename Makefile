@@ -133,6 +133,8 @@ link:
 	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "note: $(PREFIX)/bin is not on your PATH: export PATH=\"$(PREFIX)/bin:\$$PATH\"" ;; esac
 
 # The docker runtime's image, swarmd-sandbox:<version>, built from the Node 24 above and this machine's
-# bash and busybox with no registry access (scripts/build-sandbox-image.sh --dockerfile for node:24-slim).
+# bash and busybox with no registry access (scripts/build-sandbox-image.sh --dockerfile for node:24-slim);
+# then the cluster runtime's, swarmd-sandbox-cluster:<content hash>: that image with the harness inside.
 sandbox-image:
 	scripts/build-sandbox-image.sh
+	scripts/build-cluster-image.sh

@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import type { Duplex } from "node:stream";
 import {
   type AgentSession,
   AuthStorage,
@@ -39,6 +40,8 @@ export interface HarnessAgentOptions {
   emit: (event: HarnessEventType, data: Record<string, unknown>) => void;
   /** The user the agent's tools run as, when the harness runs as another (an isolated sandbox). */
   agentUser?: AgentUser;
+  /** How a model call connects to the gateway when no `model.sock` is there to open (the harness in stdio mode): a new connection each time. */
+  dialModel?: () => Duplex;
   /** Tools that replace pi's own of the same name (the memory runtime's bash, read, write and edit on its in-memory files). */
   tools?: ToolDefinition[];
   /**
@@ -67,7 +70,7 @@ export async function createHarnessAgent(options: HarnessAgentOptions): Promise<
   const { spec, workDir, emit } = options;
   const authStorage = AuthStorage.inMemory();
   const modelRegistry = ModelRegistry.inMemory(authStorage);
-  const { model, ready, release } = gatewayModel(options.controlDir, authStorage);
+  const { model, ready, release } = gatewayModel(options.controlDir, authStorage, options.dialModel);
   const { session } = await createAgentSession({
     cwd: workDir,
     agentDir: options.agentDir,

@@ -96,6 +96,16 @@ export function buildHarness(root: string, flags: readonly string[]): HarnessBui
       write: true,
       outfile: join(work, HARNESS_FILES.boot),
     });
+    // Plain node, no code cache: it starts once per sandbox and then waits on its stream.
+    const supervisor = buildSync({
+      ...COMMON,
+      absWorkingDir: root,
+      entryPoints: ["src/harness/supervisor.ts"],
+      define: {},
+      banner: {},
+      write: true,
+      outfile: join(work, HARNESS_FILES.supervisor),
+    });
     writeFileSync(join(work, HARNESS_FILES.main), main.text);
     writeFileSync(join(work, HARNESS_FILES.pi), pi.text);
     writeFileSync(join(work, HARNESS_FILES.packageJson), piPackageJson(root));
@@ -104,7 +114,13 @@ export function buildHarness(root: string, flags: readonly string[]): HarnessBui
     const record: HarnessBuildRecord = {
       startedAt,
       inputs: [
-        ...new Set([...sources(main.metafile), ...sources(pi.metafile), ...sources(boot.metafile!), THIS_FILE]),
+        ...new Set([
+          ...sources(main.metafile),
+          ...sources(pi.metafile),
+          ...sources(boot.metafile!),
+          ...sources(supervisor.metafile!),
+          THIS_FILE,
+        ]),
       ].sort(),
       node: nodeIdentity(),
       flags: [...flags],
@@ -118,6 +134,7 @@ export function buildHarness(root: string, flags: readonly string[]): HarnessBui
       HARNESS_FILES.main,
       HARNESS_FILES.packageJson,
       HARNESS_FILES.boot,
+      HARNESS_FILES.supervisor,
       HARNESS_FILES.inputs,
     ];
     for (const name of order) renameSync(join(work, name), join(out, name));

@@ -11,6 +11,8 @@ export const HARNESS_FILES = {
   /** pi and its packages, loaded when the agent is made (its first prompt, steer of a turn, or stats). */
   pi: "pi.cjs",
   piCache: "pi.cache",
+  /** A cluster sandbox's main process: starts the harness in stdio mode and carries the daemon's stream to it (supervisor.ts). */
+  supervisor: "supervisor.cjs",
   /** pi-coding-agent reads its name and version from the package.json nearest its code. */
   packageJson: "package.json",
   /** What the build read, for the freshness check. */

@@ -93,7 +93,11 @@ function freshness(dir: string): "fresh" | "other-node" | "stale" {
   } catch {
     return "stale";
   }
-  if (![HARNESS_FILES.boot, HARNESS_FILES.main, HARNESS_FILES.pi].every((name) => mtime(join(dir, name)) !== undefined))
+  if (
+    ![HARNESS_FILES.boot, HARNESS_FILES.main, HARNESS_FILES.pi, HARNESS_FILES.supervisor].every(
+      (name) => mtime(join(dir, name)) !== undefined,
+    )
+  )
     return "stale";
   const inputsFresh =
     Array.isArray(record.inputs) &&

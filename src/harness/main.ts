@@ -3,10 +3,13 @@
  * runtime through its boot (`dist/harness/boot.cjs --control <dir> --work <dir>`, see launch.ts),
  * which calls `main`; reads `<control>/spec.json`, serves `<control>/harness.sock`, logs every event
  * to `<control>/events.jsonl`. The socket answers before pi is loaded: the agent is made by the
- * first command that needs it (lazy-agent.ts), and a harness that cannot make it ends.
+ * first command that needs it (lazy-agent.ts), and a harness that cannot make it ends. With
+ * `--stdio` (a cluster sandbox's, started by its supervisor) it serves the same protocol over its
+ * stdin and stdout instead, its model calls going out the same way (stdio-mode.ts): no socket.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import type { Duplex } from "node:stream";
 import { parseArgs } from "node:util";
 import { AgentSpecSchema } from "../spec/agent-spec.ts";
 import { openEventLog } from "./event-log.ts";
@@ -14,6 +17,7 @@ import { createHostCalls } from "./host-calls.ts";
 import { lazyAgent } from "./lazy-agent.ts";
 import { CONTROL_FILES } from "./protocol.ts";
 import { type HarnessServer, startHarnessServer } from "./server.ts";
+import { serveOverStdio } from "./stdio-mode.ts";
 
 export async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -22,6 +26,7 @@ export async function main(): Promise<void> {
       work: { type: "string" },
       "agent-uid": { type: "string" },
       "agent-gid": { type: "string" },
+      stdio: { type: "boolean" },
     },
   });
   if (!values.control || !values.work) {
@@ -39,6 +44,7 @@ export async function main(): Promise<void> {
   const log = openEventLog(join(controlDir, CONTROL_FILES.eventLog));
   const host = createHostCalls();
   let server: HarnessServer | undefined;
+  let dialModel: (() => Duplex) | undefined;
 
   const agent = lazyAgent(() =>
     import("./agent.ts")
@@ -50,6 +56,7 @@ export async function main(): Promise<void> {
           agentDir: join(controlDir, "pi"),
           host,
           agentUser,
+          dialModel,
           emit(event, data) {
             server?.publish(log.append({ event, at: Date.now(), data }));
           },
@@ -72,6 +79,20 @@ export async function main(): Promise<void> {
     process.exit(code);
   };
 
+  process.on("SIGTERM", () => void shutdown(0));
+  process.on("SIGINT", () => void shutdown(0));
+  if (values.stdio) {
+    const stdio = serveOverStdio({
+      log,
+      agent,
+      host,
+      onShutdown: () => void shutdown(0),
+      onClosed: () => void shutdown(0),
+    });
+    dialModel = stdio.dialModel;
+    server = stdio;
+    return;
+  }
   server = await startHarnessServer({
     socketPath: join(controlDir, CONTROL_FILES.socket),
     log,
@@ -79,7 +100,5 @@ export async function main(): Promise<void> {
     host,
     onShutdown: () => void shutdown(0),
   });
-  process.on("SIGTERM", () => void shutdown(0));
-  process.on("SIGINT", () => void shutdown(0));
   process.stdout.write(`harness ready on ${join(controlDir, CONTROL_FILES.socket)}\n`);
 }

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import type { Duplex } from "node:stream";
 import type { Api, Model } from "@mariozechner/pi-ai";
 import type { AuthStorage } from "@mariozechner/pi-coding-agent";
 import { memoryControl } from "./memory-control.ts";
@@ -9,13 +10,15 @@ import { CONTROL_FILES } from "./protocol.ts";
 
 /**
  * The model the daemon gave this harness (`<control>/model.json`), its calls routed to the
- * sandbox's gateway socket (`<control>/model.sock`), or, for a control folder kept in memory (a
- * simulated sandbox), its file and its gateway in this process. Real provider or script alike, the
+ * sandbox's gateway socket (`<control>/model.sock`), or through `dial` when given (a harness in
+ * stdio mode: a channel of its stream), or, for a control folder kept in memory (a simulated
+ * sandbox), its file and its gateway in this process. Real provider or script alike, the
  * harness only ever holds a placeholder key: the daemon adds the real one.
  */
 export function gatewayModel(
   controlDir: string,
   auth: AuthStorage,
+  dial?: () => Duplex,
 ): { model: Model<Api>; ready(): Promise<void>; release(): void } {
   const memory = memoryControl(controlDir);
   const text = memory
@@ -26,7 +29,9 @@ export function gatewayModel(
   const route = routeModelCalls(
     memory
       ? { dial: () => memory.dial(CONTROL_FILES.modelSocket) }
-      : { socketPath: join(controlDir, CONTROL_FILES.modelSocket) },
+      : dial
+        ? { dial }
+        : { socketPath: join(controlDir, CONTROL_FILES.modelSocket) },
   );
   const url = new URL(file.model.baseUrl);
   if (url.hostname !== GATEWAY_HOST)

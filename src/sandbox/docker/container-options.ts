@@ -28,6 +28,22 @@ export const HARNESS_USER_SPEC = `${HARNESS_USER.uid}:${HARNESS_USER.gid}`;
 /** What the harness keeps to start its agent's tools as the agent's user and to stop them. */
 export const HARNESS_CAPS = ["setuid", "setgid", "setpcap", "kill"];
 
+/**
+ * The prefix that makes a process started as root in a sandbox container the harness's user,
+ * keeping only `HARNESS_CAPS` (ambient, so node has them); the agent's tools it starts drop them all.
+ */
+export const AS_HARNESS_USER = [
+  "/usr/bin/setpriv",
+  `--reuid=${HARNESS_USER.uid}`,
+  `--regid=${HARNESS_USER.gid}`,
+  "--clear-groups",
+  `--inh-caps=-all,${HARNESS_CAPS.map((c) => `+${c}`).join(",")}`,
+  `--ambient-caps=-all,${HARNESS_CAPS.map((c) => `+${c}`).join(",")}`,
+  `--bounding-set=-all,${HARNESS_CAPS.map((c) => `+${c}`).join(",")}`,
+  "--nnp",
+  "--",
+];
+
 /** The container's own environment: nothing of the daemon's, nothing of the spec's (see below). */
 const BASE_ENV = ["PATH=/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin", `HOME=${IN_CONTAINER.tmp}`];
 

@@ -4,7 +4,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import type Docker from "dockerode";
 import { harnessArgv } from "../../harness/launch.ts";
 import { CONTROL_FILES } from "../../harness/protocol.ts";
-import { HARNESS_CAPS, HARNESS_USER, HARNESS_USER_SPEC, IN_CONTAINER, SANDBOX_USER } from "./container-options.ts";
+import { AS_HARNESS_USER, HARNESS_USER_SPEC, IN_CONTAINER, SANDBOX_USER } from "./container-options.ts";
 
 const POLL_MS = 50;
 
@@ -30,21 +30,9 @@ export async function execHarness(
   });
   const script = `echo $$ > ${control}/${CONTROL_FILES.pid}; exec "$@" > ${control}/${CONTROL_FILES.output} 2>&1`;
   // Started as root, the one process of the container that holds HARNESS_CAPS, and made the harness's
-  // user at once, keeping only them (ambient, so node has them); its agent's tools drop them all.
-  const caps = HARNESS_CAPS.map((c) => `+${c}`).join(",");
-  const asHarness = [
-    "/usr/bin/setpriv",
-    `--reuid=${HARNESS_USER.uid}`,
-    `--regid=${HARNESS_USER.gid}`,
-    "--clear-groups",
-    `--inh-caps=-all,${caps}`,
-    `--ambient-caps=-all,${caps}`,
-    `--bounding-set=-all,${caps}`,
-    "--nnp",
-    "--",
-  ];
+  // user at once, keeping only them.
   const exec = await container.exec({
-    Cmd: [...asHarness, "sh", "-c", script, "harness", ...argv],
+    Cmd: [...AS_HARNESS_USER, "sh", "-c", script, "harness", ...argv],
     User: "0:0",
     Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
     WorkingDir: IN_CONTAINER.work,
