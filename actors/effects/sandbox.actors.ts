@@ -85,12 +85,10 @@ export function createSandboxActors({
     close: fromPromise<void, CloseInput>(async ({ input }) => {
       // A sandbox on a node swarmd cannot reach ends once the node answers again (its stop then
       // takes effect), or is lost if the swarm declares the node down first.
-      const lost = await runtime
-        .whenReachable?.(input.sandboxId, new AbortController().signal)
-        .then(
-          () => undefined,
-          (err: unknown) => errorMessage(err),
-        );
+      const lost = await runtime.whenReachable?.(input.sandboxId, new AbortController().signal).then(
+        () => undefined,
+        (err: unknown) => errorMessage(err),
+      );
       if (lost !== undefined) input = { ...input, ending: { outcome: "lost", error: `agent lost: ${lost}` } };
       await recordEnding(input);
       await runtime.close(input.sandboxId, new AbortController().signal);

@@ -1,5 +1,6 @@
 import { EventEmitter, once } from "node:events";
 import type { Fact } from "../../machines/agent.types.ts";
+import type { SandboxChange } from "../../src/sandbox/runtime.ts";
 import {
   type AgentDetail,
   type AgentState,
@@ -22,7 +23,6 @@ import {
   type StopRequest,
 } from "../../src/swarm-api.ts";
 import { agentView, countStates, createRunView, foldEvent, runSnapshot, runSummary } from "../../src/views/run-view.ts";
-import type { SandboxChange } from "../../src/sandbox/runtime.ts";
 import type { HarnessEffect } from "../effects/harness.actor.ts";
 import { AgentTable } from "./agent-table.ts";
 import type { Controls } from "./controls.ts";

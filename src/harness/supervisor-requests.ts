@@ -72,9 +72,10 @@ export function createSupervisorRequests(config: SupervisorConfig): SupervisorRe
   const handle = async (request: ControlRequest): Promise<ControlAnswer> => {
     switch (request.op) {
       case "init":
-        writePrivate(join(config.controlDir, CONTROL_FILES.spec), JSON.stringify(request.spec));
-        writePrivate(join(config.controlDir, CONTROL_FILES.model), request.model);
-        env = request.env;
+        if (request.spec !== undefined)
+          writePrivate(join(config.controlDir, CONTROL_FILES.spec), JSON.stringify(request.spec));
+        if (request.model !== undefined) writePrivate(join(config.controlDir, CONTROL_FILES.model), request.model);
+        if (request.env !== undefined) env = request.env;
         return { ok: true };
       case "inputs": {
         const bad = Object.keys(request.files).find((name) => !plainName(name));

@@ -7,8 +7,8 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { type Daemon, startDaemon } from "../support/daemon.ts";
 import { createTestClusterRuntime } from "../support/cluster-runtime.ts";
+import { type Daemon, startDaemon } from "../support/daemon.ts";
 import { type ClusterSettings, setAvailability, whenCluster } from "../support/test-cluster.ts";
 
 const SECRET = "sk-ant-api03-cluster-containment-secret";
@@ -17,8 +17,8 @@ const PROBE = [
   "grep CapEff /proc/self/status | tr -d '\\t'",
   "(touch /probe 2>/dev/null && echo root=rw) || echo root=ro",
   'echo nets=$(ls /sys/class/net | tr "\\n" " ")',
-  'echo sockets=$(find / -xdev -type s 2>/dev/null | wc -l)',
-  'echo sockets-tmp=$(find /tmp /work /inputs -type s 2>/dev/null | wc -l)',
+  "echo sockets=$(find / -xdev -type s 2>/dev/null | wc -l)",
+  "echo sockets-tmp=$(find /tmp /work /inputs -type s 2>/dev/null | wc -l)",
   "(ls /control >/dev/null 2>&1 && echo control=readable) || echo control=closed",
   "(test -e /var/run/docker.sock && echo engine=present) || echo engine=absent",
   `echo secret=$(env | grep -c ${SECRET.slice(0, 12)})`,
@@ -81,7 +81,9 @@ await whenCluster("cluster containment", (cluster: ClusterSettings) => {
       const refused = await d.call("POST", "/runs", { spec: { name: "net", network: true, script: [] } });
       assert.equal(refused.status, 400);
       assert.match(JSON.stringify(refused.body), /SWARM_CLUSTER_NETWORK/);
-      assert.ok(!(await d.call("GET", "/runs")).body.runs.some((r: { runId: string }) => r.runId === refused.body.runId));
+      assert.ok(
+        !(await d.call("GET", "/runs")).body.runs.some((r: { runId: string }) => r.runId === refused.body.runId),
+      );
     });
   });
 });

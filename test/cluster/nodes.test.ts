@@ -7,9 +7,9 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { createTestClusterRuntime } from "../support/cluster-runtime.ts";
 import { type Daemon, type Json, startDaemon } from "../support/daemon.ts";
 import { pollUntil } from "../support/poll.ts";
-import { createTestClusterRuntime } from "../support/cluster-runtime.ts";
 import {
   type ClusterSettings,
   cutLink,
@@ -112,21 +112,34 @@ await whenCluster("cluster runtime over HTTP", (cluster: ClusterSettings) => {
     it("marks agents on a node it cannot reach unreachable, and goes on with nothing lost or repeated", async () => {
       await onlyOn(worker1);
       const { runId, agentId } = await root(
-        { name: "slow", script: [{ tool: "bash", args: { command: "sleep 6; echo slept" } }, { text: "{{lastToolResult}}" }] },
+        {
+          name: "slow",
+          script: [{ tool: "bash", args: { command: "sleep 6; echo slept" } }, { text: "{{lastToolResult}}" }],
+        },
         "go",
       );
       assert.equal((await view(agentId)).node, worker1);
       await new Promise((r) => setTimeout(r, 1000)); // mid-turn: the bash step runs
       await cutLink(nodeIndex(worker1));
       try {
-        await pollUntil(() => view(agentId), (v) => v.unreachable === true, "unreachable: true", 15_000);
+        await pollUntil(
+          () => view(agentId),
+          (v) => v.unreachable === true,
+          "unreachable: true",
+          15_000,
+        );
         // Other controls are not held up by it.
         const paused = await d.call("POST", `/agents/${agentId}/pause`, {});
         assert.equal(paused.status < 500 || paused.status === 502, true);
       } finally {
         await restoreLink(nodeIndex(worker1));
       }
-      await pollUntil(() => view(agentId), (v) => v.unreachable === undefined, "reachable again", 30_000);
+      await pollUntil(
+        () => view(agentId),
+        (v) => v.unreachable === undefined,
+        "reachable again",
+        30_000,
+      );
       if ((await view(agentId)).state === "paused") await d.call("POST", `/agents/${agentId}/resume`, {});
       assert.equal((await result(agentId, 120)).result, "slept\n");
       const all = await readEvents(d, runId);
@@ -148,14 +161,22 @@ await whenCluster("cluster runtime over HTTP", (cluster: ClusterSettings) => {
       await cutLink(nodeIndex(worker2));
       try {
         await waitNodeState(worker2, "down", 120_000);
-        const ended = await pollUntil(() => view(doomed.agentId), (v) => v.state === "done", "the lost agent", 30_000);
+        const ended = await pollUntil(
+          () => view(doomed.agentId),
+          (v) => v.state === "done",
+          "the lost agent",
+          30_000,
+        );
         assert.equal(ended.outcome, "lost");
         assert.match(String(ended.error), new RegExp(`${worker2}.*down|down.*${worker2}`));
         // No replacement task anywhere: the swarm starts no other container for it.
         const services = await managerEngine().listServices({ filters: { label: [`swarmd.agent=${doomed.agentId}`] } });
         for (const service of services) {
           const tasks = await managerEngine().listTasks({ filters: { service: [String(service.ID)] } });
-          assert.ok(tasks.every((t) => t.NodeID === worker2), `tasks elsewhere: ${JSON.stringify(tasks.map((t) => t.NodeID))}`);
+          assert.ok(
+            tasks.every((t) => t.NodeID === worker2),
+            `tasks elsewhere: ${JSON.stringify(tasks.map((t) => t.NodeID))}`,
+          );
         }
         assert.equal((await d.call("POST", `/agents/${safe.agentId}/prompt`, { text: "still?" })).status, 202);
         assert.equal((await result(safe.agentId)).result, "safe\n");
@@ -170,7 +191,12 @@ await whenCluster("cluster runtime over HTTP", (cluster: ClusterSettings) => {
       const drained = await root(kept("drained"));
       assert.equal((await view(drained.agentId)).node, worker1);
       for (const id of ids) await setAvailability(id, id === worker1 ? "drain" : "active");
-      const ended = await pollUntil(() => view(drained.agentId), (v) => v.state === "done", "the drained agent", 60_000);
+      const ended = await pollUntil(
+        () => view(drained.agentId),
+        (v) => v.state === "done",
+        "the drained agent",
+        60_000,
+      );
       assert.equal(ended.outcome, "lost");
       assert.match(String(ended.error), /drain/);
       for (const id of ids) await setAvailability(id, "active");

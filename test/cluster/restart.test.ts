@@ -63,7 +63,11 @@ await whenCluster("cluster restart", (cluster: ClusterSettings) => {
       await d.kill("SIGKILL");
       d = await spawnDaemon(join(dataDir, "data"), { ...cluster.env, SWARM_PORT: new URL(d.url).port });
       for (const [i, agentId] of agents.entries()) {
-        const back = await pollUntil(() => view(agentId), (v) => v.state !== "provisioning", "the agent back");
+        const back = await pollUntil(
+          () => view(agentId),
+          (v) => v.state !== "provisioning",
+          "the agent back",
+        );
         assert.equal(back.state, "running", `${agentId}: ${JSON.stringify(back)}`);
         assert.equal(back.node, ids[i]);
         assert.equal((await d.call("POST", `/agents/${agentId}/prompt`, { text: "two" })).status, 202);

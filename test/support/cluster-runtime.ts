@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import Docker from "dockerode";
+import type Docker from "dockerode";
 import { loadConfig } from "../../src/config.ts";
-import { createClusterRuntime } from "../../src/sandbox/cluster/cluster-runtime.ts";
 import { openClusterEngines } from "../../src/sandbox/cluster/cluster-engines.ts";
+import { createClusterRuntime } from "../../src/sandbox/cluster/cluster-runtime.ts";
 import type { ClusterSettings } from "../../src/sandbox/cluster/cluster-settings.ts";
 import { serviceNameOf } from "../../src/sandbox/cluster/sandbox-service.ts";
 import { currentTask } from "../../src/sandbox/cluster/sandbox-tasks.ts";
@@ -52,7 +52,9 @@ export async function execIn(
   user = "65532:65532",
 ): Promise<{ output: string; code: number }> {
   const { docker, containerId } = await sandboxContainer(dataDir, sandboxId);
-  const exec = await docker.getContainer(containerId).exec({ Cmd: cmd, User: user, AttachStdout: true, AttachStderr: true });
+  const exec = await docker
+    .getContainer(containerId)
+    .exec({ Cmd: cmd, User: user, AttachStdout: true, AttachStderr: true });
   const stream = await exec.start({ hijack: true, stdin: false });
   const chunks: Buffer[] = [];
   const out = new (await import("node:stream")).PassThrough();

@@ -11,11 +11,11 @@ import { openLedger } from "../../src/ledger/level-ledger.ts";
 import { DaemonMetrics } from "../../src/metrics/daemon-metrics.ts";
 import { observeRuntime } from "../../src/metrics/observed-runtime.ts";
 import { createResultStore } from "../../src/results/result-store.ts";
-import { createTestClusterRuntime } from "./cluster-runtime.ts";
 import { createDockerRuntime } from "../../src/sandbox/docker/docker-runtime.ts";
 import { createMemoryRuntime } from "../../src/sandbox/memory/memory-runtime.ts";
 import { createProcessRuntime } from "../../src/sandbox/process/process-runtime.ts";
 import type { SandboxLimits, SandboxRuntime } from "../../src/sandbox/runtime.ts";
+import { createTestClusterRuntime } from "./cluster-runtime.ts";
 
 export interface Daemon {
   url: string;

@@ -7,12 +7,16 @@ import { z } from "zod";
  * `body` instead of carrying the request.
  */
 export const ControlRequestSchema = z.discriminatedUnion("op", [
-  /** Write spec.json and model.json into the control folder; keep `env` for the next harness start. Idempotent. */
+  /**
+   * Write spec.json and model.json into the control folder; keep `env` for the next harness start.
+   * Each part is optional: what is left out stays as an earlier `init` left it (the spec and env at
+   * provision, the model before each start: the gateway writes it). Idempotent.
+   */
   z.object({
     op: z.literal("init"),
-    spec: z.record(z.string(), z.unknown()),
-    model: z.string(),
-    env: z.record(z.string(), z.string()),
+    spec: z.record(z.string(), z.unknown()).optional(),
+    model: z.string().optional(),
+    env: z.record(z.string(), z.string()).optional(),
   }),
   /** Write `/inputs/<name>` for every file (plain names only). */
   z.object({ op: z.literal("inputs"), files: z.record(z.string(), z.string()) }),

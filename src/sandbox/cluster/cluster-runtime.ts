@@ -2,6 +2,7 @@ import type { Duplex } from "node:stream";
 import Docker from "dockerode";
 import { type ErrorCode, errorMessage, SwarmError } from "../../errors.ts";
 import { dropMemoryControl, memoryControl, openMemoryControl } from "../../harness/memory-control.ts";
+import { relay } from "../../harness/mux/mux.ts";
 import { CONTROL_FILES } from "../../harness/protocol.ts";
 import { engineStatus } from "../docker/engine.ts";
 import { LABEL, ownerIdOf, SANDBOX_ID } from "../docker/labels.ts";
@@ -81,7 +82,8 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
     const entry = placed.get(sandboxId);
     if (entry?.health === "unreachable")
       throw new SwarmError(what, `Sandbox ${sandboxId}'s node ${entry.node} does not answer swarmd now.`);
-    if (entry?.health === "lost") throw new SwarmError("SANDBOX_GONE", `Sandbox ${sandboxId} is gone: ${entry.lostFor}.`);
+    if (entry?.health === "lost")
+      throw new SwarmError("SANDBOX_GONE", `Sandbox ${sandboxId} is gone: ${entry.lostFor}.`);
   };
   const whenReachable = (sandboxId: string, signal: AbortSignal): Promise<void> => {
     const settled = () => {
@@ -105,8 +107,8 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
         reject(signal.reason);
       };
       signal.addEventListener("abort", onAbort, { once: true });
-      let set = waiters.get(sandboxId);
-      if (!set) waiters.set(sandboxId, (set = new Set()));
+      const set = waiters.get(sandboxId) ?? new Set<() => void>();
+      waiters.set(sandboxId, set);
       set.add(done);
     });
   };
@@ -121,16 +123,7 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
       const memory = memoryControl(controlDir(sandboxId));
       try {
         if (!memory) throw new Error("no gateway");
-        const socket = memory.dial(CONTROL_FILES.modelSocket);
-        channel.pipe(socket).pipe(channel);
-        const end = () => {
-          channel.destroy();
-          socket.destroy();
-        };
-        channel.on("error", end);
-        socket.on("error", end);
-        channel.on("close", end);
-        socket.on("close", end);
+        relay(channel, memory.dial(CONTROL_FILES.modelSocket));
       } catch {
         channel.destroy();
       }
@@ -168,7 +161,7 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
   const liveTask = async (sandboxId: string): Promise<SandboxTask> => {
     if (!(await findService(sandboxId))) throw new SwarmError("SANDBOX_NOT_FOUND", `No sandbox ${sandboxId}.`);
     const task = await currentTask(manager, serviceName(sandboxId));
-    if (!task || task.state !== "running" || !task.nodeId || !task.containerId)
+    if (task?.state !== "running" || !task.nodeId || !task.containerId)
       throw new SwarmError(
         "SANDBOX_GONE",
         `Sandbox ${sandboxId}'s task is ${task?.state ?? "gone"}${task?.error ? ` (${task.error})` : ""}.`,
@@ -207,7 +200,9 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
           if (status === 404) break;
           // 409: its container is still being removed.
           if (status !== 409 || Date.now() > deadline) {
-            log(`sandbox ${sandboxId}: its ${kind} volume on node ${task.nodeId} was not removed: ${errorMessage(err)}`);
+            log(
+              `sandbox ${sandboxId}: its ${kind} volume on node ${task.nodeId} was not removed: ${errorMessage(err)}`,
+            );
             break;
           }
           await new Promise((resolve) => setTimeout(resolve, 100));
@@ -245,7 +240,9 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
         signal,
       });
       if (task) return task;
-      log(`sandbox ${req.sandboxId}: its parent's node ${localTo} could not take it within ${settings.localWaitMs} ms; placing it anywhere`);
+      log(
+        `sandbox ${req.sandboxId}: its parent's node ${localTo} could not take it within ${settings.localWaitMs} ms; placing it anywhere`,
+      );
       await removeSandbox(req.sandboxId);
     }
     await create(excluded);
@@ -261,7 +258,8 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
   ): Promise<SandboxInfo> => {
     if (!SANDBOX_ID.test(req.sandboxId))
       throw new SwarmError("SANDBOX_PROVISION_FAILED", `Not a usable sandbox id: ${JSON.stringify(req.sandboxId)}.`);
-    if (await findService(req.sandboxId)) throw new SwarmError("SANDBOX_EXISTS", `Sandbox ${req.sandboxId} already exists.`);
+    if (await findService(req.sandboxId))
+      throw new SwarmError("SANDBOX_EXISTS", `Sandbox ${req.sandboxId} already exists.`);
     openMemoryControl(controlDir(req.sandboxId));
     try {
       const task = await place(req, signal, localTo);
@@ -289,37 +287,42 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
 
   /** The child is placed on its parent's node when the swarm can, and gets a copy of /work taken while the parent is paused. */
   const fork = (parentSandboxId: string, req: ProvisionRequest, signal: AbortSignal) =>
-    guarded(signal, "SANDBOX_PROVISION_FAILED", `Forking sandbox ${parentSandboxId} into ${req.sandboxId} failed`, async () => {
-      const parent = await liveTask(parentSandboxId);
-      const started = Date.now();
-      const info = await create(
-        req,
-        signal,
-        async (child) => {
-          await serialized(parentSandboxId, () =>
-            whilePaused(parent, async () => {
-              if (child.nodeId === parent.nodeId)
-                await copyOnNode(engines.node(parent.nodeId!), {
-                  image,
-                  from: volumeNameOf(owner, parentSandboxId, "work"),
-                  to: volumeNameOf(owner, req.sandboxId, "work"),
-                  labels: { [LABEL.owner]: owner },
-                });
-              else
-                await copyAcrossNodes(
-                  { docker: engines.node(parent.nodeId!), containerId: parent.containerId! },
-                  { docker: engines.node(child.nodeId!), containerId: child.containerId! },
-                );
-            }),
-          );
-        },
-        parent.nodeId,
-      );
-      log(
-        `sandbox ${req.sandboxId} forked from ${parentSandboxId} ${info.node === parent.nodeId ? "on its node" : `from node ${parent.nodeId} to ${info.node}`} in ${Date.now() - started} ms`,
-      );
-      return info;
-    });
+    guarded(
+      signal,
+      "SANDBOX_PROVISION_FAILED",
+      `Forking sandbox ${parentSandboxId} into ${req.sandboxId} failed`,
+      async () => {
+        const parent = await liveTask(parentSandboxId);
+        const started = Date.now();
+        const info = await create(
+          req,
+          signal,
+          async (child) => {
+            await serialized(parentSandboxId, () =>
+              whilePaused(parent, async () => {
+                if (child.nodeId === parent.nodeId)
+                  await copyOnNode(engines.node(parent.nodeId!), {
+                    image,
+                    from: volumeNameOf(owner, parentSandboxId, "work"),
+                    to: volumeNameOf(owner, req.sandboxId, "work"),
+                    labels: { [LABEL.owner]: owner },
+                  });
+                else
+                  await copyAcrossNodes(
+                    { docker: engines.node(parent.nodeId!), containerId: parent.containerId! },
+                    { docker: engines.node(child.nodeId!), containerId: child.containerId! },
+                  );
+              }),
+            );
+          },
+          parent.nodeId,
+        );
+        log(
+          `sandbox ${req.sandboxId} forked from ${parentSandboxId} ${info.node === parent.nodeId ? "on its node" : `from node ${parent.nodeId} to ${info.node}`} in ${Date.now() - started} ms`,
+        );
+        return info;
+      },
+    );
 
   /** Run `work` with the parent's container paused, leaving it as it was. */
   const whilePaused = async <T>(task: SandboxTask, work: () => Promise<T>): Promise<T> => {
@@ -413,14 +416,19 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
           unusable.set(id, `no engine address for it in SWARM_CLUSTER_NODES`);
         } else {
           try {
-            await engines.node(id).ping({ abortSignal: AbortSignal.timeout(PING_TIMEOUT_MS) });
+            await engines.node(id).ping({ abortSignal: AbortSignal.timeout(PING_TIMEOUT_MS) } as never);
             look.reachable = true;
           } catch {
             look.reachable = false;
           }
           if (look.reachable && !imageChecks.has(id) && look.state === "ready") {
             unusable.set(id, "loading the sandbox image");
-            const check = ensureImageOn(image, local, { docker: engines.node(id), name: `${look.hostname} (${id})` }, log)
+            const check = ensureImageOn(
+              image,
+              local,
+              { docker: engines.node(id), name: `${look.hostname} (${id})` },
+              log,
+            )
               .then((reason) => {
                 if (reason) unusable.set(id, reason);
                 else unusable.delete(id);
@@ -525,7 +533,10 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
         guarded(signal, "HARNESS_START_FAILED", `Starting the harness of sandbox ${sandboxId} failed`, async () => {
           const container = containerOf(await liveTask(sandboxId));
           if ((await container.inspect()).State.Paused)
-            throw new SwarmError("HARNESS_START_FAILED", `Sandbox ${sandboxId} is frozen: thaw it before starting its harness.`);
+            throw new SwarmError(
+              "HARNESS_START_FAILED",
+              `Sandbox ${sandboxId} is frozen: thaw it before starting its harness.`,
+            );
           const model = memoryControl(controlDir(sandboxId))?.files.get(CONTROL_FILES.model);
           if (model !== undefined) await request(sandboxId, { op: "init", model }, signal);
           const answer = await request(sandboxId, { op: "start" }, signal);
@@ -551,9 +562,13 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
       } catch (err) {
         if (signal.aborted) throw signal.reason;
         if (err instanceof SwarmError && err.code === "HARNESS_UNREACHABLE") throw err;
-        throw new SwarmError("HARNESS_UNREACHABLE", `Sandbox ${sandboxId}'s harness cannot be reached: ${errorMessage(err)}`, {
-          cause: err,
-        });
+        throw new SwarmError(
+          "HARNESS_UNREACHABLE",
+          `Sandbox ${sandboxId}'s harness cannot be reached: ${errorMessage(err)}`,
+          {
+            cause: err,
+          },
+        );
       }
     },
     freeze: (sandboxId, signal) => setPaused(sandboxId, signal, true),
@@ -589,4 +604,3 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
     },
   };
 }
-

@@ -37,7 +37,9 @@ export async function ensureImageOn(
     PROGRESS_EVERY_MS,
   );
   try {
-    const answer = (await node.docker.loadImage(source as NodeJS.ReadableStream & { pipe: never })) as NodeJS.ReadableStream;
+    const answer = (await node.docker.loadImage(
+      source as NodeJS.ReadableStream & { pipe: never },
+    )) as NodeJS.ReadableStream;
     await new Promise<void>((resolve, reject) => {
       answer.on("error", reject);
       answer.on("end", resolve);

@@ -1,7 +1,7 @@
-import { PassThrough } from "node:stream";
 import type { Duplex } from "node:stream";
 import type Docker from "dockerode";
 import { errorMessage, SwarmError } from "../../errors.ts";
+import { demuxAttach } from "../stream/attach-demux.ts";
 import { openSandboxStream, type SandboxStream } from "../stream/sandbox-stream.ts";
 
 /** How much of a sandbox's standard error one attachment logs; the rest is counted and dropped. */
@@ -69,7 +69,8 @@ class Link {
   }
 
   current(signal: AbortSignal): Promise<SandboxStream> {
-    if (this.#closed) return Promise.reject(new SwarmError("HARNESS_UNREACHABLE", `Sandbox ${this.sandboxId} is closed.`));
+    if (this.#closed)
+      return Promise.reject(new SwarmError("HARNESS_UNREACHABLE", `Sandbox ${this.sandboxId} is closed.`));
     if (this.#stream) return Promise.resolve(this.#stream);
     this.#attaching ??= this.#attach().finally(() => {
       this.#attaching = undefined;
@@ -87,11 +88,9 @@ class Link {
   async #attach(): Promise<SandboxStream> {
     const { sandboxId, deps } = this;
     let socket: NodeJS.ReadWriteStream;
-    let docker: Docker;
     try {
       const where = await deps.locate(sandboxId);
-      docker = where.docker;
-      socket = (await docker.getContainer(where.containerId).attach({
+      socket = (await where.docker.getContainer(where.containerId).attach({
         stream: true,
         stdin: true,
         stdout: true,
@@ -105,23 +104,19 @@ class Link {
             cause: err,
           });
     }
-    const output = new PassThrough();
-    const errors = new PassThrough();
-    docker.modem.demuxStream(socket, output, errors);
     let logged = 0;
-    errors.on("data", (chunk: Buffer) => {
+    const output = demuxAttach(socket, (line) => {
+      // What a sandbox writes to its standard error is logged up to a bound, cut to a line's length.
       if (logged >= STDERR_LOG_BYTES) return;
-      const text = chunk.subarray(0, STDERR_LOG_BYTES - logged).toString("utf8");
-      logged += chunk.length;
-      for (const line of text.split("\n").filter(Boolean))
-        deps.log(`sandbox ${sandboxId}: ${line.slice(0, 500)}`);
+      logged += line.length;
+      deps.log(`sandbox ${sandboxId}: ${line.slice(0, 500)}`);
     });
-    socket.on("end", () => output.end());
-    socket.on("close", () => output.end());
-    socket.on("error", () => output.end());
     const stream = openSandboxStream(
       { input: socket, output },
-      { model: (channel) => deps.model(sandboxId, channel), log: (message) => deps.log(`sandbox ${sandboxId}: ${message}`) },
+      {
+        model: (channel: Duplex) => deps.model(sandboxId, channel),
+        log: (message: string) => deps.log(`sandbox ${sandboxId}: ${message}`),
+      },
     );
     void stream.ended.then(() => {
       (socket as unknown as { destroy?: () => void }).destroy?.();

@@ -24,7 +24,7 @@ export function volumeNameOf(owner: string, sandboxId: string, kind: VolumeKind)
  * in the sandbox can reach a network. Fails closed: a sandbox that cannot drop them never runs.
  */
 const OFFLINE = [
-  "for dev in $(ls /sys/class/net); do [ \"$dev\" = lo ] || ip link delete \"$dev\" || exit 97; done",
+  'for dev in $(ls /sys/class/net); do [ "$dev" = lo ] || ip link delete "$dev" || exit 97; done',
   '[ "$(ls /sys/class/net)" = lo ] || { echo "swarmd: the sandbox still has a network interface" >&2; exit 97; }',
   'exec "$@"',
 ].join("; ");
@@ -82,13 +82,7 @@ export function serviceSpec(input: ServiceSpecInput): Docker.CreateServiceOption
         ],
         CapabilityDrop: ["ALL"],
         // NET_ADMIN only for PID 1's network step; the supervisor's bounding set drops it.
-        CapabilityAdd: [
-          ...(networked ? [] : ["CAP_NET_ADMIN"]),
-          "CAP_SETUID",
-          "CAP_SETGID",
-          "CAP_SETPCAP",
-          "CAP_KILL",
-        ],
+        CapabilityAdd: [...(networked ? [] : ["CAP_NET_ADMIN"]), "CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_KILL"],
         Ulimits: [{ Name: "fsize", Soft: limits.diskMiB * MiB, Hard: limits.diskMiB * MiB }],
         StopGracePeriod: 2_000_000_000,
       } as Docker.ContainerSpec,
@@ -104,6 +98,8 @@ export function serviceSpec(input: ServiceSpecInput): Docker.CreateServiceOption
         },
       },
       RestartPolicy: { Condition: "none", MaxAttempts: 0 },
+      // The stream's frames are not logs: none of them is written to the node's disk.
+      LogDriver: { Name: "none" },
       Placement: { Constraints: input.constraints },
       ...(networked ? { Networks: [{ Target: input.network }] } : {}),
     },

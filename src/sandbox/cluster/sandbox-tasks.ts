@@ -21,9 +21,9 @@ export const ENDED_STATES = new Set(["complete", "failed", "shutdown", "rejected
 
 /** The service's newest task, or undefined when the service or its task does not exist (yet). */
 export async function currentTask(manager: Docker, serviceName: string): Promise<SandboxTask | undefined> {
-  let tasks: Docker.Task[];
+  let tasks: SwarmTask[];
   try {
-    tasks = await manager.listTasks({ filters: { service: [serviceName] } });
+    tasks = (await manager.listTasks({ filters: { service: [serviceName] } })) as SwarmTask[];
   } catch (err) {
     if (engineStatus(err) === 404) return undefined;
     throw err;
@@ -32,13 +32,17 @@ export async function currentTask(manager: Docker, serviceName: string): Promise
   return newest && toSandboxTask(newest);
 }
 
-export function toSandboxTask(task: Docker.Task): SandboxTask {
-  const status = (task.Status ?? {}) as {
-    State?: string;
-    Err?: string;
-    Message?: string;
-    ContainerStatus?: { ContainerID?: string };
-  };
+/** A task as the engine's API answers it (dockerode's type names fewer fields). */
+interface SwarmTask {
+  ID?: string;
+  ServiceID?: string;
+  NodeID?: string;
+  CreatedAt?: string;
+  Status?: { State?: string; Err?: string; Message?: string; ContainerStatus?: { ContainerID?: string } };
+}
+
+export function toSandboxTask(task: SwarmTask): SandboxTask {
+  const status = task.Status ?? {};
   return {
     serviceId: String(task.ServiceID),
     taskId: String(task.ID),
