@@ -33,6 +33,8 @@ export function createSupervisorRequests(config: SupervisorConfig): SupervisorRe
   let env: Record<string, string> = {};
   let child: HarnessChild | undefined;
   let hibernated = false;
+  /** Its harness served, then ended on its own (not for `hibernate`): the sandbox is of no more use. */
+  let ended = false;
 
   const start = async (): Promise<ControlAnswer> => {
     if (!child?.running) {
@@ -44,8 +46,16 @@ export function createSupervisorRequests(config: SupervisorConfig): SupervisorRe
         log: config.log,
       });
       child = started;
+      let served = false;
+      started.ready.then(
+        () => {
+          served = true;
+        },
+        () => undefined,
+      );
       void started.exited.then(() => {
         if (child === started) child = undefined;
+        if (served && !hibernated) ended = true;
       });
     }
     const current = child;
@@ -94,7 +104,7 @@ export function createSupervisorRequests(config: SupervisorConfig): SupervisorRe
         }
         return { ok: true };
       case "status":
-        return { ok: true, harness: child?.running ? "running" : "stopped", hibernated };
+        return { ok: true, harness: child?.running ? "running" : "stopped", hibernated, ended };
     }
   };
 

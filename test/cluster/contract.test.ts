@@ -58,6 +58,7 @@ await whenCluster("cluster runtime contract", () => {
       leaks: (sandboxId) => clusterLeaks(dataDir, sandboxId),
       workDir: () => "/nonexistent",
       readWork: (sandboxId, file) => readWork(dataDir, sandboxId, file),
+      multiNode: { reserve: clusterSettingsFromEnv()!.reserve },
     };
   });
 });

@@ -20,6 +20,11 @@ export interface SandboxContractSetup {
   cleanup: () => Promise<void>;
   /** Host path of the sandbox's `/work` (both runtimes keep it on the host), to watch its files. */
   workDir: (sandboxId: string) => string;
+  /**
+   * Runtimes with many nodes (cluster): a sandbox's `node` is one of `nodes()`'s ids, and a node
+   * reserves this share of a sandbox's limits. Default: one node, `local`, reserving the limits.
+   */
+  multiNode?: { reserve: number };
   /** A file of the sandbox's `/work`, for runtimes that keep it off this host (cluster); default: read it under `workDir`. */
   readWork?: (sandboxId: string, file: string) => Promise<string | undefined>;
   /** Adapter-specific remains of a closed sandbox (processes, containers, images, cgroups), described. */
@@ -112,6 +117,13 @@ export function runSandboxContract(
       await rt.startHarness(info.sandboxId, signal());
       return { info, client: await open(info.sandboxId) };
     };
+    /** The node a runtime should name: `local` on one host, else one of its nodes. */
+    const expectedNode = async (info: SandboxInfo): Promise<string> => {
+      if (!env.multiNode) return "local";
+      const ids = (await rt.nodes(signal())).map((n) => n.id);
+      assert.ok(info.node && ids.includes(info.node), `node ${info.node} is one of ${ids.join(", ")}`);
+      return info.node;
+    };
     const workFile = async (sandboxId: string, file: string) =>
       env.readWork
         ? env.readWork(sandboxId, file).catch(() => undefined)
@@ -135,7 +147,7 @@ export function runSandboxContract(
         runId: req.runId,
         agentId: req.agentId,
         status: "running",
-        node: "local",
+        node: await expectedNode(info),
       };
       assert.deepEqual(info, expected);
       assert.deepEqual(await rt.inspect(req.sandboxId, signal()), expected);
@@ -220,7 +232,7 @@ export function runSandboxContract(
           runId: childReq.runId,
           agentId: childReq.agentId,
           status: "running",
-          node: "local",
+          node: await expectedNode(child),
         });
         assert.equal(await status(parent.sandboxId), "running", "the parent is not left frozen");
         await counterAbove(parent.sandboxId, (await counter(parent.sandboxId)) ?? 0);
@@ -243,34 +255,45 @@ export function runSandboxContract(
       },
     );
 
-    it("answers one node, local, counting this data folder's live sandboxes and the limits they reserve", async () => {
-      const local = async () => {
+    it("answers its nodes (one, local, on a single host), counting this data folder's live sandboxes and the limits they reserve", async () => {
+      const share = env.multiNode?.reserve ?? 1;
+      const nodeOf = async (id?: string) => {
         const nodes = await rt.nodes(signal());
-        assert.equal(nodes.length, 1, `one node on a single-host runtime, got ${JSON.stringify(nodes)}`);
-        const [node] = nodes;
-        assert.ok(node);
+        if (!env.multiNode) assert.equal(nodes.length, 1, `one node on a single-host runtime, got ${JSON.stringify(nodes)}`);
+        const node = id === undefined ? nodes[0] : nodes.find((n) => n.id === id);
+        assert.ok(node, `node ${id} in ${JSON.stringify(nodes)}`);
         return node;
       };
-      const before = await local();
-      assert.equal(before.id, "local");
-      assert.equal(before.hostname, hostname());
-      assert.equal(before.state, "ready");
-      assert.equal(before.availability, "active");
-      assert.equal(before.engine, "reachable");
-      assert.equal(before.reason, undefined);
-      assert.equal(before.cpus, availableParallelism());
-      assert.equal(before.memoryMiB, Math.floor(totalmem() / 2 ** 20));
+      if (!env.multiNode) {
+        const only = await nodeOf();
+        assert.equal(only.id, "local");
+        assert.equal(only.hostname, hostname());
+        assert.equal(only.cpus, availableParallelism());
+        assert.equal(only.memoryMiB, Math.floor(totalmem() / 2 ** 20));
+      }
+      for (const node of await rt.nodes(signal())) {
+        assert.equal(node.state, "ready");
+        assert.equal(node.availability, "active");
+        assert.equal(node.engine, "reachable");
+        assert.equal(node.reason, undefined);
+      }
 
       const limits = { pids: 64, memoryMiB: 300, cpus: 0.25, diskMiB: 100, tmpMiB: 16 };
+      const all = await rt.nodes(signal());
       const info = await provision(bashSpec("true"), { limits });
       await rt.startHarness(info.sandboxId, signal());
-      const during = await local();
+      assert.ok(info.node);
+      const before = all.find((n) => n.id === info.node);
+      assert.ok(before, `its node ${info.node} was listed before`);
+      const during = await nodeOf(info.node);
       assert.equal(during.sandboxes, before.sandboxes + 1);
-      assert.equal(during.reservedCpus, Math.round((before.reservedCpus + 0.25) * 1000) / 1000);
-      assert.equal(during.reservedMemoryMiB, before.reservedMemoryMiB + 300);
+      const near = (a: number, b: number, within: number, what: string) =>
+        assert.ok(Math.abs(a - b) <= within, `${what}: ${a}, expected ${b}`);
+      near(during.reservedCpus, before.reservedCpus + 0.25 * share, 0.002, "reserved cpus");
+      near(during.reservedMemoryMiB, before.reservedMemoryMiB + 300 * share, 1, "reserved MiB");
 
       await rt.close(info.sandboxId, signal());
-      const after = await local();
+      const after = await nodeOf(info.node);
       assert.deepEqual(
         [after.sandboxes, after.reservedCpus, after.reservedMemoryMiB],
         [before.sandboxes, before.reservedCpus, before.reservedMemoryMiB],

@@ -68,8 +68,22 @@ export async function execIn(
   return { output: Buffer.concat(chunks).toString("utf8"), code: ExitCode ?? -1 };
 }
 
-/** A file of the sandbox's /work, read in its container (undefined when it is not there). */
+/**
+ * A file of the sandbox's /work, read through its node's engine as an archive (undefined when it
+ * is not there): that works on a frozen container too, where an exec would not.
+ */
 export async function readWork(dataDir: string, sandboxId: string, file: string): Promise<string | undefined> {
-  const { output, code } = await execIn(dataDir, sandboxId, ["cat", `/work/${file}`]);
-  return code === 0 ? output : undefined;
+  const { docker, containerId } = await sandboxContainer(dataDir, sandboxId);
+  let archive: NodeJS.ReadableStream;
+  try {
+    archive = (await docker.getContainer(containerId).getArchive({ path: `/work/${file}` })) as NodeJS.ReadableStream;
+  } catch {
+    return undefined;
+  }
+  const chunks: Buffer[] = [];
+  for await (const chunk of archive as AsyncIterable<Buffer>) chunks.push(chunk);
+  const tar = Buffer.concat(chunks);
+  // One file: a 512-byte header whose size field is octal at 124, then its bytes.
+  const size = Number.parseInt(tar.subarray(124, 136).toString("latin1").replace(/\0.*$/, "").trim(), 8);
+  return tar.subarray(512, 512 + size).toString("utf8");
 }

@@ -32,6 +32,8 @@ export type ControlRequest = z.infer<typeof ControlRequestSchema>;
 export const SupervisorStatusSchema = z.object({
   harness: z.enum(["running", "stopped"]),
   hibernated: z.boolean(),
+  /** Its harness served, then ended on its own: the sandbox is gone. */
+  ended: z.boolean().optional(),
 });
 export type SupervisorStatus = z.infer<typeof SupervisorStatusSchema>;
 

@@ -292,7 +292,7 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
       "SANDBOX_PROVISION_FAILED",
       `Forking sandbox ${parentSandboxId} into ${req.sandboxId} failed`,
       async () => {
-        const parent = await liveTask(parentSandboxId);
+        const parent = await usableTask(parentSandboxId, signal);
         const started = Date.now();
         const info = await create(
           req,
@@ -345,7 +345,7 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
       () =>
         serialized(sandboxId, async () => {
           requireReachable(sandboxId, paused ? "SANDBOX_FREEZE_FAILED" : "SANDBOX_THAW_FAILED");
-          const container = containerOf(await liveTask(sandboxId));
+          const container = containerOf(await usableTask(sandboxId, signal));
           const { State } = await container.inspect();
           if (State.Paused === paused) return;
           if (!paused || !(await hibernated(sandboxId, signal)))
@@ -353,9 +353,20 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
         }),
     );
 
+  type Status = { hibernated?: boolean; harness?: string; ended?: boolean };
+  const supervisorStatus = async (sandboxId: string, signal: AbortSignal): Promise<Status> =>
+    (await request(sandboxId, { op: "status" }, signal)) as Status;
   const hibernated = async (sandboxId: string, signal: AbortSignal): Promise<boolean> => {
-    const answer = (await request(sandboxId, { op: "status" }, signal)) as { hibernated?: boolean; harness?: string };
+    const answer = await supervisorStatus(sandboxId, signal);
     return answer.harness !== "running" && answer.hibernated === true;
+  };
+  /** The live task of a sandbox whose harness has not ended on its own: `SANDBOX_GONE` otherwise. */
+  const usableTask = async (sandboxId: string, signal: AbortSignal): Promise<SandboxTask> => {
+    const task = await liveTask(sandboxId);
+    const { State } = await containerOf(task).inspect();
+    if (!State.Paused && (await supervisorStatus(sandboxId, signal)).ended)
+      throw new SwarmError("SANDBOX_GONE", `Sandbox ${sandboxId}'s harness ended.`);
+    return task;
   };
 
   const statusOf = async (sandboxId: string, task: SandboxTask | undefined, signal: AbortSignal) => {
@@ -368,7 +379,13 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
       const { State } = await containerOf(task).inspect({ abortSignal: signal });
       if (State.Paused) return { status: "frozen" as const };
       if (!State.Running) return { status: "gone" as const, reason: `its container ${State.Status}` };
-      return { status: (await hibernated(sandboxId, signal)) ? ("hibernated" as const) : ("running" as const) };
+      const answer = await supervisorStatus(sandboxId, signal).catch(async (err: unknown) => {
+        if (signal.aborted) throw err;
+        // Closed while it was looked at: gone. Its supervisor silent: as far as anyone can tell, it runs.
+        return (await findService(sandboxId)) ? ({} as Status) : ({ ended: true } as Status);
+      });
+      if (answer.ended) return { status: "gone" as const, reason: "its harness ended" };
+      return { status: answer.hibernated && answer.harness !== "running" ? ("hibernated" as const) : ("running" as const) };
     } catch (err) {
       if (engineStatus(err) === 404) return { status: "gone" as const, reason: "its container vanished" };
       throw err;
@@ -524,14 +541,14 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
     writeInputs: async (sandboxId, files, signal) => {
       assertInputNames(Object.keys(files));
       await guarded(signal, "INTERNAL", `Writing inputs into sandbox ${sandboxId} failed`, async () => {
-        await liveTask(sandboxId);
+        await usableTask(sandboxId, signal);
         await request(sandboxId, { op: "inputs", files }, signal);
       });
     },
     startHarness: (sandboxId, signal) =>
       serialized(sandboxId, () =>
         guarded(signal, "HARNESS_START_FAILED", `Starting the harness of sandbox ${sandboxId} failed`, async () => {
-          const container = containerOf(await liveTask(sandboxId));
+          const container = containerOf(await usableTask(sandboxId, signal));
           if ((await container.inspect()).State.Paused)
             throw new SwarmError(
               "HARNESS_START_FAILED",
@@ -546,7 +563,7 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
     hibernate: (sandboxId, signal) =>
       serialized(sandboxId, () =>
         guarded(signal, "INTERNAL", `Hibernating sandbox ${sandboxId} failed`, async () => {
-          const container = containerOf(await liveTask(sandboxId));
+          const container = containerOf(await usableTask(sandboxId, signal));
           if ((await container.inspect()).State.Paused)
             throw new SwarmError("SANDBOX_FROZEN", `Sandbox ${sandboxId} is frozen: a paused agent is not hibernated.`);
           await request(sandboxId, { op: "hibernate" }, signal);

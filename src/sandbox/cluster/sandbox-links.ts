@@ -118,11 +118,12 @@ class Link {
         log: (message: string) => deps.log(`sandbox ${sandboxId}: ${message}`),
       },
     );
-    void stream.ended.then(() => {
+    void stream.ended.then((why) => {
       (socket as unknown as { destroy?: () => void }).destroy?.();
       if (this.#stream !== stream) return;
       this.#stream = undefined;
-      this.#reattachLater();
+      // Another attach took the stream over (a second runtime on this data folder): not fought back.
+      if (!(why as { superseded?: boolean }).superseded) this.#reattachLater();
     });
     try {
       await withTimeout(stream.ready, 15_000, `sandbox ${sandboxId}'s supervisor did not answer its hello`);

@@ -79,6 +79,12 @@ export function openSandboxStream(io: SandboxStreamIo, handlers: SandboxStreamHa
     },
     onControl(frame) {
       if (frame.t === "hello") {
+        // Every attach of a container reads all of its output: a hello answered for another
+        // attach means the supervisor now serves that one, and this one is over.
+        if (frame.nonce !== nonce && mux.live) {
+          mux.destroy(Object.assign(new Error("another attach took this sandbox's stream over"), { superseded: true }));
+          return;
+        }
         if (frame.nonce !== nonce || mux.live) return;
         mux.live = true;
         answerHello();
