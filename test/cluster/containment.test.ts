@@ -52,7 +52,7 @@ await whenCluster("cluster containment", (cluster: ClusterSettings) => {
           },
           prompt: "probe",
         });
-        assert.equal(created.status, 201, JSON.stringify(created.body));
+        assert.equal(created.status, 202, JSON.stringify(created.body));
         const agentId = created.body.rootAgentId;
         const { body } = await d.call("GET", `/agents/${agentId}/result?wait=120`);
         const seen = Object.fromEntries(

@@ -51,7 +51,7 @@ await whenCluster("cluster restart", (cluster: ClusterSettings) => {
       for (const node of ids) {
         for (const id of ids) await setAvailability(id, id === node ? "active" : "pause");
         const created = await d.call("POST", "/runs", { spec: counting, prompt: "one", keepAlive: true });
-        assert.equal(created.status, 201, JSON.stringify(created.body));
+        assert.equal(created.status, 202, JSON.stringify(created.body));
         const agentId = created.body.rootAgentId as string;
         const first = await d.call("GET", `/agents/${agentId}/result?wait=90`);
         assert.equal(first.body.result, "1\n");

@@ -244,6 +244,7 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
         `sandbox ${req.sandboxId}: its parent's node ${localTo} could not take it within ${settings.localWaitMs} ms; placing it anywhere`,
       );
       await removeSandbox(req.sandboxId);
+      openMemoryControl(controlDir(req.sandboxId));
     }
     await create(excluded);
     return (await waitRunning(manager, name, { timeoutMs: PROVISION_TIMEOUT_MS, signal }))!;
