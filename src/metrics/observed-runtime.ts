@@ -36,5 +36,7 @@ export function observeRuntime(runtime: SandboxRuntime, observe: SandboxCallObse
     nodes: timed("nodes", (signal) => runtime.nodes(signal)),
     controlDir: (id) => runtime.controlDir(id),
     ...(runtime.watch ? { watch: runtime.watch.bind(runtime) } : {}),
+    ...(runtime.reachable ? { reachable: runtime.reachable.bind(runtime) } : {}),
+    ...(runtime.whenReachable ? { whenReachable: runtime.whenReachable.bind(runtime) } : {}),
   };
 }

@@ -41,7 +41,30 @@ export interface ClusterRuntimeOptions {
 }
 
 const PROVISION_TIMEOUT_MS = 120_000;
+
+/** `GET /_ping` with an abort (dockerode takes one; its types do not say so). */
+function pingNode(docker: Docker): Promise<unknown> {
+  const ping = docker.ping as unknown as (this: Docker, options: { abortSignal: AbortSignal }) => Promise<unknown>;
+  return ping.call(docker, { abortSignal: AbortSignal.timeout(PING_TIMEOUT_MS) });
+}
+
+/** Whether `call` succeeds within `ms`; a call to a node cut off may hang far longer than its abort says. */
+function answersWithin(call: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    call.then(
+      () => true,
+      () => false,
+    ),
+    new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
 const PING_TIMEOUT_MS = 1_500;
+/** The longest swarmd waits for one engine answer that is not a stream (a node cut off never answers). */
+const ENGINE_CALL_MS = 10_000;
+const quick = () => AbortSignal.timeout(ENGINE_CALL_MS);
 const VOLUMES: VolumeKind[] = ["work", "control", "inputs"];
 
 /** What swarmd knows of a sandbox it placed: its node, and what it last said of its health. */
@@ -148,7 +171,7 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
   const findService = async (sandboxId: string): Promise<Record<string, string> | undefined> => {
     if (!SANDBOX_ID.test(sandboxId)) return undefined;
     try {
-      const info = await manager.getService(serviceName(sandboxId)).inspect();
+      const info = await manager.getService(serviceName(sandboxId)).inspect({ abortSignal: quick() });
       const labels = (info.Spec?.Labels ?? {}) as Record<string, string>;
       return labels[LABEL.owner] === owner ? labels : undefined;
     } catch (err) {
@@ -328,7 +351,7 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
   /** Run `work` with the parent's container paused, leaving it as it was. */
   const whilePaused = async <T>(task: SandboxTask, work: () => Promise<T>): Promise<T> => {
     const container = containerOf(task);
-    const { State } = await container.inspect();
+    const { State } = await container.inspect({ abortSignal: quick() });
     if (State.Paused) return work();
     await pauseContainer(container);
     try {
@@ -347,7 +370,7 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
         serialized(sandboxId, async () => {
           requireReachable(sandboxId, paused ? "SANDBOX_FREEZE_FAILED" : "SANDBOX_THAW_FAILED");
           const container = containerOf(await usableTask(sandboxId, signal));
-          const { State } = await container.inspect();
+          const { State } = await container.inspect({ abortSignal: quick() });
           if (State.Paused === paused) return;
           if (!paused || !(await hibernated(sandboxId, signal)))
             await (paused ? pauseContainer(container, signal) : container.unpause({ abortSignal: signal }));
@@ -364,7 +387,7 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
   /** The live task of a sandbox whose harness has not ended on its own: `SANDBOX_GONE` otherwise. */
   const usableTask = async (sandboxId: string, signal: AbortSignal): Promise<SandboxTask> => {
     const task = await liveTask(sandboxId);
-    const { State } = await containerOf(task).inspect();
+    const { State } = await containerOf(task).inspect({ abortSignal: quick() });
     if (!State.Paused && (await supervisorStatus(sandboxId, signal)).ended)
       throw new SwarmError("SANDBOX_GONE", `Sandbox ${sandboxId}'s harness ended.`);
     return task;
@@ -419,7 +442,7 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
   // The nodes: looked at every second (their state, availability, engine), the image loaded where
   // it is missing, and the changes to the health of the sandboxes on them told to the watchers.
   const lookAtNodes = async () => {
-    const nodes = await manager.listNodes();
+    const nodes = await manager.listNodes({ abortSignal: quick() } as Docker.NodeListOptions);
     await Promise.all(
       nodes.map(async (n) => {
         const id = String(n.ID);
@@ -433,12 +456,10 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
         if (!engines.knows(id)) {
           unusable.set(id, `no engine address for it in SWARM_CLUSTER_NODES`);
         } else {
-          try {
-            await engines.node(id).ping({ abortSignal: AbortSignal.timeout(PING_TIMEOUT_MS) } as never);
-            look.reachable = true;
-          } catch {
-            look.reachable = false;
-          }
+          look.reachable = await answersWithin(
+            pingNode(engines.node(id)),
+            PING_TIMEOUT_MS,
+          );
           if (look.reachable && !imageChecks.has(id) && look.state === "ready") {
             unusable.set(id, "loading the sandbox image");
             const check = ensureImageOn(
@@ -466,6 +487,7 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
       }),
     );
     for (const id of [...looks.keys()]) if (!nodes.some((n) => n.ID === id)) looks.delete(id);
+    if (process.env.SWARM_CLUSTER_DEBUG) log(`look: ${[...looks.values()].map((l) => `${l.hostname}:${l.state}/${l.reachable}`).join(" ")} placed: ${[...placed.entries()].map(([id, p]) => `${id.slice(0, 8)}@${p.node.slice(0, 4)}:${p.health}`).join(" ")}`);
     for (const change of healthChanges(placed, looks)) {
       const entry = placed.get(change.sandboxId);
       if (entry) {
@@ -550,7 +572,7 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
       serialized(sandboxId, () =>
         guarded(signal, "HARNESS_START_FAILED", `Starting the harness of sandbox ${sandboxId} failed`, async () => {
           const container = containerOf(await usableTask(sandboxId, signal));
-          if ((await container.inspect()).State.Paused)
+          if ((await container.inspect({ abortSignal: quick() })).State.Paused)
             throw new SwarmError(
               "HARNESS_START_FAILED",
               `Sandbox ${sandboxId} is frozen: thaw it before starting its harness.`,
@@ -565,7 +587,7 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
       serialized(sandboxId, () =>
         guarded(signal, "INTERNAL", `Hibernating sandbox ${sandboxId} failed`, async () => {
           const container = containerOf(await usableTask(sandboxId, signal));
-          if ((await container.inspect()).State.Paused)
+          if ((await container.inspect({ abortSignal: quick() })).State.Paused)
             throw new SwarmError("SANDBOX_FROZEN", `Sandbox ${sandboxId} is frozen: a paused agent is not hibernated.`);
           await request(sandboxId, { op: "hibernate" }, signal);
         }),

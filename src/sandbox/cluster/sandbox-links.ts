@@ -104,6 +104,9 @@ class Link {
             cause: err,
           });
     }
+    // A connection to a node that went away ends in an error (ETIMEDOUT, ECONNRESET): the stream's
+    // end, never an uncaught error in the daemon.
+    socket.on("error", (err: Error) => deps.log(`sandbox ${sandboxId}: its stream failed: ${err.message}`));
     let logged = 0;
     const output = demuxAttach(socket, (line) => {
       // What a sandbox writes to its standard error is logged up to a bound, cut to a line's length.
@@ -111,6 +114,8 @@ class Link {
       logged += line.length;
       deps.log(`sandbox ${sandboxId}: ${line.slice(0, 500)}`);
     });
+    // Its failure is the stream's end (the mux hears it); it must never be an uncaught error.
+    output.on("error", () => undefined);
     const stream = openSandboxStream(
       { input: socket, output },
       {
