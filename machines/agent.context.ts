@@ -33,6 +33,8 @@ export interface AgentContext {
   gatewayHolds: number;
   /** Approval requests waiting for a decision: that time is paused time for the quiet-turn limit too. */
   approvalHolds: number;
+  /** swarmd cannot reach the engine of its sandbox's node (cluster runtime): paused time for the quiet-turn limit. */
+  unreachable: boolean;
   /** Set once a drain reached the agent (never cleared: a drain ends the agent). */
   draining: Drain | null;
   /** Its harness hibernates: ended, its session and files kept, started again by the next command. Kept across a pause. */
@@ -75,6 +77,7 @@ export function initialContext(input: AgentInput): AgentContext {
     quietAbort: false,
     gatewayHolds: 0,
     approvalHolds: restored?.approvals ?? 0,
+    unreachable: false,
     draining: restored?.draining ?? null,
     asleep: restored?.asleep ?? false,
     stopReason: null,

@@ -1,6 +1,7 @@
 import { fromCallback, fromPromise } from "xstate";
 import type {
   CloseInput,
+  CloseOutput,
   HarnessActorInput,
   HarnessCommandEvent,
   ProvisionInput,
@@ -33,5 +34,5 @@ export const effectSlots = {
   freeze: fromPromise<void, SandboxActorInput>(notProvided),
   thaw: fromPromise<void, SandboxActorInput>(notProvided),
   /** Record how the agent ends, then close its sandbox and its model gateway. */
-  close: fromPromise<void, CloseInput>(notProvided),
+  close: fromPromise<CloseOutput, CloseInput>(notProvided),
 };

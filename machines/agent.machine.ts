@@ -1,8 +1,9 @@
 import { assign } from "xstate";
-import { initialContext } from "./agent.context.ts";
+import { type AgentContext, initialContext } from "./agent.context.ts";
 import { live } from "./agent.live.ts";
 import { reply } from "./agent.replies.ts";
 import { agentSetup } from "./agent.setup.ts";
+import type { Fact } from "./agent.types.ts";
 import { errorMessage } from "./error-message.ts";
 
 /**
@@ -15,6 +16,13 @@ import { errorMessage } from "./error-message.ts";
  * (`agent-status.ts`). A restart starts the same machine with the ledger's facts as input
  * (`AgentStart`): it reattaches a live sandbox or finishes an ending one in its own states.
  */
+/** A stopped agent's end, with why when it was not the operator's abort. */
+const abortedFact = ({ context }: { context: AgentContext }): Fact => ({
+  kind: "ended",
+  outcome: "aborted",
+  ...(context.stopReason ? { reason: context.stopReason } : {}),
+});
+
 export const agentMachine = agentSetup.createMachine({
   id: "agent",
   context: ({ input }) => initialContext(input),
@@ -30,6 +38,8 @@ export const agentMachine = agentSetup.createMachine({
     "child.ended": { actions: assign({ liveChildren: ({ context }) => Math.max(0, context.liveChildren - 1) }) },
     "gateway.hold": { actions: assign({ gatewayHolds: ({ context }) => context.gatewayHolds + 1 }) },
     "gateway.release": { actions: assign({ gatewayHolds: ({ context }) => Math.max(0, context.gatewayHolds - 1) }) },
+    "node.unreachable": { actions: assign({ unreachable: true }) },
+    "node.reachable": { actions: assign({ unreachable: false }) },
     "approval.hold": { actions: assign({ approvalHolds: ({ context }) => context.approvalHolds + 1 }) },
     "approval.release": {
       actions: assign({ approvalHolds: ({ context }) => Math.max(0, context.approvalHolds - 1) }),
@@ -120,7 +130,8 @@ export const agentMachine = agentSetup.createMachine({
                   params: ({ context, event }) => ({
                     kind: "provisioned",
                     sandboxId: context.sandboxId,
-                    node: event.output.node,
+                    // A runtime that names no node (or a test's stand-in with no output) is one host.
+                    node: event.output?.node ?? "local",
                   }),
                 },
                 { type: "fact", params: { kind: "state", from: "provisioning", to: "running", reason: "provisioned" } },
@@ -153,6 +164,7 @@ export const agentMachine = agentSetup.createMachine({
     live,
     stopping: {
       tags: ["ending"],
+      entry: "replyIfUnreachable",
       invoke: {
         src: "close",
         input: ({ context }) => ({
@@ -160,20 +172,34 @@ export const agentMachine = agentSetup.createMachine({
           sandboxId: context.sandboxId,
           ending: { outcome: "aborted" as const, ...(context.stopReason ? { reason: context.stopReason } : {}) },
         }),
-        onDone: { target: "aborted" },
-        onError: { target: "aborted" },
-      },
-      exit: [
-        {
-          type: "fact",
-          params: ({ context }) => ({
-            kind: "ended",
-            outcome: "aborted",
-            ...(context.stopReason ? { reason: context.stopReason } : {}),
-          }),
+        // Its node was declared down before it answered again: lost, not aborted. The end is
+        // stated before the reply, so a stop cascade finds the agent ended when it moves on.
+        onDone: [
+          {
+            guard: ({ event }) => event.output?.lost !== undefined,
+            target: "done",
+            actions: [
+              assign({ end: ({ event }) => ({ outcome: "lost" as const, error: event.output!.lost }) }),
+              { type: "fact", params: ({ event }) => ({ kind: "ended", outcome: "lost", error: event.output!.lost }) },
+              { type: "replyToRequest", params: { outcome: "applied" } },
+            ],
+          },
+          {
+            target: "aborted",
+            actions: [
+              { type: "fact", params: abortedFact },
+              { type: "replyToRequest", params: { outcome: "applied" } },
+            ],
+          },
+        ],
+        onError: {
+          target: "aborted",
+          actions: [
+            { type: "fact", params: abortedFact },
+            { type: "replyToRequest", params: { outcome: "applied" } },
+          ],
         },
-        { type: "replyToRequest", params: { outcome: "applied" } },
-      ],
+      },
     },
     finishing: {
       tags: ["ending"],

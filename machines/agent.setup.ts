@@ -29,8 +29,8 @@ export const agentSetup = setup({
     hasResend: ({ context }) => context.resend !== null,
     /** A control was deferred until a wake or a reattach ends. */
     hasRequest: ({ context }) => context.request !== null,
-    /** A model call the gateway holds or an approval that waits: the quiet-turn clock stands still. */
-    holding: ({ context }) => context.gatewayHolds > 0 || context.approvalHolds > 0,
+    /** A model call the gateway holds, an approval that waits or an unreachable node: the quiet-turn clock stands still. */
+    holding: ({ context }) => context.gatewayHolds > 0 || context.approvalHolds > 0 || context.unreachable,
     /** A draining agent whose accepted work is done (and, in a subtree drain, whose children ended). */
     drained: ({ context }) =>
       context.draining !== null &&
@@ -64,6 +64,19 @@ export const agentSetup = setup({
     // An empty requestId marks work the machine started itself (a deferred pause, a queued steer): nobody waits for it.
     reply: enqueueActions(({ context, enqueue }, params: ReplyParams) => {
       if (params.requestId !== "") enqueue.sendParent({ type: "member.reply", agentId: context.agentId, ...params });
+    }),
+    /** A stop of an agent whose node swarmd cannot reach is answered at once; it ends when the node answers. */
+    /** A stop of an agent whose node swarmd cannot reach is answered at once; it ends when the node answers. */
+    replyIfUnreachable: enqueueActions(({ context, enqueue }) => {
+      if (!context.unreachable || !context.request) return;
+      if (context.request.requestId !== "")
+        enqueue.sendParent({
+          type: "member.reply",
+          agentId: context.agentId,
+          requestId: context.request.requestId,
+          outcome: "applied",
+        });
+      enqueue.assign({ request: null });
     }),
     replyToRequest: enqueueActions(({ context, enqueue }, params: { outcome: ControlOutcome; error?: string }) => {
       if (context.request && context.request.requestId !== "") {

@@ -168,6 +168,12 @@ export type AgentEvent =
   /** The model gateway started or stopped holding one of the agent's calls (a spend budget, a provider's pacing). */
   | { type: "gateway.hold" }
   | { type: "gateway.release" }
+  /**
+   * swarmd lost, or found again, the engine of the node its sandbox runs on (cluster runtime): its
+   * quiet-turn clock stands still meanwhile, and a stop is answered at once.
+   */
+  | { type: "node.unreachable" }
+  | { type: "node.reachable" }
   /** An approval request of the agent waits for a decision, or got one: waiting is paused time for the quiet-turn limit. */
   | { type: "approval.hold" }
   | { type: "approval.release" }
@@ -224,6 +230,11 @@ export interface SandboxActorInput {
 /** Closing a sandbox because the agent ends: how it ends, recorded before the sandbox goes. */
 export interface CloseInput extends SandboxActorInput {
   ending: Ending;
+}
+
+/** `lost`: the sandbox's node was declared down while its stop waited for it (the end is then lost, with this error). */
+export interface CloseOutput {
+  lost?: string;
 }
 
 /** How an agent ends: recorded before its sandbox closes, so a restart can finish the end. */

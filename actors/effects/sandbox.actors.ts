@@ -1,6 +1,7 @@
 import { fromPromise } from "xstate";
 import type {
   CloseInput,
+  CloseOutput,
   ProvisionInput,
   ProvisionOutput,
   ReattachInput,
@@ -82,17 +83,19 @@ export function createSandboxActors({
     freeze: fromPromise<void, SandboxActorInput>(({ input, signal }) => runtime.freeze(input.sandboxId, signal)),
     thaw: fromPromise<void, SandboxActorInput>(({ input, signal }) => runtime.thaw(input.sandboxId, signal)),
     // Closing must finish even when the machine moves on: it is the last thing an agent does.
-    close: fromPromise<void, CloseInput>(async ({ input }) => {
+    close: fromPromise<CloseOutput, CloseInput>(async ({ input }) => {
       // A sandbox on a node swarmd cannot reach ends once the node answers again (its stop then
       // takes effect), or is lost if the swarm declares the node down first.
       const lost = await runtime.whenReachable?.(input.sandboxId, new AbortController().signal).then(
         () => undefined,
         (err: unknown) => errorMessage(err),
       );
-      if (lost !== undefined) input = { ...input, ending: { outcome: "lost", error: `agent lost: ${lost}` } };
+      const error = lost === undefined ? undefined : `agent lost: ${lost}`;
+      if (error !== undefined) input = { ...input, ending: { outcome: "lost", error } };
       await recordEnding(input);
       await runtime.close(input.sandboxId, new AbortController().signal);
       await closeGateway(input.sandboxId).catch(() => undefined);
+      return error === undefined ? {} : { lost: error };
     }),
   };
 }

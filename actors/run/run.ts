@@ -198,7 +198,7 @@ export class Run {
       return;
     }
     void this.#writer.reachability(agentId, change.node, change.type === "reachable");
-    this.#supervisor.send(agentId, { type: change.type === "unreachable" ? "gateway.hold" : "gateway.release" });
+    this.#supervisor.send(agentId, { type: change.type === "unreachable" ? "node.unreachable" : "node.reachable" });
   }
 
   prompt(agentId: string, text: string): void {

@@ -129,7 +129,12 @@ await whenCluster("cluster runtime over HTTP", (cluster: ClusterSettings) => {
       await cutLink(nodeIndex(worker1));
       const cutAt = Date.now();
       try {
-        await pollUntil(() => view(agentId), (v) => v.unreachable === true, "unreachable: true", 15_000);
+        await pollUntil(
+          () => view(agentId),
+          (v) => v.unreachable === true,
+          "unreachable: true",
+          15_000,
+        );
       } finally {
         await restoreLink(nodeIndex(worker1));
       }
@@ -149,6 +154,39 @@ await whenCluster("cluster runtime over HTTP", (cluster: ClusterSettings) => {
         assert.equal(types.filter((t) => t === once).length, 1, `one ${once}: ${types.join(",")}`);
       const seqs = all.filter((e) => e.agentId === agentId && e.data?.hseq !== undefined).map((e) => e.data.hseq);
       assert.equal(new Set(seqs).size, seqs.length, "no harness event twice");
+    });
+
+    it("answers a stop of an unreachable agent at once, and ends it aborted when its node answers again", async () => {
+      await onlyOn(worker1);
+      const { runId, agentId } = await root(kept("stopped"));
+      assert.equal((await view(agentId)).node, worker1);
+      await cutLink(nodeIndex(worker1));
+      try {
+        await pollUntil(
+          () => view(agentId),
+          (v) => v.unreachable === true,
+          "unreachable: true",
+          15_000,
+        );
+        const stopped = await d.call("POST", `/agents/${agentId}/stop`, {});
+        assert.equal(stopped.status, 202, JSON.stringify(stopped.body));
+        assert.deepEqual(stopped.body.results, [{ agentId, outcome: "applied" }]);
+        const pending = await view(agentId);
+        assert.equal(pending.unreachable, true, "still unreachable, the stop pending");
+        assert.equal(pending.outcome, null);
+      } finally {
+        await restoreLink(nodeIndex(worker1));
+      }
+      const ended = await pollUntil(
+        () => view(agentId),
+        (v) => v.state === "done",
+        "the stopped agent",
+        60_000,
+      );
+      assert.equal(ended.outcome, "aborted");
+      assert.equal(ended.unreachable, undefined);
+      const types = (await readEvents(d, runId)).filter((e) => e.agentId === agentId).map((e) => e.type);
+      assert.ok(types.indexOf("agent_reachable") < types.indexOf("agent_ended"), types.join(","));
     });
 
     it("ends the agents of a node the swarm declares down as lost, leaves the others, and recreates nothing", async () => {

@@ -48,6 +48,7 @@ export function fakeEffects() {
       }),
       close: fromPromise(async ({ input }) => {
         calls.push(`close:${input.agentId}`);
+        return {};
       }),
     },
   });

@@ -259,7 +259,8 @@ export function runSandboxContract(
       const share = env.multiNode?.reserve ?? 1;
       const nodeOf = async (id?: string) => {
         const nodes = await rt.nodes(signal());
-        if (!env.multiNode) assert.equal(nodes.length, 1, `one node on a single-host runtime, got ${JSON.stringify(nodes)}`);
+        if (!env.multiNode)
+          assert.equal(nodes.length, 1, `one node on a single-host runtime, got ${JSON.stringify(nodes)}`);
         const node = id === undefined ? nodes[0] : nodes.find((n) => n.id === id);
         assert.ok(node, `node ${id} in ${JSON.stringify(nodes)}`);
         return node;

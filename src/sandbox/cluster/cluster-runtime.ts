@@ -409,7 +409,9 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
         return (await findService(sandboxId)) ? ({} as Status) : ({ ended: true } as Status);
       });
       if (answer.ended) return { status: "gone" as const, reason: "its harness ended" };
-      return { status: answer.hibernated && answer.harness !== "running" ? ("hibernated" as const) : ("running" as const) };
+      return {
+        status: answer.hibernated && answer.harness !== "running" ? ("hibernated" as const) : ("running" as const),
+      };
     } catch (err) {
       if (engineStatus(err) === 404) return { status: "gone" as const, reason: "its container vanished" };
       throw err;
@@ -456,10 +458,7 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
         if (!engines.knows(id)) {
           unusable.set(id, `no engine address for it in SWARM_CLUSTER_NODES`);
         } else {
-          look.reachable = await answersWithin(
-            pingNode(engines.node(id)),
-            PING_TIMEOUT_MS,
-          );
+          look.reachable = await answersWithin(pingNode(engines.node(id)), PING_TIMEOUT_MS);
           if (look.reachable && !imageChecks.has(id) && look.state === "ready") {
             unusable.set(id, "loading the sandbox image");
             const check = ensureImageOn(
@@ -487,7 +486,10 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
       }),
     );
     for (const id of [...looks.keys()]) if (!nodes.some((n) => n.ID === id)) looks.delete(id);
-    if (process.env.SWARM_CLUSTER_DEBUG) log(`look: ${[...looks.values()].map((l) => `${l.hostname}:${l.state}/${l.reachable}`).join(" ")} placed: ${[...placed.entries()].map(([id, p]) => `${id.slice(0, 8)}@${p.node.slice(0, 4)}:${p.health}`).join(" ")}`);
+    if (process.env.SWARM_CLUSTER_DEBUG)
+      log(
+        `look: ${[...looks.values()].map((l) => `${l.hostname}:${l.state}/${l.reachable}`).join(" ")} placed: ${[...placed.entries()].map(([id, p]) => `${id.slice(0, 8)}@${p.node.slice(0, 4)}:${p.health}`).join(" ")}`,
+      );
     for (const change of healthChanges(placed, looks)) {
       const entry = placed.get(change.sandboxId);
       if (entry) {
