@@ -179,11 +179,12 @@ await whenCluster("cluster runtime over HTTP", (cluster: ClusterSettings) => {
       }
       const ended = await pollUntil(
         () => view(agentId),
-        (v) => v.state === "done",
+        (v) => v.outcome !== null,
         "the stopped agent",
         60_000,
       );
       assert.equal(ended.outcome, "aborted");
+      assert.equal(ended.state, "aborted");
       assert.equal(ended.unreachable, undefined);
       const types = (await readEvents(d, runId)).filter((e) => e.agentId === agentId).map((e) => e.type);
       assert.ok(types.indexOf("agent_reachable") < types.indexOf("agent_ended"), types.join(","));
