@@ -140,7 +140,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     inspect: e.SWARM_INSPECT === "1",
     inspectPort: e.SWARM_INSPECT_PORT,
     docker: { image: e.SWARM_DOCKER_IMAGE },
-    cluster: e.SWARM_RUNTIME === "cluster" ? clusterSettings(e) : undefined,
+    ...(e.SWARM_RUNTIME === "cluster" ? { cluster: clusterSettings(e) } : {}),
     limits: {
       pids: e.SWARM_LIMIT_PIDS,
       memoryMiB: e.SWARM_LIMIT_MEMORY_MIB,

@@ -3,6 +3,7 @@ import { resolve } from "node:path";
 import { describe, it } from "node:test";
 import { loadConfig } from "../../src/config.ts";
 import { isSwarmError } from "../../src/errors.ts";
+import { engineOptions } from "../../src/sandbox/cluster/cluster-settings.ts";
 
 describe("configuration from the environment", () => {
   it("defaults to loopback:4600, process sandboxes under ./data, a 30-minute quiet-turn limit and a 60 s member timeout", () => {
@@ -118,14 +119,47 @@ describe("configuration from the environment", () => {
     );
   });
 
-  it("refuses SWARM_RUNTIME=cluster with CONFIG_INVALID until this build runs it", () => {
-    assert.throws(
-      () => loadConfig({ SWARM_RUNTIME: "cluster" }),
-      (err: unknown) => {
-        assert.ok(isSwarmError(err, "CONFIG_INVALID"), String(err));
-        assert.match(err.message, /SWARM_RUNTIME: cluster is not available in this build/);
-        return true;
-      },
+  it("reads the cluster runtime's settings, refusing a missing manager and plain TCP off loopback", () => {
+    const refused = (env: Record<string, string>, pattern: RegExp) =>
+      assert.throws(
+        () => loadConfig({ SWARM_RUNTIME: "cluster", ...env }),
+        (err: unknown) => {
+          assert.ok(isSwarmError(err, "CONFIG_INVALID"), String(err));
+          assert.match(err.message, pattern);
+          return true;
+        },
+      );
+    refused({}, /SWARM_CLUSTER_MANAGER/);
+    refused(
+      { SWARM_CLUSTER_MANAGER: "unix:///m.sock", SWARM_CLUSTER_NODES: "abc" },
+      /SWARM_CLUSTER_NODES: "abc" is not nodeId=address/,
     );
+    refused({ SWARM_CLUSTER_MANAGER: "unix:///m.sock", SWARM_CLUSTER_RESERVE: "2" }, /SWARM_CLUSTER_RESERVE/);
+    const config = loadConfig({
+      SWARM_RUNTIME: "cluster",
+      SWARM_CLUSTER_MANAGER: "tcp://198.18.0.11:2376",
+      SWARM_CLUSTER_NODES: "n1=tcp://198.18.0.11:2376,n2=tcp://198.18.0.12:2376",
+      SWARM_CLUSTER_LOCAL_WAIT_MS: "500",
+    });
+    assert.deepEqual(config.cluster, {
+      manager: "tcp://198.18.0.11:2376",
+      nodes: { n1: "tcp://198.18.0.11:2376", n2: "tcp://198.18.0.12:2376" },
+      tlsDir: undefined,
+      localWaitMs: 500,
+      network: undefined,
+      reserve: 0.05,
+    });
+    assert.equal(loadConfig({}).cluster, undefined);
+    // An engine's API is root on its node: plain TCP only to loopback and the test range.
+    assert.throws(
+      () => engineOptions("tcp://10.1.2.3:2375", {}, "SWARM_CLUSTER_MANAGER"),
+      (err: unknown) => isSwarmError(err, "CONFIG_INVALID") && /SWARM_CLUSTER_TLS_DIR/.test(err.message),
+    );
+    assert.deepEqual(engineOptions("tcp://127.0.0.1:2375", {}, "x"), {
+      protocol: "http",
+      host: "127.0.0.1",
+      port: 2375,
+    });
+    assert.deepEqual(engineOptions("unix:///run/m.sock", {}, "x"), { socketPath: "/run/m.sock" });
   });
 });

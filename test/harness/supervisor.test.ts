@@ -74,6 +74,7 @@ describe("the supervisor over its stdio", () => {
       ok: true,
       harness: "stopped",
       hibernated: false,
+      ended: false,
     });
     assert.deepEqual(await s.init(stream), { ok: true });
     assert.equal(statSync(join(s.dirs.control, CONTROL_FILES.spec)).mode & 0o777, 0o600);
@@ -97,6 +98,7 @@ describe("the supervisor over its stdio", () => {
       ok: true,
       harness: "stopped",
       hibernated: false,
+      ended: false,
     });
 
     await s.init(stream);
@@ -106,6 +108,7 @@ describe("the supervisor over its stdio", () => {
       ok: true,
       harness: "running",
       hibernated: false,
+      ended: false,
     });
 
     const client = createTestHarnessClient(stream.openHarness());
@@ -124,6 +127,7 @@ describe("the supervisor over its stdio", () => {
       ok: true,
       harness: "stopped",
       hibernated: true,
+      ended: false,
     });
     assert.deepEqual(await stream.request({ op: "hibernate" }, signal()), { ok: true }, "hibernate is idempotent");
     const refused = createTestHarnessClient(stream.openHarness());
@@ -135,6 +139,7 @@ describe("the supervisor over its stdio", () => {
       ok: true,
       harness: "running",
       hibernated: false,
+      ended: false,
     });
     const woken = createTestHarnessClient(stream.openHarness());
     woken.hello(lastHseq);
@@ -192,6 +197,7 @@ describe("the supervisor over its stdio", () => {
       ok: true,
       harness: "running",
       hibernated: false,
+      ended: false,
     });
     assert.equal(s.child.exitCode, null);
     assert.match(s.stderr(), /dropped a line: not JSON/);

@@ -120,7 +120,12 @@ else
       await container.start();
       await one.stream.ready;
       const ask = (s: SandboxStream, op: Parameters<SandboxStream["request"]>[0]) => s.request(op, signal());
-      assert.deepEqual(await ask(one.stream, { op: "status" }), { ok: true, harness: "stopped", hibernated: false });
+      assert.deepEqual(await ask(one.stream, { op: "status" }), {
+        ok: true,
+        harness: "stopped",
+        hibernated: false,
+        ended: false,
+      });
       const init = { op: "init", spec: { name: "t", script }, model: gateway.modelFile, env: {} } as const;
       assert.deepEqual(await ask(one.stream, init), { ok: true });
       assert.deepEqual(await ask(one.stream, { op: "inputs", files: { "a.md": "from a" } }), { ok: true });
@@ -170,7 +175,12 @@ else
 
       assert.deepEqual(await ask(one.stream, { op: "hibernate" }), { ok: true });
       await client.closed;
-      assert.deepEqual(await ask(one.stream, { op: "status" }), { ok: true, harness: "stopped", hibernated: true });
+      assert.deepEqual(await ask(one.stream, { op: "status" }), {
+        ok: true,
+        harness: "stopped",
+        hibernated: true,
+        ended: false,
+      });
 
       // The attach drops; a new one finds the supervisor (and the sandbox's state) as it was.
       one.raw.destroy();
@@ -178,7 +188,12 @@ else
       const two = await attach(container, gateway.model);
       streams.push(two.stream);
       await two.stream.ready;
-      assert.deepEqual(await ask(two.stream, { op: "status" }), { ok: true, harness: "stopped", hibernated: true });
+      assert.deepEqual(await ask(two.stream, { op: "status" }), {
+        ok: true,
+        harness: "stopped",
+        hibernated: true,
+        ended: false,
+      });
       assert.deepEqual(await ask(two.stream, init), { ok: true });
       assert.deepEqual(await ask(two.stream, { op: "start" }), { ok: true }, two.stderr());
       const woken = createTestHarnessClient(two.stream.openHarness());
