@@ -364,4 +364,24 @@ describe("agent machine", () => {
       "quiet after the decision is still quiet",
     );
   });
+
+  it("an unreachable node holds the quiet-turn clock, and a stop then is answered at once", async () => {
+    const fx = fakeEffects();
+    const r = startRun(fx);
+    r.add({ agentId: "a", prompt: "go", turnMaxMs: 1_000 });
+    await flush();
+    const h = fx.harnesses.get("a")!;
+    const agent = r.run.getSnapshot().children.a!;
+    agent.send({ type: "node.unreachable" });
+    await flush();
+    r.clock.increment(60_000);
+    assert.ok(!h.commands.some((c) => c.type === "harness.abort"), "a node swarmd cannot reach is not quiet time");
+    agent.send({ type: "node.reachable" });
+    await flush();
+    r.clock.increment(1_100);
+    assert.ok(
+      h.commands.some((c) => c.type === "harness.abort"),
+      "quiet once it answers is quiet again",
+    );
+  });
 });
