@@ -135,6 +135,7 @@ link:
 # The docker runtime's image, swarmd-sandbox:<version>, built from the Node 24 above and this machine's
 # bash and busybox with no registry access (scripts/build-sandbox-image.sh --dockerfile for node:24-slim);
 # then the cluster runtime's, swarmd-sandbox-cluster:<content hash>: that image with the harness inside.
-sandbox-image:
+# The cluster image's tag is computed by swarmd's own code (tsx): installed first on a fresh clone.
+sandbox-image: $(NODE_STAMP)
 	scripts/build-sandbox-image.sh
 	scripts/build-cluster-image.sh
