@@ -6,7 +6,9 @@
  * spec refused with a 400 naming SWARM_CLUSTER_NETWORK.
  */
 import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
 import { after, before, describe, it } from "node:test";
+import { DEFAULT_SANDBOX_LIMITS } from "../../src/sandbox/runtime.ts";
 import { createTestClusterRuntime } from "../support/cluster-runtime.ts";
 import { type Daemon, startDaemon } from "../support/daemon.ts";
 import { type ClusterSettings, setAvailability, whenCluster } from "../support/test-cluster.ts";
@@ -76,6 +78,107 @@ await whenCluster("cluster containment", (cluster: ClusterSettings) => {
         assert.equal(seen.pids, "64");
       });
     }
+
+    /** A run whose root runs `command` with `limits`; the command's output. */
+    const runBash = async (command: string, limits?: Record<string, number>): Promise<string> => {
+      const created = await d.call("POST", "/runs", {
+        spec: {
+          name: "attack",
+          ...(limits ? { limits } : {}),
+          script: [{ tool: "bash", args: { command } }, { text: "{{lastToolResult}}" }],
+        },
+        prompt: "go",
+      });
+      assert.equal(created.status, 202, JSON.stringify(created.body));
+      const result = await d.call("GET", `/agents/${created.body.rootAgentId}/result?wait=180`);
+      assert.equal(result.body.state, "settled", JSON.stringify(result.body));
+      return String(result.body.result);
+    };
+
+    it("cannot find another run's secret anywhere in its file system", async () => {
+      for (const id of ids) await setAvailability(id, "active");
+      const [head, tail] = [randomBytes(8).toString("hex"), randomBytes(8).toString("hex")];
+      const victim = await d.call("POST", "/runs", {
+        spec: { name: "victim", script: [], env: { VICTIM_API_KEY: head + tail } },
+        prompt: "hold",
+        keepAlive: true,
+      });
+      assert.equal(victim.status, 202);
+      assert.equal((await d.call("GET", `/agents/${victim.body.rootAgentId}/result?wait=120`)).body.state, "settled");
+      const output = await runBash(
+        [
+          `S=${head}; S="\${S}${tail}"`,
+          'for dir in /*; do case "$dir" in /proc|/sys|/dev) continue ;; esac; grep -rl "$S" "$dir" 2>/dev/null; done',
+          "echo searched",
+        ].join("; "),
+      );
+      assert.equal(output, "searched\n", "no file holding the other run's secret");
+    });
+
+    it("has no capability in any set and no way to gain one", async () => {
+      const output = await runBash("grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs)' /proc/self/status");
+      for (const cap of ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"])
+        assert.match(output, new RegExp(`${cap}:\\s+0{16}\\n`), output);
+      assert.match(output, /NoNewPrivs:\s+1/, output);
+    });
+
+    it("writes only to /work and /tmp, and cannot signal its supervisor or harness", async () => {
+      const output = await runBash(
+        [
+          "for f in /x /usr/x /etc/passwd /opt/swarmd/x /opt/swarmd/dist/harness/boot.cjs /opt/swarmd/dist/harness/supervisor.cjs /inputs/x /control/x /work/x /tmp/x; do (echo pwned >> $f) 2>/dev/null && echo wrote $f || echo refused $f; done",
+          // biome-ignore lint/suspicious/noTemplateCurlyInString: ${p#/proc/} is bash's parameter expansion, not JS
+          "for p in /proc/[0-9]*; do grep -qE 'dist/harnes[s]/(boot|supervisor).cjs' $p/cmdline 2>/dev/null && { kill -9 ${p#/proc/} 2>/dev/null && echo killed || echo refused-kill; }; done",
+        ].join("; "),
+      );
+      const refused = [
+        "/x",
+        "/usr/x",
+        "/etc/passwd",
+        "/opt/swarmd/x",
+        "/opt/swarmd/dist/harness/boot.cjs",
+        "/opt/swarmd/dist/harness/supervisor.cjs",
+        "/inputs/x",
+        "/control/x",
+      ];
+      assert.equal(
+        output,
+        `${refused.map((f) => `refused ${f}\n`).join("")}wrote /work/x\nwrote /tmp/x\nrefused-kill\nrefused-kill\n`,
+      );
+    });
+
+    it("kills a memory hog at the spec's memory limit, stops a process flood at its pids limit, and caps a file and /tmp", async () => {
+      const small = { pids: 64, memoryMiB: 256, diskMiB: 64 };
+      const hog = await runBash(
+        "node -e 'const a = []; for (let i = 0; i < 128; i++) a.push(Buffer.alloc(8 << 20, 1)); console.log(\"allocated 1 GiB\")'; echo hog=$?",
+        small,
+      );
+      assert.doesNotMatch(hog, /^allocated 1 GiB$/m, hog);
+      assert.match(hog, /hog=137/, "the hog is killed by the OOM killer");
+      const flood = [
+        'const { spawn } = require("node:child_process");',
+        "let started = 0, refused = 0;",
+        "for (let i = 0; i < 200; i++) {",
+        '  const child = spawn("sleep", ["60"], { stdio: "ignore" });',
+        '  child.on("error", () => undefined);',
+        '  if (child.pid === undefined) refused++; else { started++; child.kill("SIGKILL"); }',
+        "}",
+        'console.log("started=" + started + " refused=" + refused);',
+      ].join(" ");
+      const flooded = await runBash(`node -e '${flood}'`, small);
+      const [, up = "", down = ""] = /started=(\d+) refused=(\d+)/.exec(flooded) ?? [];
+      assert.ok(Number(up) < small.pids && Number(down) > 0, `at most ${small.pids} processes: ${flooded}`);
+      const fill = (file: string, mib: number) =>
+        `dd if=/dev/zero of=${file} bs=1M count=${mib} 2>/dev/null; echo ${file}=$?; rm -f ${file}`;
+      const filled = await runBash(
+        `${fill("/work/big", small.diskMiB + 8)}; ${fill("/tmp/big", DEFAULT_SANDBOX_LIMITS.tmpMiB + 8)}; ${fill("/work/fits", 8)}`,
+        { diskMiB: small.diskMiB },
+      );
+      assert.match(filled, /\/work\/big=[1-9]/, filled);
+      assert.match(filled, /\/tmp\/big=[1-9]/, filled);
+      assert.match(filled, /\/work\/fits=0/, filled);
+      // The daemon and the other sandboxes are untouched.
+      assert.equal(await runBash("echo fine"), "fine\n");
+    });
 
     it("refuses a networked spec with a 400 naming SWARM_CLUSTER_NETWORK", async () => {
       const refused = await d.call("POST", "/runs", { spec: { name: "net", network: true, script: [] } });
