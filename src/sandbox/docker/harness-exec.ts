@@ -31,18 +31,28 @@ export async function execHarness(
   const script = `echo $$ > ${control}/${CONTROL_FILES.pid}; exec "$@" > ${control}/${CONTROL_FILES.output} 2>&1`;
   // Started as root, the one process of the container that holds HARNESS_CAPS, and made the harness's
   // user at once, keeping only them.
-  const exec = await container.exec({
-    Cmd: [...AS_HARNESS_USER, "sh", "-c", script, "harness", ...argv],
-    User: "0:0",
-    Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
-    WorkingDir: IN_CONTAINER.work,
-    AttachStdin: false,
-    AttachStdout: false,
-    AttachStderr: false,
-  });
-  const answer = await exec.start({ Detach: true });
-  await drained(answer);
-  return exec.id;
+  // A container just started may not yet take an exec (the engine answers 500 "container not
+  // running" while its task registers, seen under load): asked again while it says it runs.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const exec = await container.exec({
+        Cmd: [...AS_HARNESS_USER, "sh", "-c", script, "harness", ...argv],
+        User: "0:0",
+        Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+        WorkingDir: IN_CONTAINER.work,
+        AttachStdin: false,
+        AttachStdout: false,
+        AttachStderr: false,
+      });
+      const answer = await exec.start({ Detach: true });
+      await drained(answer);
+      return exec.id;
+    } catch (err) {
+      const starting = attempt < 5 && /container not running/i.test(String(err));
+      if (!starting || !(await container.inspect()).State.Running) throw err;
+      await delay(POLL_MS * 2 ** attempt);
+    }
+  }
 }
 
 /** Whether the exec still runs. An exec the engine forgot (container gone, collected) does not. */

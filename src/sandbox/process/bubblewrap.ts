@@ -46,6 +46,26 @@ const under = (path: string, dir: string) => path === dir || path.startsWith(`${
  * `only` when given (SWARM_BWRAP), else the first found in /usr/bin, /usr/local/bin, then PATH.
  */
 export function findBubblewrap(only?: string): string | undefined {
+  const key = only ?? "";
+  const known = working.get(key);
+  if (known !== undefined) return known;
+  const found = probeBubblewrap(only);
+  if (found !== undefined) working.set(key, found);
+  return found;
+}
+
+/**
+ * bwrap binaries this process saw make their namespaces: a second runtime (a restart in tests,
+ * the process runtime made again) does not probe again, and a probe that a loaded machine made
+ * slow or that failed once is tried a second time before isolation is called unavailable.
+ */
+const working = new Map<string, string>();
+
+function probeBubblewrap(only?: string): string | undefined {
+  return probeOnce(only) ?? probeOnce(only);
+}
+
+function probeOnce(only?: string): string | undefined {
   const dirs = ["/usr/bin", "/usr/local/bin", ...(process.env.PATH ?? "").split(delimiter).filter(Boolean)];
   for (const bwrap of only !== undefined ? [only] : dirs.map((dir) => join(dir, "bwrap"))) {
     try {
