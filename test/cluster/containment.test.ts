@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { DEFAULT_SANDBOX_LIMITS } from "../../src/sandbox/runtime.ts";
+import { floodCounts, MEMORY_HOG, PROCESS_FLOOD } from "../support/attacks.ts";
 import { createTestClusterRuntime } from "../support/cluster-runtime.ts";
 import { type Daemon, startDaemon } from "../support/daemon.ts";
 import { type ClusterSettings, setAvailability, whenCluster } from "../support/test-cluster.ts";
@@ -148,25 +149,12 @@ await whenCluster("cluster containment", (cluster: ClusterSettings) => {
 
     it("kills a memory hog at the spec's memory limit, stops a process flood at its pids limit, and caps a file and /tmp", async () => {
       const small = { pids: 64, memoryMiB: 256, diskMiB: 64 };
-      const hog = await runBash(
-        "node -e 'const a = []; for (let i = 0; i < 128; i++) a.push(Buffer.alloc(8 << 20, 1)); console.log(\"allocated 1 GiB\")'; echo hog=$?",
-        small,
-      );
+      const hog = await runBash(MEMORY_HOG, small);
       assert.doesNotMatch(hog, /^allocated 1 GiB$/m, hog);
       assert.match(hog, /hog=137/, "the hog is killed by the OOM killer");
-      const flood = [
-        'const { spawn } = require("node:child_process");',
-        "let started = 0, refused = 0;",
-        "for (let i = 0; i < 200; i++) {",
-        '  const child = spawn("sleep", ["60"], { stdio: "ignore" });',
-        '  child.on("error", () => undefined);',
-        '  if (child.pid === undefined) refused++; else { started++; child.kill("SIGKILL"); }',
-        "}",
-        'console.log("started=" + started + " refused=" + refused);',
-      ].join(" ");
-      const flooded = await runBash(`node -e '${flood}'`, small);
-      const [, up = "", down = ""] = /started=(\d+) refused=(\d+)/.exec(flooded) ?? [];
-      assert.ok(Number(up) < small.pids && Number(down) > 0, `at most ${small.pids} processes: ${flooded}`);
+      const flooded = await runBash(PROCESS_FLOOD, small);
+      const { started: up, refused: down } = floodCounts(flooded);
+      assert.ok(up < small.pids && down > 0, `at most ${small.pids} processes: ${flooded}`);
       const fill = (file: string, mib: number) =>
         `dd if=/dev/zero of=${file} bs=1M count=${mib} 2>/dev/null; echo ${file}=$?; rm -f ${file}`;
       const filled = await runBash(

@@ -20,6 +20,7 @@ import {
   type SandboxLimits,
   type SandboxRuntime,
 } from "../../src/sandbox/runtime.ts";
+import { floodCounts, MEMORY_HOG, PROCESS_FLOOD } from "../support/attacks.ts";
 import { type DaemonProcess, spawnDaemon } from "../support/daemon-process.ts";
 import { whenDocker } from "../support/docker-engine.ts";
 import { createTestHarnessClient } from "../support/harness-client.ts";
@@ -206,9 +207,7 @@ function limitAttacks(): void {
   });
 
   it("kills a memory hog inside its sandbox at the request's memory limit", async () => {
-    const hog =
-      "node -e 'const a = []; for (let i = 0; i < 128; i++) a.push(Buffer.alloc(8 << 20, 1)); console.log(\"allocated 1 GiB\")'; echo hog=$?";
-    const attacked = await started(bashAgent(hog), small);
+    const attacked = await started(bashAgent(MEMORY_HOG), small);
     const { toolOutputs } = await attacked.client.prompt("go", 90_000);
     const [output = ""] = toolOutputs;
     assert.doesNotMatch(output, /^allocated 1 GiB$/m, output);
@@ -222,22 +221,10 @@ function limitAttacks(): void {
   });
 
   it("stops a process flood at the request's process limit", async () => {
-    // Children that fail to start are counted, and every started one is killed at once, so the
-    // tool's own shell can fork again (bash retries a failed fork for half a minute).
-    const flood = [
-      'const { spawn } = require("node:child_process");',
-      "let started = 0, refused = 0;",
-      "for (let i = 0; i < 200; i++) {",
-      '  const child = spawn("sleep", ["60"], { stdio: "ignore" });',
-      '  child.on("error", () => undefined);',
-      '  if (child.pid === undefined) refused++; else { started++; child.kill("SIGKILL"); }',
-      "}",
-      'console.log("started=" + started + " refused=" + refused);',
-    ].join(" ");
-    const attacked = await started(bashAgent(`node -e '${flood}'`), small);
+    const attacked = await started(bashAgent(PROCESS_FLOOD), small);
     const [output = ""] = (await attacked.client.prompt("go", 90_000)).toolOutputs;
-    const [, up = "", down = ""] = /started=(\d+) refused=(\d+)/.exec(output) ?? [];
-    assert.ok(Number(up) < small.pids && Number(down) > 0, `at most ${small.pids} processes: ${output}`);
+    const { started: up, refused: down } = floodCounts(output);
+    assert.ok(up < small.pids && down > 0, `at most ${small.pids} processes: ${output}`);
     await stillServing(attacked);
     attacked.client.close();
   });

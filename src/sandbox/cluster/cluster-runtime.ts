@@ -6,7 +6,7 @@ import { relay } from "../../harness/mux/mux.ts";
 import { CONTROL_FILES } from "../../harness/protocol.ts";
 import { engineStatus } from "../docker/engine.ts";
 import { LABEL, ownerIdOf, SANDBOX_ID } from "../docker/labels.ts";
-import { pauseContainer } from "../docker/pause.ts";
+import { pauseContainer, pausedFor } from "../docker/pause.ts";
 import { assertInputNames } from "../input-names.ts";
 import { createKeyedLock } from "../keyed-lock.ts";
 import {
@@ -66,6 +66,12 @@ const PING_TIMEOUT_MS = 1_500;
 const ENGINE_CALL_MS = 10_000;
 const quick = () => AbortSignal.timeout(ENGINE_CALL_MS);
 const VOLUMES: VolumeKind[] = ["work", "control", "inputs"];
+
+/** The parts of a service's spec swarmd reads back: its labels, and the limits it was made with. */
+interface ServiceSpec {
+  Labels?: Record<string, string>;
+  TaskTemplate?: { Resources?: { Limits?: { NanoCPUs?: number; MemoryBytes?: number } } };
+}
 
 /** What swarmd knows of a sandbox it placed: its node, and what it last said of its health. */
 interface Placed {
@@ -167,13 +173,13 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
 
   const serviceName = (sandboxId: string) => serviceNameOf(owner, sandboxId);
 
-  /** Our service for the sandbox: its labels, or undefined when there is none (or it is another data folder's). */
-  const findService = async (sandboxId: string): Promise<Record<string, string> | undefined> => {
+  /** Our service for the sandbox: its spec, or undefined when there is none (or it is another data folder's). */
+  const findService = async (sandboxId: string): Promise<ServiceSpec | undefined> => {
     if (!SANDBOX_ID.test(sandboxId)) return undefined;
     try {
       const info = await manager.getService(serviceName(sandboxId)).inspect({ abortSignal: quick() });
-      const labels = (info.Spec?.Labels ?? {}) as Record<string, string>;
-      return labels[LABEL.owner] === owner ? labels : undefined;
+      const spec = info.Spec as ServiceSpec | undefined;
+      return spec?.Labels?.[LABEL.owner] === owner ? spec : undefined;
     } catch (err) {
       if (engineStatus(err) === 404) return undefined;
       throw err;
@@ -352,13 +358,7 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
   const whilePaused = async <T>(task: SandboxTask, work: () => Promise<T>): Promise<T> => {
     const container = containerOf(task);
     const { State } = await container.inspect({ abortSignal: quick() });
-    if (State.Paused) return work();
-    await pauseContainer(container);
-    try {
-      return await work();
-    } finally {
-      await container.unpause();
-    }
+    return pausedFor(container, State.Paused, work);
   };
 
   const setPaused = (sandboxId: string, signal: AbortSignal, paused: boolean) =>
@@ -418,7 +418,8 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
     }
   };
 
-  const describe = async (labels: Record<string, string>, signal: AbortSignal): Promise<SandboxInfo> => {
+  const describe = async (spec: ServiceSpec | undefined, signal: AbortSignal): Promise<SandboxInfo> => {
+    const labels = spec?.Labels ?? {};
     const sandboxId = labels[LABEL.sandbox] ?? "";
     openMemoryControl(controlDir(sandboxId));
     const task = await currentTask(manager, serviceName(sandboxId));
@@ -429,7 +430,11 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
         agentId: labels[LABEL.agent] ?? "",
         node: task.nodeId,
         health: "fine",
-        limits: { cpus: 0, memoryMiB: 0 },
+        // Found again after a restart: what it reserves is in its service.
+        limits: {
+          cpus: (spec?.TaskTemplate?.Resources?.Limits?.NanoCPUs ?? 0) / 1e9,
+          memoryMiB: (spec?.TaskTemplate?.Resources?.Limits?.MemoryBytes ?? 0) / 1024 / 1024,
+        },
       });
     return {
       sandboxId,
@@ -486,10 +491,6 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
       }),
     );
     for (const id of [...looks.keys()]) if (!nodes.some((n) => n.ID === id)) looks.delete(id);
-    if (process.env.SWARM_CLUSTER_DEBUG)
-      log(
-        `look: ${[...looks.values()].map((l) => `${l.hostname}:${l.state}/${l.reachable}`).join(" ")} placed: ${[...placed.entries()].map(([id, p]) => `${id.slice(0, 8)}@${p.node.slice(0, 4)}:${p.health}`).join(" ")}`,
-      );
     for (const change of healthChanges(placed, looks)) {
       const entry = placed.get(change.sandboxId);
       if (entry) {
@@ -621,13 +622,13 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
       ),
     inspect: (sandboxId, signal) =>
       guarded(signal, "INTERNAL", `Inspecting sandbox ${sandboxId} failed`, async () => {
-        const labels = await findService(sandboxId);
-        return labels && describe(labels, signal);
+        const spec = await findService(sandboxId);
+        return spec && describe(spec, signal);
       }),
     list: (signal) =>
       guarded(signal, "INTERNAL", "Listing sandboxes failed", async () => {
         const services = await manager.listServices({ filters: { label: [`${LABEL.owner}=${owner}`] } });
-        return Promise.all(services.map((s) => describe((s.Spec?.Labels ?? {}) as Record<string, string>, signal)));
+        return Promise.all(services.map((s) => describe(s.Spec as ServiceSpec | undefined, signal)));
       }),
     nodes,
     reachable: (sandboxId) => {

@@ -1,5 +1,5 @@
 import type Docker from "dockerode";
-import { LABEL, sandboxLabels } from "../docker/labels.ts";
+import { sandboxLabels } from "../docker/labels.ts";
 import { DEFAULT_SANDBOX_LIMITS, type ProvisionRequest } from "../runtime.ts";
 
 const MiB = 1024 * 1024;
@@ -106,5 +106,3 @@ export function serviceSpec(input: ServiceSpecInput): Docker.CreateServiceOption
     Mode: { Replicated: { Replicas: 1 } },
   } as Docker.CreateServiceOptions;
 }
-
-export { LABEL };

@@ -20,7 +20,7 @@ import { waitForHarness } from "../wait-for-harness.ts";
 import { type DockerEndpoint, engineError, openEngine } from "./engine.ts";
 import { execHarness, execRunning, killHarness } from "./harness-exec.ts";
 import { ownerIdOf, SANDBOX_ID } from "./labels.ts";
-import { pauseContainer } from "./pause.ts";
+import { pauseContainer, pausedFor } from "./pause.ts";
 import { type OwnedContainer, sandboxContainers } from "./sandbox-containers.ts";
 import { type SandboxRecord, sandboxFolders } from "./sandbox-folder.ts";
 import { defaultSandboxImage } from "./sandbox-image.ts";
@@ -131,13 +131,7 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
   /** Run `work` with the sandbox paused, and leave it as it was (a frozen one stays frozen). */
   const whilePaused = async <T>(sandboxId: string, work: () => Promise<T>): Promise<T> => {
     const { container, info } = await containers.live(sandboxId);
-    if (info.status === "frozen") return work();
-    await pauseContainer(container);
-    try {
-      return await work();
-    } finally {
-      await container.unpause();
-    }
+    return pausedFor(container, info.status === "frozen", work);
   };
 
   const writeInputs = async (sandboxId: string, files: Record<string, string>, signal: AbortSignal) => {

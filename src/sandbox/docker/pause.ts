@@ -21,3 +21,14 @@ export async function pauseContainer(container: Docker.Container, signal?: Abort
     }
   }
 }
+
+/** Run `work` with the container paused, leaving it as it was: one already paused (`paused`) stays so. */
+export async function pausedFor<T>(container: Docker.Container, paused: boolean, work: () => Promise<T>): Promise<T> {
+  if (paused) return work();
+  await pauseContainer(container);
+  try {
+    return await work();
+  } finally {
+    await container.unpause();
+  }
+}
