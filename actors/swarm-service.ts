@@ -135,6 +135,10 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
     resolvePermission: async (agentId, requestId, answer) =>
       writing(runOf(agentId)).resolvePermission(agentId, requestId, answer),
     result: async (agentId, waitSeconds, signal) => runOf(agentId).result(agentId, waitSeconds, signal),
+    fork: async (agentId, request) => writing(runOf(agentId)).fork(agentId, request),
+    changes: async (agentId) => runOf(agentId).changes(agentId),
+    adopt: async (agentId, request) => writing(runOf(agentId)).adopt(agentId, request),
+    waitFor: async (runId, request, signal) => runById(runId).waitFor(request, signal),
     hasRun: (runId) => runs.has(runId),
     listModels: (filter = {}) => ({
       models: gateway.catalog

@@ -19,6 +19,10 @@ export const ERROR_CODES = {
   PERMISSION_NOT_FOUND: "No such approval request for this agent.",
   PERMISSION_RESOLVED: "The approval request was already resolved.",
   BUDGET_EXCEEDS_PARENT: "A spend cap would exceed what the agent's parent has left.",
+  AGENT_BUSY: "Agent is in a turn: it can be forked or adopt changes only between turns.",
+  NOT_A_FORK: "Agent was not made by a fork: it has no fork point.",
+  ADOPT_CONFLICT: "Files the child changed were also changed by the agent since the fork.",
+  DISK_LIMIT: "The changes would take the sandbox's /work over its disk limit.",
   // Sandboxes
   SANDBOX_EXISTS: "A sandbox with this id already exists.",
   SANDBOX_NOT_FOUND: "No such sandbox.",
@@ -27,6 +31,7 @@ export const ERROR_CODES = {
   SANDBOX_FREEZE_FAILED: "The sandbox could not be paused.",
   SANDBOX_THAW_FAILED: "The sandbox could not be resumed.",
   SANDBOX_FROZEN: "The sandbox is frozen: thaw it first.",
+  SNAPSHOT_FAILED: "The fork point (the sandbox's files and conversation) could not be taken.",
   INVALID_INPUT_NAME: "An input file name is not a plain file name.",
   RUNTIME_UNAVAILABLE: "The sandbox runtime cannot be reached.",
   // Harness

@@ -8,6 +8,15 @@ import type {
   StopRequest,
 } from "./api/agents.ts";
 import type { Scope, SpendView } from "./api/fields.ts";
+import type {
+  AdoptRequest,
+  AdoptResponse,
+  ChangesView,
+  ForkRequest,
+  ForkResponse,
+  WaitRequest,
+  WaitResponse,
+} from "./api/forks.ts";
 import type { AGENT_STATES } from "./api/limits.ts";
 import type { ModelView } from "./api/models.ts";
 import type { NodeView } from "./api/nodes.ts";
@@ -66,6 +75,17 @@ export interface SwarmApi {
   resolvePermission(agentId: string, requestId: string, answer: PermissionAnswer): Promise<PermissionView>;
   /** The agent's result, waiting up to `waitSeconds` while it is pending (resolves early when `signal` aborts). */
   result(agentId: string, waitSeconds: number, signal?: AbortSignal): Promise<ResultView>;
+  /**
+   * Children of an agent between turns, each starting from its conversation at its last settled
+   * turn and its /work now, then its own prompt (`AGENT_BUSY` while it is in a turn).
+   */
+  fork(agentId: string, request: ForkRequest): Promise<ForkResponse>;
+  /** What a fork child changed in /work since its fork point, with diffs (`NOT_A_FORK` for another agent). */
+  changes(agentId: string): Promise<ChangesView>;
+  /** Apply a direct fork child's changes onto the agent's /work, between turns (`ADOPT_CONFLICT`, `DISK_LIMIT`). */
+  adopt(agentId: string, request: AdoptRequest): Promise<AdoptResponse>;
+  /** Wait for several agents of a run: all settled, or the first success; `signal` ends the wait early. */
+  waitFor(runId: string, request: WaitRequest, signal?: AbortSignal): Promise<WaitResponse>;
   /** Whether a run exists (for the event stream's 404). */
   hasRun(runId: string): boolean;
   /** The models a spec may name, by provider then id: only `provider`'s, only those with a key when `available`. Never a key. */
@@ -88,7 +108,19 @@ export type {
   StopMode,
   StopRequest,
 } from "./api/agents.ts";
-export type { Outcome, Scope, SpendView, Usage } from "./api/fields.ts";
+export type { ForkedFrom, ForkPoint, Outcome, Scope, SpendView, Usage } from "./api/fields.ts";
+export type {
+  AdoptRequest,
+  AdoptResponse,
+  ChangesView,
+  FileChange,
+  ForkRequest,
+  ForkResponse,
+  ForkSpec,
+  WaitRequest,
+  WaitResponse,
+  WaitResult,
+} from "./api/forks.ts";
 export {
   ACTIVITIES,
   AGENT_STATES,
@@ -96,6 +128,7 @@ export {
   DEFAULT_RUN_LIST_LIMIT,
   MACHINE_TRANSITIONS_KEPT,
   MAX_DRAIN_TIMEOUT_MS,
+  MAX_FORK_COPIES,
   MAX_PERMISSION_MESSAGE_CHARS,
   MAX_RUN_LIST_LIMIT,
   MAX_WAIT_SECONDS,

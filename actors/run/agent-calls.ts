@@ -1,13 +1,23 @@
 import { z } from "zod";
+import { ForkSpecSchema } from "../../src/api/forks.ts";
+import { MAX_WAIT_AGENTS } from "../../src/api/limits.ts";
 import { errorMessage, isSwarmError, SwarmError } from "../../src/errors.ts";
 import { type HostCallMessage, hostCallTool } from "../../src/harness/protocol.ts";
 import type { ToolRefusal } from "../../src/ledger/run-events.ts";
 import { AgentSpecSchema, BudgetSchema } from "../../src/spec/agent-spec.ts";
 import type { ApproveRule } from "../../src/spec/approve.ts";
 import { DAEMON_GATED_TOOLS, needsApproval } from "../../src/spec/approve.ts";
-import type { ResultView, SpawnRequest, SpawnResponse } from "../../src/swarm-api.ts";
-import { MAX_WAIT_SECONDS } from "../../src/swarm-api.ts";
+import type {
+  ForkResponse,
+  ResultView,
+  SpawnRequest,
+  SpawnResponse,
+  WaitRequest,
+  WaitResponse,
+} from "../../src/swarm-api.ts";
+import { MAX_FORK_COPIES, MAX_WAIT_SECONDS } from "../../src/swarm-api.ts";
 import { parseOrThrow } from "../../src/validation.ts";
+import type { ForkFromInside } from "./forks.ts";
 import type { Permissions } from "./permissions.ts";
 import { denialText } from "./permissions.ts";
 import type { Supervisor } from "./supervisor.ts";
@@ -19,6 +29,10 @@ export interface AgentCallDeps {
   permissions: Pick<Permissions, "ask">;
   supervisor: Pick<Supervisor, "requireNotDraining">;
   spawn(request: SpawnRequest, root: string): Promise<SpawnResponse>;
+  /** Copies of the calling agent from this very call (`spawn_agent` with `fork: true`). */
+  fork(agentId: string, call: ForkFromInside): Promise<ForkResponse>;
+  /** Results of several agents: all, or the first success. */
+  waitMany(request: Pick<WaitRequest, "agentIds" | "mode" | "timeoutMs">, signal?: AbortSignal): Promise<WaitResponse>;
   /** Whether the agent belongs to this run. */
   recorded(agentId: string): boolean;
   result(agentId: string, waitSeconds: number, signal?: AbortSignal): Promise<ResultView>;
@@ -32,10 +46,29 @@ const SpawnParams = z.strictObject({
   waitFor: z.array(z.string()).optional(),
   budget: BudgetSchema.optional(),
 });
-const AwaitParams = z.strictObject({
-  agentId: z.string(),
-  waitSeconds: z.number().int().min(0).max(MAX_WAIT_SECONDS).default(MAX_WAIT_SECONDS),
+/** `spawn_agent` with `fork: true`: copies of the caller, each with its own prompt; `toolCallId` is the harness's. */
+const ForkParams = z.strictObject({
+  fork: z.literal(true),
+  prompts: z.array(z.string().min(1)).min(1).max(MAX_FORK_COPIES),
+  spec: ForkSpecSchema.optional(),
+  budget: BudgetSchema.optional(),
+  toolCallId: z.string().min(1).max(256),
 });
+const AwaitParams = z
+  .strictObject({
+    agentId: z.string().optional(),
+    agentIds: z.array(z.string()).min(1).max(MAX_WAIT_AGENTS).optional(),
+    mode: z.enum(["all", "first"]).optional(),
+    waitSeconds: z.number().int().min(0).max(MAX_WAIT_SECONDS).default(MAX_WAIT_SECONDS),
+  })
+  .refine((p) => (p.agentId === undefined) !== (p.agentIds === undefined), {
+    message: "give agentId, or agentIds",
+    path: ["agentId"],
+  })
+  .refine((p) => p.mode === undefined || p.agentIds !== undefined, {
+    message: "is only for agentIds",
+    path: ["mode"],
+  });
 /** A tool call the harness holds for the agent's `approve` policy (the tools other than the two above). */
 const PermissionParams = z.strictObject({ tool: z.string().min(1).max(64), args: z.record(z.string(), z.unknown()) });
 
@@ -80,7 +113,7 @@ async function answerCall(
   agentId: string,
   call: HostCallMessage,
   signal?: AbortSignal,
-): Promise<PermissionReply | SpawnResponse | ResultView> {
+): Promise<PermissionReply | SpawnResponse | ForkResponse | ResultView | WaitResponse> {
   const policy = deps.policyOf(agentId);
   if (call.method === "permission") {
     const { tool, args } = parseOrThrow(PermissionParams, call.params, "params");
@@ -97,11 +130,21 @@ async function answerCall(
     if (decided.decision === "deny") throw new SwarmError("PERMISSION_DENIED", denialText(decided));
   }
   if (call.method === "spawn_agent") {
+    if (call.params.fork === true) {
+      const { prompts, spec, budget, toolCallId } = parseOrThrow(ForkParams, call.params, "params");
+      return deps.fork(agentId, { prompts, spec, budget, toolCallId, callId: call.id });
+    }
     const params = parseOrThrow(SpawnParams, call.params, "params");
     return deps.spawn({ ...params, parentAgentId: agentId, idempotencyKey: `host:${call.id}` }, "params");
   }
   const params = parseOrThrow(AwaitParams, call.params, "params");
-  if (!deps.recorded(params.agentId))
-    throw new SwarmError("AGENT_NOT_FOUND", `agent ${params.agentId} is not an agent of this run`);
-  return deps.result(params.agentId, params.waitSeconds, signal);
+  const named = params.agentIds ?? [params.agentId!];
+  const outside = named.filter((id) => !deps.recorded(id));
+  if (outside.length > 0)
+    throw new SwarmError("AGENT_NOT_FOUND", `agent ${outside.join(", ")} is not an agent of this run`);
+  if (params.agentIds === undefined) return deps.result(named[0]!, params.waitSeconds, signal);
+  return deps.waitMany(
+    { agentIds: named, mode: params.mode ?? "all", timeoutMs: Math.max(1, params.waitSeconds * 1000) },
+    signal,
+  );
 }

@@ -1,10 +1,11 @@
 import type { Budget } from "../../machines/budget.ts";
 import { ancestorsOf, leavesFirst, type ParentMap, parentsFirst } from "../../machines/tree.ts";
 import { SwarmError } from "../../src/errors.ts";
+import type { ForkSource } from "../../src/sandbox/runtime.ts";
 import type { AgentSpec } from "../../src/spec/agent-spec.ts";
 import type { ApproveRule } from "../../src/spec/approve.ts";
 import type { Grants } from "../../src/spec/grants.ts";
-import type { SpendCaps } from "../../src/swarm-api.ts";
+import type { ForkPoint, SpendCaps } from "../../src/swarm-api.ts";
 
 /** What swarmd keeps of an agent beyond its ledger events (stored under `agentKey`). */
 export interface AgentMeta {
@@ -22,6 +23,14 @@ export interface AgentMeta {
   approve?: ApproveRule[];
   /** Its own `approveTimeoutMs`, or the nearest ancestor's. */
   approveTimeoutMs?: number;
+  /** Only a fork child's: the fork point it starts from, which copy it is, and whom it was forked from. */
+  fork?: ForkMeta;
+}
+
+/** Where a fork child starts (`ForkSource`), and the agent and point it was forked from. */
+export interface ForkMeta extends ForkSource {
+  forkedFrom: string;
+  forkPoint: ForkPoint;
 }
 
 /** One agent as the run decides about it: its meta and its place in the tree. */

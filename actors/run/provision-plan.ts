@@ -16,7 +16,8 @@ export interface ProvisionPlanDeps {
 
 /**
  * How to make an agent's sandbox: forked from its parent's once that exists (an event, not a
- * poll), or fresh for the root; with `/inputs/<id>.md` for every agent of its `waitFor`.
+ * poll), from its fork point for a fork child, or fresh for the root; with `/inputs/<id>.md` for
+ * every agent of its `waitFor`.
  */
 export async function planProvision(
   deps: ProvisionPlanDeps,
@@ -26,9 +27,11 @@ export async function planProvision(
   const { meta, parentAgentId, waitFor } = deps.table.require(agentId);
   let parentSandboxId: string | null = null;
   if (parentAgentId !== null) {
-    await deps.whenLive(parentAgentId, signal);
+    // A fork child starts from its fork point, which outlives its parent's sandbox: no wait for that.
+    if (!meta.fork) await deps.whenLive(parentAgentId, signal);
     parentSandboxId = deps.table.require(parentAgentId).meta.sandboxId;
   }
+  const fork = meta.fork;
   const inputs: Record<string, string> = {};
   for (const dep of waitFor) {
     inputs[`${dep}.md`] =
@@ -45,6 +48,16 @@ export async function planProvision(
       network: meta.grants.network,
       image: meta.grants.image,
       limits: meta.grants.limits,
+      ...(fork
+        ? {
+            fork: {
+              baseId: fork.baseId,
+              copy: fork.copy,
+              of: fork.of,
+              ...(fork.toolCallId !== undefined ? { toolCallId: fork.toolCallId } : {}),
+            },
+          }
+        : {}),
     },
     parentSandboxId,
     inputs,

@@ -82,6 +82,8 @@ async function erase(runId: string, marker: PurgeMarker, { ledger, runtime, resu
     .map((s) => s.sandboxId);
   for (const sandboxId of new Set([...marker.sandboxIds, ...held]))
     await runtime.close(sandboxId, AbortSignal.timeout(60_000));
+  // What forks kept with the run: fork points, and the /work of fork children that ended.
+  await runtime.dropRun(runId, AbortSignal.timeout(60_000));
   for (const agentId of marker.agentIds) results.remove(agentId);
   const index = runIndexKeys(runId, marker.agentIds);
   await ledger.eraseRun(runId, { prefixes: index.prefixes, keys: [...index.keys, purgeKey(runId)] });

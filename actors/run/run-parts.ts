@@ -6,6 +6,7 @@ import { answerAgentCall } from "./agent-calls.ts";
 import type { AgentTable } from "./agent-table.ts";
 import { Controls } from "./controls.ts";
 import { Drains } from "./drain.ts";
+import { Forks } from "./forks.ts";
 import { Permissions } from "./permissions.ts";
 import type { Results } from "./results.ts";
 import type { RunDeps } from "./run-deps.ts";
@@ -67,6 +68,8 @@ export function assembleRun(runId: string, deps: RunDeps, hooks: RunHooks) {
           permissions: permissions,
           supervisor: supervisor,
           spawn: (request, root) => spawner.spawn(request, root, true),
+          fork: (id, call) => forks.forkFromInside(id, call),
+          waitMany: (request, s) => hooks.results.waitMany(request, s),
           recorded: (id) => view.agents.has(id),
           result: (id, waitSeconds, s) => hooks.results.result(id, waitSeconds, s),
           refused,
@@ -154,5 +157,16 @@ export function assembleRun(runId: string, deps: RunDeps, hooks: RunHooks) {
     unregister: (agentId) => deps.directory.remove([agentId]),
   });
 
-  return { writer, supervisor, harness, controls, drains, spend, permissions, spawner, refusals };
+  const forks: Forks = new Forks({
+    runId,
+    table,
+    supervisor,
+    spawner,
+    runtime: deps.runtime,
+    settledTurns: (agentId) => view.agents.get(agentId)?.settledTurns ?? 0,
+    recorded: (agentId) => view.agents.has(agentId),
+    append,
+  });
+
+  return { writer, supervisor, harness, controls, drains, spend, permissions, spawner, refusals, forks };
 }

@@ -1,14 +1,20 @@
 import { EventEmitter, once } from "node:events";
 import type { Fact } from "../../machines/agent.types.ts";
+import { SwarmError } from "../../src/errors.ts";
 import type { SandboxChange } from "../../src/sandbox/runtime.ts";
 import {
+  type AdoptRequest,
+  type AdoptResponse,
   type AgentDetail,
   type AgentState,
   type CapChange,
+  type ChangesView,
   type ControlResponse,
   type CreateRunResponse,
   DEFAULT_DRAIN_TIMEOUT_MS,
   type Delivery,
+  type ForkRequest,
+  type ForkResponse,
   type MachineView,
   type PermissionAnswer,
   type PermissionState,
@@ -21,12 +27,15 @@ import {
   type SpawnResponse,
   type SpendView,
   type StopRequest,
+  type WaitRequest,
+  type WaitResponse,
 } from "../../src/swarm-api.ts";
 import { agentView, countStates, createRunView, foldEvent, runSnapshot, runSummary } from "../../src/views/run-view.ts";
 import type { HarnessEffect } from "../effects/harness.actor.ts";
 import { AgentTable } from "./agent-table.ts";
 import type { Controls } from "./controls.ts";
 import type { Drains } from "./drain.ts";
+import type { Forks } from "./forks.ts";
 import { MachineLog } from "./machine-log.ts";
 import type { Permissions } from "./permissions.ts";
 import { purgeRun } from "./purge.ts";
@@ -72,6 +81,7 @@ export class Run {
   readonly #spend: Spend;
   readonly #permissions: Permissions;
   readonly #refusals: ToolRefusals;
+  readonly #forks: Forks;
   /** Recent transitions of each agent machine. */
   readonly #machines = new MachineLog((actorId) => this.#table.has(actorId));
   readonly #results: Results;
@@ -112,6 +122,7 @@ export class Run {
     this.#permissions = parts.permissions;
     this.#spawner = parts.spawner;
     this.#refusals = parts.refusals;
+    this.#forks = parts.forks;
 
     this.#unsubscribe = deps.ledger.subscribe(runId, (event) => {
       if (!event.persisted) return;
@@ -201,9 +212,12 @@ export class Run {
     this.#supervisor.send(agentId, { type: change.type === "unreachable" ? "node.unreachable" : "node.reachable" });
   }
 
-  prompt(agentId: string, text: string): void {
+  /** A prompt waits while a fork or an adopt holds the agent between turns. */
+  async prompt(agentId: string, text: string): Promise<void> {
     this.#supervisor.requireLive(agentId);
     this.#supervisor.requireNotDraining(agentId);
+    await this.#forks.whenOpen(agentId);
+    this.#supervisor.requireLive(agentId);
     this.#supervisor.send(agentId, { type: "prompt", text });
   }
 
@@ -241,8 +255,38 @@ export class Run {
     return this.#controls.stop(agentId, request.scope);
   }
 
-  steer(agentId: string, message: string, scope: Scope): Promise<ControlResponse & { delivery: Delivery }> {
+  /** A steer waits while a fork or an adopt holds the agent between turns (it would start a turn). */
+  async steer(agentId: string, message: string, scope: Scope): Promise<ControlResponse & { delivery: Delivery }> {
+    await this.#forks.whenOpen(agentId);
     return this.#controls.steer(agentId, message, scope);
+  }
+
+  fork(agentId: string, request: ForkRequest): Promise<ForkResponse> {
+    return this.#forks.fork(agentId, request);
+  }
+
+  changes(agentId: string): Promise<ChangesView> {
+    return this.#forks.changes(agentId);
+  }
+
+  adopt(agentId: string, request: AdoptRequest): Promise<AdoptResponse> {
+    return this.#forks.adopt(agentId, request);
+  }
+
+  /** POST /runs/:runId/wait; with `stopOthers`, every listed agent still live but the winner is stopped before it answers. */
+  async waitFor(request: WaitRequest, signal?: AbortSignal): Promise<WaitResponse> {
+    const outside = request.agentIds.filter((id) => !this.has(id));
+    if (outside.length > 0)
+      throw new SwarmError(
+        "INVALID_BODY",
+        `body.agentIds: ${outside.join(", ")} ${outside.length === 1 ? "is not an agent" : "are not agents"} of run ${this.runId}`,
+      );
+    const answer = await this.#results.waitMany(request, signal);
+    if (request.stopOthers) {
+      const others = new Set(request.agentIds.filter((id) => id !== answer.winner));
+      await this.#controls.stopLive(this.#view.rootAgentId, others);
+    }
+    return answer;
   }
 
   listPermissions(state: PermissionState | "all"): PermissionView[] {

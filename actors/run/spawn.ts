@@ -8,15 +8,17 @@ import type { RunEventInput } from "../../src/ledger/run-events.ts";
 import type { SandboxLimits } from "../../src/sandbox/runtime.ts";
 import { type AgentSpec, DEFAULT_MAX_AGENTS, DEFAULT_SPAWN_DEPTH } from "../../src/spec/agent-spec.ts";
 import { type ApproveRule, combinePolicies, DAEMON_GATED_TOOLS } from "../../src/spec/approve.ts";
-import { childGrants, rootGrants } from "../../src/spec/grants.ts";
+import { childGrants, type Grants, rootGrants } from "../../src/spec/grants.ts";
 import type {
+  AgentStatus,
   CreateRunRequest,
   CreateRunResponse,
+  ForkPoint,
   SpawnRequest,
   SpawnResponse,
   SpendCaps,
 } from "../../src/swarm-api.ts";
-import type { AgentMeta, AgentTable } from "./agent-table.ts";
+import type { AgentMeta, AgentTable, ForkMeta } from "./agent-table.ts";
 import type { Drains } from "./drain.ts";
 import type { Spend } from "./spend.ts";
 import type { Supervisor } from "./supervisor.ts";
@@ -73,14 +75,19 @@ export class Spawner {
     const { deps } = this;
     const { rootAgentId, meta, specName, prompt } = root;
     this.#track(rootAgentId, { meta, parentAgentId: null, depth: 0, waitFor: [] });
-    await this.#record(
-      rootAgentId,
-      [
-        { type: "run_started", agentId: null, data: { runId: deps.runId } },
-        this.#spawnedEvent(rootAgentId, { parentAgentId: null, depth: 0, spawnIndex: 0 }, specName, [], prompt),
-      ],
-      [{ key: agentKey(rootAgentId), value: JSON.stringify(meta) }],
-    );
+    await this.#record([
+      {
+        agentId: rootAgentId,
+        response: { agentId: rootAgentId, state: "provisioning" },
+        events: [
+          { type: "run_started", agentId: null, data: { runId: deps.runId } },
+          this.#spawnedEvent(rootAgentId, { parentAgentId: null, depth: 0, spawnIndex: 0 }, specName, [], prompt),
+        ],
+        put: [{ key: agentKey(rootAgentId), value: JSON.stringify(meta) }],
+        accepted: false, // counted under no parent
+        prompt,
+      },
+    ]);
     this.launch(rootAgentId, { state: "provisioning" }, { prompt });
     return { runId: deps.runId, rootAgentId, state: "provisioning" };
   }
@@ -108,14 +115,90 @@ export class Spawner {
       const earlier = await deps.earlierAnswer(idempotencyKey(deps.runId, request.idempotencyKey));
       if (earlier) return JSON.parse(earlier) as SpawnResponse;
     }
+    const checked = this.check(parentId, request.spec, `${root}.spec`);
+    const child = this.#prepare(checked, { ...request, waitFor }, byAgent);
+    if (request.idempotencyKey)
+      child.put.push({
+        key: idempotencyKey(deps.runId, request.idempotencyKey),
+        value: JSON.stringify(child.response),
+      });
+    await this.#record([child]);
+    await this.#launchPrepared(child, checked);
+    return child.response;
+  }
+
+  /**
+   * Whether a child with `spec` may be spawned under `parentId` now: the parent recorded, live and
+   * not draining; the spec within the parent's grants, its approval rules allowed here, its model
+   * known. Throws the refusal (409, 400) before anything is recorded; a fork checks once for all
+   * its children.
+   */
+  check(parentId: string, spec: AgentSpec, field: string): CheckedParent {
+    const { deps } = this;
+    if (!deps.recorded(parentId))
+      throw new SwarmError("AGENT_NOT_FOUND", `agent ${parentId} is not an agent of run ${deps.runId}`);
     // A parent without an actor (ended, or not held by the supervisor) cannot be forked.
-    const parentStatus = deps.supervisor.requireLive(parentId);
+    const status = deps.supervisor.requireLive(parentId);
     deps.supervisor.requireNotDraining(parentId, "starts no new children");
     const parent = deps.table.require(parentId);
     // Asking for more than the parent has is a bad request, refused before anything is recorded.
-    const grants = childGrants(parent.meta.grants, request.spec, `${root}.spec`);
-    const policy = approvalPolicy(parent.meta, request.spec, `${root}.spec`, deps.harnessOutOfReach);
-    if (request.spec.model) deps.resolveModel(request.spec.model, `${root}.spec.model`);
+    const grants = childGrants(parent.meta.grants, spec, field);
+    const policy = approvalPolicy(parent.meta, spec, field, deps.harnessOutOfReach);
+    if (spec.model) deps.resolveModel(spec.model, `${field}.model`);
+    return { parentId, status, grants, policy };
+  }
+
+  /**
+   * The children of a fork, checked by `check` before: all recorded in one batch with the forked
+   * agent's `agent_forked` (and the answer under `idempotency`, for an agent's own call), then
+   * started. Each is a spawn as any other: budgets decide per child.
+   */
+  async fork(checked: CheckedParent, plan: ForkPlan): Promise<string[]> {
+    const { deps } = this;
+    const children = plan.prompts.map((prompt, i) =>
+      this.#prepare(
+        checked,
+        { parentAgentId: checked.parentId, spec: plan.spec, prompt, budget: plan.budget, keepAlive: plan.keepAlive },
+        plan.byAgent,
+        {
+          baseId: plan.baseId,
+          copy: i + 1,
+          of: plan.prompts.length,
+          forkedFrom: checked.parentId,
+          forkPoint: plan.forkPoint,
+          ...(plan.forkPoint.toolCallId !== undefined ? { toolCallId: plan.forkPoint.toolCallId } : {}),
+        },
+      ),
+    );
+    const agentIds = children.map((child) => child.agentId);
+    const forked: RunEventInput = {
+      type: "agent_forked",
+      agentId: checked.parentId,
+      data: { children: agentIds, forkPoint: plan.forkPoint },
+    };
+    const put: IndexPut[] = plan.idempotency
+      ? [{ key: idempotencyKey(deps.runId, plan.idempotency), value: JSON.stringify({ agentIds }) }]
+      : [];
+    await this.#record(children, [forked], put);
+    for (const child of children) await this.#launchPrepared(child, checked);
+    return agentIds;
+  }
+
+  /** The answer an earlier call with this idempotency key got, if any. */
+  async earlier(key: string): Promise<unknown> {
+    const earlier = await this.deps.earlierAnswer(idempotencyKey(this.deps.runId, key));
+    return earlier === undefined ? undefined : JSON.parse(earlier);
+  }
+
+  /**
+   * One child, decided and counted (its place, its budget) but not yet written: its events and
+   * index entries. `fork` makes it a fork child.
+   */
+  #prepare(checked: CheckedParent, request: SpawnRequest, byAgent: boolean, fork?: ForkMeta): PreparedChild {
+    const { deps } = this;
+    const { parentId } = checked;
+    const parent = deps.table.require(parentId);
+    const waitFor = request.waitFor ?? [];
     const decision = decideSpawn({
       parentId,
       parents: deps.table.parents(),
@@ -130,17 +213,21 @@ export class Spawner {
       runId: deps.runId,
       sandboxId: randomUUID(),
       spec: request.spec,
-      grants,
+      grants: checked.grants,
       budget: decision.ok ? decision.child : { spawnDepth: 0, maxAgents: 0 },
       spend: deps.spend.childCaps(parentId, [request.spec, request.budget]),
       keepAlive: request.keepAlive ?? false,
-      ...policy,
+      ...checked.policy,
+      ...(fork ? { fork } : {}),
     };
     const place = { parentAgentId: parentId, depth: parent.depth + 1, spawnIndex: deps.table.childCount(parentId) };
     this.#track(agentId, { meta, parentAgentId: parentId, depth: place.depth, waitFor });
     if (decision.ok) deps.table.countSpawn(parentId);
 
-    const events: RunEventInput[] = [this.#spawnedEvent(agentId, place, request.spec.name, waitFor, request.prompt)];
+    const forkedFrom = fork ? { agentId: fork.forkedFrom, forkPoint: fork.forkPoint } : undefined;
+    const events: RunEventInput[] = [
+      this.#spawnedEvent(agentId, place, request.spec.name, waitFor, request.prompt, forkedFrom),
+    ];
     if (!decision.ok) {
       const error = `spawn refused by the ${decision.dimension} budget of ${parentId}`;
       events.push(
@@ -160,22 +247,29 @@ export class Spawner {
         });
       }
     }
-    const put = [{ key: agentKey(agentId), value: JSON.stringify(meta) }];
-    if (request.idempotencyKey)
-      put.push({ key: idempotencyKey(deps.runId, request.idempotencyKey), value: JSON.stringify(response) });
-    await this.#record(agentId, events, put, decision.ok ? parentId : undefined);
+    return {
+      agentId,
+      response,
+      events,
+      put: [{ key: agentKey(agentId), value: JSON.stringify(meta) }],
+      accepted: decision.ok,
+      prompt: request.prompt,
+    };
+  }
 
-    if (!decision.ok) {
-      deps.supervisor.settled(agentId); // waitFor on a refused agent is satisfied by its end
-      return response;
+  /** Start a recorded child (or, refused by a budget, tell `waitFor` it settled). */
+  async #launchPrepared(child: PreparedChild, checked: CheckedParent): Promise<void> {
+    const { deps } = this;
+    if (!child.accepted) {
+      deps.supervisor.settled(child.agentId); // waitFor on a refused agent is satisfied by its end
+      return;
     }
     // A child forked under a paused parent joins the pause (spec §3 rule 3).
-    const pendingPause = parentStatus === "paused" ? ("cascade" as const) : undefined;
-    this.launch(agentId, { state: response.state }, { prompt: request.prompt, pendingPause });
+    const pendingPause = checked.status === "paused" ? ("cascade" as const) : undefined;
+    this.launch(child.agentId, { state: child.response.state }, { prompt: child.prompt, pendingPause });
     // A subtree drain that reached the parent while this spawn was being recorded takes the child too.
-    const drain = deps.supervisor.drainOf(parentId);
-    if (drain?.subtree) await deps.drains.mark([agentId], drain).recorded;
-    return response;
+    const drain = deps.supervisor.drainOf(checked.parentId);
+    if (drain?.subtree) await deps.drains.mark([child.agentId], drain).recorded;
   }
 
   /**
@@ -212,16 +306,22 @@ export class Spawner {
   }
 
   /**
-   * Write a new agent's events. When the write fails (the disk is full, say) the agent is taken out
-   * again, from the table, the daemon's directory and its ancestors' spawn counts (`counted`: the
-   * parent it was counted under), so a refused spawn leaves nothing behind.
+   * Write new agents' events (with `events` and `put` after theirs) in one batch. When the write
+   * fails (the disk is full, say) every agent is taken out again, from the table, the daemon's
+   * directory and its ancestors' spawn counts, so a refused spawn leaves nothing behind.
    */
-  async #record(agentId: string, events: RunEventInput[], put: IndexPut[], counted?: string): Promise<void> {
+  async #record(children: PreparedChild[], events: RunEventInput[] = [], put: IndexPut[] = []): Promise<void> {
     try {
-      await this.deps.append(events, put);
+      await this.deps.append(
+        [...children.flatMap((child) => child.events), ...events],
+        [...children.flatMap((child) => child.put), ...put],
+      );
     } catch (err) {
-      this.deps.table.remove(agentId, counted);
-      this.deps.unregister(agentId);
+      for (const child of [...children].reverse()) {
+        const parentAgentId = this.deps.table.get(child.agentId)?.parentAgentId ?? undefined;
+        this.deps.table.remove(child.agentId, child.accepted ? parentAgentId : undefined);
+        this.deps.unregister(child.agentId);
+      }
       throw err;
     }
   }
@@ -233,13 +333,55 @@ export class Spawner {
     specName: string,
     waitFor: string[],
     prompt: string | undefined,
+    forkedFrom?: { agentId: string; forkPoint: ForkPoint },
   ): RunEventInput {
     return {
       type: "agent_spawned",
       agentId,
-      data: { ...place, runId: this.deps.runId, specName, sandboxId: null, waitFor, prompt: prompt ?? null },
+      data: {
+        ...place,
+        runId: this.deps.runId,
+        specName,
+        sandboxId: null,
+        waitFor,
+        prompt: prompt ?? null,
+        ...(forkedFrom ? { forkedFrom } : {}),
+      },
     };
   }
+}
+
+/** A parent `Spawner.check` found fit to take a child of a spec: its status then, and the child's grants and policy. */
+export interface CheckedParent {
+  parentId: string;
+  status: AgentStatus;
+  grants: Grants;
+  policy: Pick<AgentMeta, "approve" | "approveTimeoutMs">;
+}
+
+/** The children of one fork: one per prompt, all of `spec`, from the fork point `baseId`. */
+export interface ForkPlan {
+  spec: AgentSpec;
+  prompts: string[];
+  budget?: SpawnRequest["budget"];
+  keepAlive: boolean;
+  baseId: string;
+  forkPoint: ForkPoint;
+  /** An agent's own `spawn_agent` (its refusals are its tool errors). */
+  byAgent: boolean;
+  /** Recorded with the children: a call sent again gets the same ones. */
+  idempotency?: string;
+}
+
+/** A child decided and counted, not yet written. */
+interface PreparedChild {
+  agentId: string;
+  response: SpawnResponse;
+  events: RunEventInput[];
+  put: IndexPut[];
+  /** Accepted by its budgets (counted under its parent); false for a refused one (and the root). */
+  accepted: boolean;
+  prompt: string | undefined;
 }
 
 /** A new run's root as `planRoot` decided it: everything `Spawner.start` records. */

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { type Actor, createActor, type InspectionEvent } from "xstate";
 import type { agentMachine } from "../../machines/agent.machine.ts";
 import type { AgentEvent, AgentInput, ControlOp, Drain, EndReason, Fact } from "../../machines/agent.types.ts";
-import { holdsPendingPause, statusOf } from "../../machines/agent-status.ts";
+import { holdsPendingPause, isBetweenTurns, statusOf } from "../../machines/agent-status.ts";
 import { type ControlMember, type MemberAnswer, runMachine } from "../../machines/run.machine.ts";
 import { SwarmError } from "../../src/errors.ts";
 import { type AgentStatus, isLive } from "../../src/swarm-api.ts";
@@ -76,6 +76,19 @@ export class Supervisor {
     const status = this.status(agentId);
     if (status === null || !isLive(status)) throw new SwarmError("AGENT_NOT_LIVE", `agent ${agentId} is not live`);
     return status;
+  }
+
+  /**
+   * 409 `AGENT_BUSY` unless the agent is between turns (idle, asleep, or paused while idle): what a
+   * fork and an adopt need. `what` says what the caller wanted to do.
+   */
+  requireBetweenTurns(agentId: string, what: string, instead: string): void {
+    const child = this.#child(agentId);
+    if (child && isBetweenTurns(child.getSnapshot())) return;
+    throw new SwarmError(
+      "AGENT_BUSY",
+      `agent ${agentId} is in a turn (or starting one, or on its way to a pause): ${what} only between turns; wait for its result${instead}`,
+    );
   }
 
   /** The drain that reached the agent, as its machine has it; null when none did (or it has no actor). */

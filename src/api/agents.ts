@@ -3,6 +3,7 @@ import {
   AgentId,
   AgentStateSchema,
   Epoch,
+  ForkedFromSchema,
   Int,
   OutcomeSchema,
   queryInteger,
@@ -68,6 +69,7 @@ export const AgentViewSchema = z
       .describe(
         "Only while the daemon cannot reach the node of the agent's live sandbox (`agent_unreachable` until `agent_reachable`); the sandbox may still run there.",
       ),
+    forkedFrom: ForkedFromSchema.optional(),
     pendingPermissions: z
       .array(RequestId)
       .describe("Ids of its approval requests that wait for a decision (`GET /runs/{runId}/permissions`)."),

@@ -54,6 +54,25 @@ export const ScopeSchema = z
 export const queryInteger = <V extends z.ZodNumber>(digits: RegExp, value: V, message: string) =>
   z.string().regex(digits, message).transform(Number).pipe(value);
 
+/** Where a fork was made: after a settled turn of the forked agent, or at a `spawn_agent` call inside a turn. */
+export const ForkPointSchema = z
+  .strictObject({
+    turn: Int.min(0).describe(
+      "The forked agent's settled turns at the fork (0: before its first); for a fork from inside a turn, the number of that turn.",
+    ),
+    toolCallId: z
+      .string()
+      .optional()
+      .describe("Only for a fork from inside a turn: the `spawn_agent` call it was made from."),
+  })
+  .describe("The conversation and /work a fork child started from.");
+
+export const ForkedFromSchema = z
+  .strictObject({ agentId: AgentId.describe("The agent it was forked from (its parent)."), forkPoint: ForkPointSchema })
+  .describe("Only on a fork child: the agent and point it was forked from.");
+
+export type ForkPoint = z.output<typeof ForkPointSchema>;
+export type ForkedFrom = z.output<typeof ForkedFromSchema>;
 export type Scope = z.output<typeof ScopeSchema>;
 export type Outcome = z.output<typeof OutcomeSchema>;
 

@@ -36,3 +36,16 @@ export const ACTIVITIES = [
   "approval",
   "draining",
 ] as const;
+
+/** Children one fork makes: `prompts` (or `count`) holds 1..MAX_FORK_COPIES. */
+export const MAX_FORK_COPIES = 32;
+
+/** `POST /runs/:runId/wait`: how long it may hold, in ms, and how long it holds unless told. */
+export const MAX_WAIT_MANY_MS = 600_000;
+export const DEFAULT_WAIT_MANY_MS = 240_000;
+/** Agents one wait may name. */
+export const MAX_WAIT_AGENTS = 256;
+
+/** `GET /agents/:agentId/changes`: the most diff text of one file, and of one answer, in bytes. */
+export const MAX_DIFF_BYTES_PER_FILE = 256 * 1024;
+export const MAX_DIFF_BYTES = 4 * 1024 * 1024;

@@ -10,6 +10,7 @@ import {
   stopAgent,
 } from "./agents.ts";
 import { streamRunEvents } from "./events.ts";
+import { adoptChanges, forkAgent, getChanges, waitForAgents } from "./forks.ts";
 import { listModels } from "./models.ts";
 import { listNodes } from "./nodes.ts";
 import type { Operation } from "./operation.ts";
@@ -47,6 +48,7 @@ export const OPERATIONS: readonly Operation[] = [
   streamRunEvents,
   listPermissions,
   spawnAgent,
+  waitForAgents,
   getAgent,
   getAgentMachine,
   setBudget,
@@ -56,6 +58,9 @@ export const OPERATIONS: readonly Operation[] = [
   resumeAgent,
   stopAgent,
   getResult,
+  forkAgent,
+  getChanges,
+  adoptChanges,
   resolvePermission,
   listModels,
   listNodes,

@@ -10,6 +10,8 @@ export interface MessagesRequestFacts {
   lastUserText: string;
   /** Text of the newest `tool_result` block (its string content, or its `text` blocks joined); "" when none. */
   lastToolResultText: string;
+  /** The text of every user message that has text of its own, oldest first (the conversation the model was given). */
+  userTexts: string[];
   /** Characters of the request's system prompt + messages + tools as JSON: a deterministic size to derive input tokens from. */
   promptChars: number;
 }
@@ -25,15 +27,19 @@ export function messagesRequestFacts(body: unknown): MessagesRequestFacts {
   const messages = Array.isArray(request.messages) ? request.messages : [];
   let lastUserText: string | undefined;
   let lastToolResultText: string | undefined;
-  for (let i = messages.length - 1; i >= 0 && (lastUserText === undefined || lastToolResultText === undefined); i--) {
+  const userTexts: string[] = [];
+  for (let i = messages.length - 1; i >= 0; i--) {
     const message: unknown = messages[i];
     if (!isRecord(message) || message.role !== "user") continue;
-    lastUserText ??= ownText(message.content);
+    const own = ownText(message.content);
+    if (own !== undefined) userTexts.push(own);
+    lastUserText ??= own;
     lastToolResultText ??= newestToolResultText(message.content);
   }
   return {
     lastUserText: lastUserText ?? "",
     lastToolResultText: lastToolResultText ?? "",
+    userTexts: userTexts.reverse(),
     promptChars: jsonChars({ system: request.system, messages: request.messages, tools: request.tools }),
   };
 }

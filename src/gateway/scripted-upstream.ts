@@ -17,7 +17,8 @@ const ECHO_STEP: ScriptStep = { text: "{{lastUserMessage}}" };
 
 /**
  * Answer one call of a scripted agent as Anthropic's Messages API would, with the next step of its
- * script (durably: see `ScriptCursor`). Text may use `{{lastUserMessage}}` and `{{lastToolResult}}`,
+ * script (durably: see `ScriptCursor`). Text may use `{{lastUserMessage}}`, `{{lastToolResult}}` and
+ * `{{userMessages}}` (every user message of the conversation, oldest first, joined by a newline),
  * filled from the request. A step's `delayMs` spreads its answer, and the pace holds while the
  * agent is paused. Tokens are counted as about four characters each, in and out.
  */
@@ -56,7 +57,8 @@ function scriptedReply(step: ScriptStep, facts: MessagesRequestFacts, index: num
   if ("text" in step) {
     const text = step.text
       .replaceAll("{{lastUserMessage}}", () => facts.lastUserText)
-      .replaceAll("{{lastToolResult}}", () => facts.lastToolResultText);
+      .replaceAll("{{lastToolResult}}", () => facts.lastToolResultText)
+      .replaceAll("{{userMessages}}", () => facts.userTexts.join("\n"));
     return { text };
   }
   const calls = "tools" in step ? step.tools : [{ tool: step.tool, args: step.args }];

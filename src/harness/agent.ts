@@ -17,6 +17,7 @@ import { type AgentSpec, TOOL_NAMES } from "../spec/agent-spec.ts";
 import { type AgentUser, agentUserTools } from "./agent-user.ts";
 import { approvalGate } from "./approval-gate.ts";
 import { toWireEvent } from "./event-map.ts";
+import { prepareForkedSession } from "./fork-session.ts";
 import type { HostCalls } from "./host-calls.ts";
 import { createHostTools } from "./host-tools.ts";
 import { gatewayModel } from "./model.ts";
@@ -71,6 +72,7 @@ export async function createHarnessAgent(options: HarnessAgentOptions): Promise<
   const authStorage = AuthStorage.inMemory();
   const modelRegistry = ModelRegistry.inMemory(authStorage);
   const { model, ready, release } = gatewayModel(options.controlDir, authStorage, options.dialModel);
+  const sessionManager = options.sessionManager ?? fileSession(options.controlDir, options.agentDir, workDir);
   const { session } = await createAgentSession({
     cwd: workDir,
     agentDir: options.agentDir,
@@ -84,12 +86,13 @@ export async function createHarnessAgent(options: HarnessAgentOptions): Promise<
     ),
     tools: [...(spec.tools ?? TOOL_NAMES)],
     customTools: [
-      ...createHostTools(options.host),
+      ...createHostTools(options.host, {
+        recorded: (toolCallId, signal) => untilRecorded(sessionManager, toolCallId, signal),
+      }),
       ...(options.agentUser ? agentUserTools(workDir, options.agentUser, spec.tools ?? TOOL_NAMES) : []),
       ...(options.tools ?? []),
     ],
-    sessionManager:
-      options.sessionManager ?? SessionManager.continueRecent(workDir, join(options.agentDir, "sessions")),
+    sessionManager,
     settingsManager: SettingsManager.inMemory({
       compaction: { enabled: true },
       // The gateway may hold a call for hours (a spend budget, a provider's back-off): no client-side timeout.
@@ -148,6 +151,33 @@ export async function createHarnessAgent(options: HarnessAgentOptions): Promise<
       release();
     },
   };
+}
+
+/**
+ * pi's session file under `<agentDir>/sessions`, continued when one is there; a fork child's is
+ * first made from the fork files the daemon left (`prepareForkedSession`).
+ */
+function fileSession(controlDir: string, agentDir: string, workDir: string): SessionManager {
+  const sessionDir = join(agentDir, "sessions");
+  prepareForkedSession(controlDir, sessionDir, workDir);
+  return SessionManager.continueRecent(workDir, sessionDir);
+}
+
+/**
+ * Resolves once the session holds the assistant answer that made the call `toolCallId`. pi records
+ * an answer from its event queue a few microtasks after the answer ended and its tools started;
+ * this waits that out (at most a few seconds: a call that was never recorded is forked from what is).
+ */
+async function untilRecorded(sessions: SessionManager, toolCallId: string, signal?: AbortSignal): Promise<void> {
+  const holds = (entry: ReturnType<SessionManager["getEntries"]>[number]) =>
+    entry.type === "message" &&
+    entry.message.role === "assistant" &&
+    entry.message.content.some((block) => block.type === "toolCall" && block.id === toolCallId);
+  for (let tries = 0; tries < 500 && !signal?.aborted; tries++) {
+    const leaf = sessions.getLeafEntry();
+    if (leaf && sessions.getBranch(leaf.id).some(holds)) return;
+    await new Promise((resolve) => setTimeout(resolve, tries < 50 ? 0 : 10));
+  }
 }
 
 /**

@@ -19,6 +19,7 @@ import { exceedsJsonDepth, MAX_JSON_DEPTH } from "./json-depth.ts";
 import { openApiRoutes } from "./openapi/openapi-routes.ts";
 import { agentRoutes } from "./routes/agents.ts";
 import { eventRoutes } from "./routes/events.ts";
+import { forkRoutes } from "./routes/forks.ts";
 import { modelRoutes } from "./routes/models.ts";
 import { nodeRoutes } from "./routes/nodes.ts";
 import { runRoutes } from "./routes/runs.ts";
@@ -130,6 +131,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   runRoutes(app, { swarm: deps.swarm, endStreams });
   timelineRoutes(app, { swarm: deps.swarm, events: deps.events });
   agentRoutes(app, deps.swarm);
+  forkRoutes(app, deps.swarm);
   modelRoutes(app, deps.swarm);
   nodeRoutes(app, deps.swarm);
   openApiRoutes(app);

@@ -11,6 +11,8 @@ import { HARNESS_RECORDED_EVENT_NAMES } from "../harness/protocol.ts";
 const Outcome = z.enum(["success", "failed", "aborted", "budget-exceeded", "lost"]);
 const LiveState = z.enum(["spawning", "provisioning", "running", "paused"]);
 const AgentId = z.string();
+/** After the forked agent's `turn`-th settled turn, or at a `spawn_agent` call (`toolCallId`) inside turn `turn`. */
+const ForkPoint = z.object({ turn: z.number().int(), toolCallId: z.string().optional() });
 
 const event = <T extends string, A extends z.ZodType, D extends z.ZodType>(type: T, agentId: A, data: D) =>
   z.object({ type: z.literal(type), agentId, data });
@@ -29,6 +31,19 @@ export const RunEventSchema = z.discriminatedUnion("type", [
       sandboxId: z.null(),
       waitFor: z.array(z.string()),
       prompt: z.string().nullable(),
+      /** Only a fork child's: the agent and point it was forked from (its conversation and /work). */
+      forkedFrom: z.object({ agentId: z.string(), forkPoint: ForkPoint }).optional(),
+    }),
+  ),
+  /** The agent was forked: `children` start from its conversation and /work at `forkPoint`. */
+  event("agent_forked", AgentId, z.object({ children: z.array(z.string()), forkPoint: ForkPoint })),
+  /** A fork child's changes were applied to the agent's /work (`POST /agents/:agentId/adopt`). */
+  event(
+    "changes_adopted",
+    AgentId,
+    z.object({
+      from: z.string(),
+      files: z.array(z.object({ path: z.string(), change: z.enum(["added", "modified", "deleted"]) })),
     }),
   ),
   /** `node`: the node its sandbox runs on (`local` on single-host runtimes); absent in ledgers older than it. */

@@ -1,4 +1,5 @@
 import type { Duplex } from "node:stream";
+import type { TreeRef, WorkChange, WorkTree } from "./work-tree.ts";
 
 /**
  * The runtimes swarmd ships (`SWARM_RUNTIME`). `process` is the embedded default; `simulated` keeps
@@ -104,6 +105,25 @@ export interface ProvisionRequest {
   image?: string;
   /** Resource limits; a runtime given none applies `DEFAULT_SANDBOX_LIMITS`. */
   limits?: SandboxLimits;
+  /**
+   * With `fork` (a fork child): its `/work` and its conversation start from the fork point `base`
+   * made by `snapshot`, not from the parent's sandbox as it is now.
+   */
+  fork?: ForkSource;
+}
+
+/**
+ * Where a fork child starts: a fork point (`SandboxRuntime.snapshot`), and which of its copies
+ * this one is. Its conversation is the fork point's, copied as a branch, cut at `toolCallId`
+ * when the fork was made from inside a turn (that call's result is then "forked: you are copy
+ * `copy` of `of`").
+ */
+export interface ForkSource {
+  baseId: string;
+  /** 1-based. */
+  copy: number;
+  of: number;
+  toolCallId?: string;
 }
 
 /** The daemon's defaults (`SWARM_LIMIT_*`), also what a runtime applies when a request names none. */
@@ -149,6 +169,34 @@ export interface SandboxRuntime {
    * Throws `SANDBOX_NOT_FOUND` / `SANDBOX_GONE` for the parent, `SANDBOX_PROVISION_FAILED` otherwise.
    */
   fork(parentSandboxId: string, req: ProvisionRequest, signal: AbortSignal): Promise<SandboxInfo>;
+
+  /**
+   * Make a fork point `baseId` of a live (or hibernated) sandbox: a frozen copy of its `/work` and of
+   * its conversation (pi's session) at this moment, the sandbox frozen for the copy and left as it
+   * was. Children forked from it share it as far as the runtime can (never seeing one another's or
+   * the sandbox's later writes); it is kept with the run until `dropRun`. Idempotent for one id.
+   * Throws `SANDBOX_NOT_FOUND`, `SANDBOX_GONE`, `SNAPSHOT_FAILED` (a session over
+   * `MAX_SESSION_BYTES` among the reasons).
+   */
+  snapshot(sandboxId: string, baseId: string, runId: string, signal: AbortSignal): Promise<void>;
+
+  /**
+   * A read-only view of a fork point or of a sandbox's `/work`. A fork child's `/work` stays
+   * readable after its sandbox closed, until `dropRun`. Throws `SANDBOX_NOT_FOUND` when there is
+   * no such tree.
+   */
+  openTree(ref: TreeRef, signal: AbortSignal): Promise<WorkTree>;
+
+  /**
+   * Apply `changes` to a live sandbox's `/work` in order, as its agent's user, never through a
+   * link, the sandbox frozen meanwhile and left as it was. Refuses (`DISK_LIMIT`) changes that
+   * would take `/work` over its disk limit, before writing anything. Throws `SANDBOX_NOT_FOUND`,
+   * `SANDBOX_GONE`.
+   */
+  applyChanges(sandboxId: string, changes: WorkChange[], signal: AbortSignal): Promise<void>;
+
+  /** Remove what forks of the run kept (fork points, the `/work` of ended fork children). Idempotent. */
+  dropRun(runId: string, signal: AbortSignal): Promise<void>;
 
   /**
    * Write files into `/inputs` (name → UTF-8 content; names are plain file names, no slashes).

@@ -18,6 +18,8 @@ export interface AgentRecord extends AgentView {
   settled: { outcome: Outcome; resultRef: string | null } | null;
   /** Turns settled over its life (`handle_settled` events). */
   settledTurns: number;
+  /** The ledger seq of its first turn that settled with success: who won a race (`POST /runs/:runId/wait`). */
+  succeededAt?: number;
   children: string[];
   /** The session stats the harness had when it last hibernated (while it sleeps, the agent's stats). */
   sleptWith: Record<string, unknown> | null;
@@ -147,6 +149,7 @@ function applyEvent(view: RunView, event: RunEvent): void {
         usage: emptyUsage(),
         subtreeUsage: emptyUsage(),
         toolErrors: 0,
+        ...(event.data.forkedFrom ? { forkedFrom: event.data.forkedFrom } : {}),
       });
       if (parentAgentId === null) view.rootAgentId = event.agentId;
       else view.agents.get(parentAgentId)?.children.push(event.agentId);
@@ -177,6 +180,7 @@ function applyEvent(view: RunView, event: RunEvent): void {
       if (!agent) return;
       agent.settled = { outcome: event.data.outcome, resultRef: event.data.resultRef };
       agent.settledTurns++;
+      if (event.data.outcome === "success") agent.succeededAt ??= event.seq;
       return;
     case "model_usage": {
       if (!agent) return;
@@ -281,6 +285,8 @@ export function agentView(record: AgentRecord): AgentView {
   if (record.draining) view.draining = true;
   if (record.node !== undefined) view.node = record.node;
   if (record.unreachable) view.unreachable = true;
+  if (record.forkedFrom)
+    view.forkedFrom = { agentId: record.forkedFrom.agentId, forkPoint: { ...record.forkedFrom.forkPoint } };
   return view;
 }
 

@@ -213,6 +213,22 @@ export function createFakeSwarm() {
       record("listNodes");
       return { nodes: [LOCAL_NODE] };
     },
+    async fork(agentId, request) {
+      record("fork", agentId, request);
+      return { agentIds: (request.prompts ?? [request.prompt]).map((_, i) => `a_f${i + 1}`) };
+    },
+    async changes(agentId) {
+      record("changes", agentId);
+      return { agentId, forkedFrom: { agentId: ROOT_ID, forkPoint: { turn: 1 } }, files: [], diffBytes: 0 };
+    },
+    async adopt(agentId, request) {
+      record("adopt", agentId, request);
+      return { agentId, from: request.from, files: [], skipped: [] };
+    },
+    async waitFor(runId, request) {
+      record("waitFor", runId, request);
+      return { results: [], winner: null };
+    },
   };
 
   return {

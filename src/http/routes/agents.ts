@@ -1,9 +1,9 @@
-import type { ServerResponse } from "node:http";
 import type { FastifyInstance } from "fastify";
 import { PromptBody, ResultQuery, ScopeBody, SetBudgetBody, SteerBody, StopBody } from "../../api/agents.ts";
 import { PermissionAnswerBody } from "../../api/permissions.ts";
 import type { SwarmApi } from "../../swarm-api.ts";
 import { parseOrThrow } from "../../validation.ts";
+import { abortOnDisconnect } from "../disconnect.ts";
 import { agentIdParam, permissionIdParam } from "../path-params.ts";
 
 type AgentParams = { Params: { agentId: string } };
@@ -72,16 +72,4 @@ export function agentRoutes(app: FastifyInstance, swarm: SwarmApi): void {
     const view = await swarm.result(agentId, wait, abortOnDisconnect(reply.raw));
     return reply.code(view.state === "settled" ? 200 : 202).send(view);
   });
-}
-
-/**
- * Aborts when the client goes away before the answer is written, so a long `wait` does not hold a
- * waiter for a caller who left. (`res` 'close' fires on both; `writableFinished` tells them apart.)
- */
-function abortOnDisconnect(res: ServerResponse): AbortSignal {
-  const controller = new AbortController();
-  res.once("close", () => {
-    if (!res.writableFinished) controller.abort();
-  });
-  return controller.signal;
 }

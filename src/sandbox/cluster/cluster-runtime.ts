@@ -7,6 +7,7 @@ import { CONTROL_FILES } from "../../harness/protocol.ts";
 import { engineStatus } from "../docker/engine.ts";
 import { LABEL, ownerIdOf, SANDBOX_ID } from "../docker/labels.ts";
 import { pauseContainer, pausedFor } from "../docker/pause.ts";
+import { forksUnsupported } from "../forks-unsupported.ts";
 import { assertInputNames } from "../input-names.ts";
 import { createKeyedLock } from "../keyed-lock.ts";
 import {
@@ -640,6 +641,7 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
+    ...forksUnsupported("cluster"),
     controlDir: (sandboxId) => controlDir(sandboxId),
     stop() {
       clearInterval(watchTimer);

@@ -5,6 +5,7 @@ import { type ErrorCode, isSwarmError, SwarmError } from "../../errors.ts";
 import { CONTROL_FILES } from "../../harness/protocol.ts";
 import { copyTree } from "../copy-tree.ts";
 import { startDiskWatch } from "../disk-watch.ts";
+import { forksUnsupported } from "../forks-unsupported.ts";
 import { assertInputNames } from "../input-names.ts";
 import { createKeyedLock } from "../keyed-lock.ts";
 import { localNode } from "../local-node.ts";
@@ -284,6 +285,7 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
         if (signal.aborted || !isSwarmError(err, "RUNTIME_UNAVAILABLE")) throw err;
         return [{ ...localNode([]), engine: "unreachable" as const, reason: err.message }];
       }),
+    ...forksUnsupported("docker"),
     controlDir: (sandboxId) => folders.controlDir(sandboxId),
   };
 }

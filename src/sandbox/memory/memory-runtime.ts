@@ -1,12 +1,16 @@
+import { SessionManager } from "@mariozechner/pi-coding-agent";
 import { errorMessage, SwarmError } from "../../errors.ts";
+import { copyForkBranch } from "../../harness/fork-session.ts";
 import { dropMemoryControl, openMemoryControl } from "../../harness/memory-control.ts";
 import { assertInputNames } from "../input-names.ts";
 import { localNode } from "../local-node.ts";
 import { DEFAULT_SANDBOX_LIMITS, type ProvisionRequest, type SandboxInfo, type SandboxRuntime } from "../runtime.ts";
+import { bytesWritten, overDiskLimit } from "../work-tree.ts";
 import { createFreezeGate } from "./freeze-gate.ts";
 import { startSandboxHarness } from "./harness-start.ts";
 import { createMemoryEventLog } from "./memory-event-log.ts";
-import { emptyFiles, forkFiles, writeInputFiles } from "./sandbox-files.ts";
+import { applyMemoryChanges, memoryTree, workBytes } from "./memory-tree.ts";
+import { emptyFiles, forkFiles, WORK_DIR, writeInputFiles } from "./sandbox-files.ts";
 import {
   controlDirOf,
   createSandboxTable,
@@ -46,7 +50,12 @@ export function createMemoryRuntime(options: MemoryRuntimeOptions = {}): MemoryR
   const controlDir = (sandboxId: string) => controlDirOf(table, sandboxId);
 
   /** Record a new sandbox holding `files` once nothing can fail any more (an abort leaves nothing). */
-  const add = (req: ProvisionRequest, files: ReturnType<typeof emptyFiles>, signal: AbortSignal): SandboxInfo => {
+  const add = (
+    req: ProvisionRequest,
+    files: ReturnType<typeof emptyFiles>,
+    signal: AbortSignal,
+    session?: SessionManager,
+  ): SandboxInfo => {
     signal.throwIfAborted();
     if (sandboxes.has(req.sandboxId)) throw new SwarmError("SANDBOX_EXISTS", `sandbox ${req.sandboxId} already exists`);
     if (!isSandboxId(req.sandboxId))
@@ -65,6 +74,8 @@ export function createMemoryRuntime(options: MemoryRuntimeOptions = {}): MemoryR
       log: createMemoryEventLog(),
       hibernated: false,
       gone: false,
+      ...(req.fork ? { fork: req.fork } : {}),
+      ...(session ? { session } : {}),
     };
     sandboxes.set(req.sandboxId, sandbox);
     return infoOf(sandbox);
@@ -82,6 +93,14 @@ export function createMemoryRuntime(options: MemoryRuntimeOptions = {}): MemoryR
 
     async fork(parentSandboxId, req, signal) {
       signal.throwIfAborted();
+      if (req.fork) {
+        const { fork } = req;
+        const base = table.bases.get(fork.baseId);
+        if (!base) throw new SwarmError("SANDBOX_PROVISION_FAILED", `fork point ${fork.baseId} does not exist`);
+        const session = SessionManager.inMemory(WORK_DIR);
+        if (base.session) copyForkBranch(base.session, session, fork);
+        return add(req, await forkFiles(base.files), signal, session);
+      }
       const parent = liveSandbox(table, parentSandboxId);
       const files = await forkFiles(parent.files).catch((err: unknown) => {
         throw new SwarmError(
@@ -91,6 +110,55 @@ export function createMemoryRuntime(options: MemoryRuntimeOptions = {}): MemoryR
         );
       });
       return add(req, files, signal);
+    },
+
+    // The copy is made with the sandbox's gate shut, so no tool step of its harness lands halfway.
+    snapshot: (sandboxId, baseId, runId, signal) =>
+      lock(sandboxId, async () => {
+        signal.throwIfAborted();
+        if (table.bases.has(baseId)) return;
+        const sandbox = liveSandbox(table, sandboxId);
+        const shut = sandbox.harness !== undefined && !sandbox.gate.frozen;
+        if (shut) sandbox.gate.freeze();
+        try {
+          const files = await forkFiles(sandbox.files);
+          const session = sandbox.session ? structuredClone(sandbox.session.getBranch()) : null;
+          table.bases.set(baseId, { runId, files, session });
+        } finally {
+          if (shut) sandbox.gate.thaw();
+        }
+      }),
+
+    async openTree(ref, signal) {
+      signal.throwIfAborted();
+      const files =
+        "baseId" in ref
+          ? table.bases.get(ref.baseId)?.files
+          : (sandboxes.get(ref.sandboxId)?.files ?? table.kept.get(ref.sandboxId)?.files);
+      if (!files) throw new SwarmError("SANDBOX_NOT_FOUND", `no tree ${JSON.stringify(ref)}`);
+      return memoryTree(files);
+    },
+
+    applyChanges: (sandboxId, changes, signal) =>
+      lock(sandboxId, async () => {
+        signal.throwIfAborted();
+        const sandbox = liveSandbox(table, sandboxId);
+        const limitBytes = sandbox.limits.diskMiB * 1024 * 1024;
+        const bytes = (await workBytes(sandbox.files)) + bytesWritten(changes);
+        if (bytes > limitBytes) throw overDiskLimit(sandboxId, bytes, limitBytes);
+        const shut = sandbox.harness !== undefined && !sandbox.gate.frozen;
+        if (shut) sandbox.gate.freeze();
+        try {
+          await applyMemoryChanges(sandbox.files, changes);
+        } finally {
+          if (shut) sandbox.gate.thaw();
+        }
+      }),
+
+    async dropRun(runId, signal) {
+      signal.throwIfAborted();
+      for (const [id, base] of table.bases) if (base.runId === runId) table.bases.delete(id);
+      for (const [id, kept] of table.kept) if (kept.runId === runId) table.kept.delete(id);
     },
 
     async writeInputs(sandboxId, files, signal) {
@@ -145,6 +213,8 @@ export function createMemoryRuntime(options: MemoryRuntimeOptions = {}): MemoryR
         const sandbox = sandboxes.get(sandboxId);
         if (!sandbox) return;
         sandboxes.delete(sandboxId);
+        // A fork child's changes can be compared and adopted after it ended.
+        if (sandbox.fork) table.kept.set(sandboxId, { runId: sandbox.runId, files: sandbox.files });
         await sandbox.harness?.kill();
         dropMemoryControl(controlDir(sandboxId));
       }),

@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
-import type { SessionManager } from "@mariozechner/pi-coding-agent";
+import type { SessionEntry, SessionManager } from "@mariozechner/pi-coding-agent";
 import type { InMemoryFs } from "just-bash";
 import { SwarmError } from "../../errors.ts";
 import type { EventLog } from "../../harness/event-log.ts";
 import { createKeyedLock, type KeyedLock } from "../keyed-lock.ts";
-import { LOCAL_NODE_ID, type SandboxInfo, type SandboxLimits } from "../runtime.ts";
+import { type ForkSource, LOCAL_NODE_ID, type SandboxInfo, type SandboxLimits } from "../runtime.ts";
 import type { FreezeGate } from "./freeze-gate.ts";
 import type { MemoryHarness } from "./memory-harness.ts";
 
@@ -30,6 +30,16 @@ export interface MemorySandbox {
   hibernated: boolean;
   /** Its harness shut down by itself (a `shutdown` command): the sandbox is `gone`. */
   gone: boolean;
+  /** A fork child's fork point: its `/work` is kept after it closes, until its run is dropped. */
+  fork?: ForkSource;
+}
+
+/** A fork point: a frozen copy of one sandbox's `/work` and of its conversation's branch then. */
+export interface MemoryBase {
+  runId: string;
+  files: InMemoryFs;
+  /** pi's session branch, root first; null when the harness never held a session. */
+  session: SessionEntry[] | null;
 }
 
 /**
@@ -40,6 +50,10 @@ export interface SandboxTable {
   /** The path under which each sandbox's in-memory control folder is named; nothing is made there. */
   readonly root: string;
   readonly sandboxes: Map<string, MemorySandbox>;
+  /** Fork points by base id, kept until their run is dropped. */
+  readonly bases: Map<string, MemoryBase>;
+  /** The `/work` of fork children whose sandbox closed, by sandbox id, until their run is dropped. */
+  readonly kept: Map<string, { runId: string; files: InMemoryFs }>;
   /** One call at a time per sandbox (a close never interleaves with a start or a freeze). */
   readonly lock: KeyedLock;
 }
@@ -57,7 +71,13 @@ export function controlDirOf(table: SandboxTable, sandboxId: string): string {
 }
 
 export function createSandboxTable(): SandboxTable {
-  return { root: `/swarmd-simulated/${randomUUID()}`, sandboxes: new Map(), lock: createKeyedLock() };
+  return {
+    root: `/swarmd-simulated/${randomUUID()}`,
+    sandboxes: new Map(),
+    bases: new Map(),
+    kept: new Map(),
+    lock: createKeyedLock(),
+  };
 }
 
 export function infoOf(sandbox: MemorySandbox): SandboxInfo {

@@ -3,6 +3,7 @@ import { readdir, rm } from "node:fs/promises";
 import { resolve } from "node:path";
 import { errorMessage, isSwarmError, SwarmError } from "../../errors.ts";
 import { type DiskWatch, startDiskWatch } from "../disk-watch.ts";
+import { forksUnsupported } from "../forks-unsupported.ts";
 import { assertInputNames } from "../input-names.ts";
 import { createKeyedLock } from "../keyed-lock.ts";
 import { localNode } from "../local-node.ts";
@@ -261,6 +262,7 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
       ];
     },
 
+    ...forksUnsupported("process"),
     controlDir(sandboxId) {
       const layout = layoutOf(ctx, sandboxId);
       if (!layout) throw new SwarmError("SANDBOX_NOT_FOUND", `${JSON.stringify(sandboxId)} is not a sandbox id`);
