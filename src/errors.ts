@@ -23,6 +23,7 @@ export const ERROR_CODES = {
   NOT_A_FORK: "Agent was not made by a fork: it has no fork point.",
   ADOPT_CONFLICT: "Files the child changed were also changed by the agent since the fork.",
   DISK_LIMIT: "The changes would take the sandbox's /work over its disk limit.",
+  TREE_TOO_LARGE: "The /work to compare holds too many entries.",
   // Sandboxes
   SANDBOX_EXISTS: "A sandbox with this id already exists.",
   SANDBOX_NOT_FOUND: "No such sandbox.",

@@ -31,8 +31,21 @@ export async function planAdopt(
   const ours = new Map((await trees.ours.entries(signal)).map((entry) => [entry.path, entry]));
   const plan: AdoptPlan = { writes: [], files: [], skipped: [], conflicts: [] };
   const deletions: WorkChange[] = [];
+  const changed = new Map(changes.map((change) => [change.path, change]));
+  /** Folders of the child's paths that the parent turned into something else (a link, a file). */
+  const blocked = new Set<string>();
   let copied = 0;
   for (const change of changes) {
+    for (const folder of foldersOf(change.path)) {
+      const mine = ours.get(folder);
+      if (!mine || mine.kind === "dir" || blocked.has(folder)) continue;
+      // The child's own change of that path replaces it (listed before this one, sorted by path).
+      if (changed.get(folder)?.after?.kind === "dir") continue;
+      blocked.add(folder);
+      plan.conflicts.push(folder);
+      deletions.push({ path: folder, kind: "delete" });
+      plan.writes.push({ path: folder, kind: "dir", mode: 0o755 });
+    }
     const now = change.after;
     const mine = ours.get(change.path);
     if (now?.kind === "other" || change.before?.kind === "other" || mine?.kind === "other") {
@@ -90,6 +103,12 @@ export async function planAdopt(
 }
 
 const depth = (path: string) => path.split("/").length;
+
+/** The folders a path lies in, outermost first (`a/b/c` → `a`, `a/b`). */
+const foldersOf = (path: string) => {
+  const segments = path.split("/");
+  return segments.slice(0, -1).map((_, i) => segments.slice(0, i + 1).join("/"));
+};
 
 /** Whether the entry at one path is the same in two trees (both absent counts as the same). */
 async function same(

@@ -107,6 +107,12 @@ export function inodeLimit(limitBytes: number): number {
 /** Folders measured by one `du` (its command line stays far below the kernel's limit). */
 const DIRS_PER_DU = 256;
 
+/** Blocks used under all of `dirs` together, in bytes, as the watch counts them (`du -s -x`). */
+export async function measuredBytes(dirs: string[]): Promise<number> {
+  const sizes = await usedBytes(dirs);
+  return dirs.reduce((sum, dir) => sum + (sizes.get(dir) ?? 0), 0);
+}
+
 /** Blocks used under each of `dirs`, in bytes, as `du` counts them (one file system, links once). */
 const usedBytes = (dirs: string[]) => duEach(["-B1", "--", ...dirs]);
 /** Files and folders under each of `dirs` (inodes, links once). */

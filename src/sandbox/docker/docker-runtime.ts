@@ -4,8 +4,9 @@ import { join } from "node:path";
 import { type ErrorCode, isSwarmError, SwarmError } from "../../errors.ts";
 import { CONTROL_FILES } from "../../harness/protocol.ts";
 import { copyTree } from "../copy-tree.ts";
-import { startDiskWatch } from "../disk-watch.ts";
-import { forksUnsupported } from "../forks-unsupported.ts";
+import { measuredBytes, startDiskWatch } from "../disk-watch.ts";
+import { applyHostChanges } from "../host/host-apply.ts";
+import { HostForks } from "../host/host-forks.ts";
 import { assertInputNames } from "../input-names.ts";
 import { createKeyedLock } from "../keyed-lock.ts";
 import { localNode } from "../local-node.ts";
@@ -18,6 +19,8 @@ import {
 } from "../runtime.ts";
 import { connectSocket, MAX_SOCKET_PATH_BYTES } from "../socket-connect.ts";
 import { waitForHarness } from "../wait-for-harness.ts";
+import { bytesWritten, overDiskLimit } from "../work-tree.ts";
+import { HARNESS_USER, SANDBOX_USER } from "./container-options.ts";
 import { type DockerEndpoint, engineError, openEngine } from "./engine.ts";
 import { execHarness, execRunning, killHarness } from "./harness-exec.ts";
 import { ownerIdOf, SANDBOX_ID } from "./labels.ts";
@@ -51,7 +54,11 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
   const owner = ownerIdOf(options.dataDir);
   const engine = openEngine(options.docker);
   const { docker } = engine;
-  const folders = sandboxFolders(root);
+  const forks = new HostForks(
+    options.dataDir,
+    options.log ?? ((message) => process.stderr.write(`swarmd: ${message}\n`)),
+  );
+  const folders = sandboxFolders(root, (sandboxId, workDir) => forks.releaseChild(sandboxId, workDir));
   const containers = sandboxContainers(docker, folders, { owner });
   const defaultImage = options.image ?? defaultSandboxImage();
   /**
@@ -116,6 +123,18 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
       "SANDBOX_PROVISION_FAILED",
       `Forking sandbox ${parentSandboxId} into ${req.sandboxId} failed`,
       async () => {
+        const source = req.fork;
+        // A fork child starts from its fork point (HostForks), in the image its parent has too.
+        if (source)
+          return create(req, async () => {
+            const child = {
+              sandboxId: req.sandboxId,
+              work: folders.workDir(req.sandboxId),
+              control: folders.controlDir(req.sandboxId),
+            };
+            await forks.makeChild(source, child, { agent: SANDBOX_USER, harness: HARNESS_USER }, signal);
+            return containers.createAndStart(req, req.image ?? defaultImage, signal);
+          });
         const { image } = await containers.live(parentSandboxId);
         return create(req, async () => {
           await serialized(parentSandboxId, () =>
@@ -219,6 +238,12 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
         }),
     );
 
+  /** What counts against a sandbox's disk limit: /work, or a fork child's own layer (never the fork point it shares). */
+  const countedDirs = (sandboxId: string): string[] => {
+    const layer = forks.ownLayer(sandboxId);
+    return layer ? [layer] : [folders.workDir(sandboxId)];
+  };
+
   // /work is a host folder: its quota is kept by the same watch as the process runtime's.
   startDiskWatch({
     intervalMs: options.diskWatchIntervalMs,
@@ -229,7 +254,7 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
           ? [
               {
                 sandboxId: r.sandboxId,
-                dirs: [folders.workDir(r.sandboxId)],
+                dirs: countedDirs(r.sandboxId),
                 limitBytes: (r.diskMiB ?? DEFAULT_SANDBOX_LIMITS.diskMiB) * 1024 * 1024,
               },
             ]
@@ -285,7 +310,40 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
         if (signal.aborted || !isSwarmError(err, "RUNTIME_UNAVAILABLE")) throw err;
         return [{ ...localNode([]), engine: "unreachable" as const, reason: err.message }];
       }),
-    ...forksUnsupported("docker"),
+    snapshot: (sandboxId, baseId, runId, signal) =>
+      guarded(signal, "SNAPSHOT_FAILED", `Taking a fork point of sandbox ${sandboxId} failed`, () =>
+        serialized(sandboxId, () =>
+          whilePaused(sandboxId, () =>
+            forks.snapshot(
+              { work: folders.workDir(sandboxId), control: folders.controlDir(sandboxId) },
+              baseId,
+              runId,
+              signal,
+            ),
+          ),
+        ),
+      ),
+    openTree: async (ref, signal) => {
+      const sandboxId = "sandboxId" in ref && SANDBOX_ID.test(ref.sandboxId) ? ref.sandboxId : undefined;
+      const live = sandboxId !== undefined && (await folders.read(sandboxId)) !== undefined;
+      return forks.openTree(ref, live && sandboxId ? folders.workDir(sandboxId) : undefined, signal);
+    },
+    applyChanges: (sandboxId, changes, signal) =>
+      guarded(signal, "INTERNAL", `Applying changes to sandbox ${sandboxId} failed`, () =>
+        serialized(sandboxId, () =>
+          whilePaused(sandboxId, async () => {
+            const record = await folders.read(sandboxId);
+            const limitBytes = (record?.diskMiB ?? DEFAULT_SANDBOX_LIMITS.diskMiB) * 1024 * 1024;
+            const bytes = (await measuredBytes(countedDirs(sandboxId))) + bytesWritten(changes);
+            if (bytes > limitBytes) throw overDiskLimit(sandboxId, bytes, limitBytes);
+            await applyHostChanges(folders.workDir(sandboxId), changes, SANDBOX_USER, signal);
+          }),
+        ),
+      ),
+    dropRun: async (runId, signal) => {
+      signal.throwIfAborted();
+      await forks.dropRun(runId);
+    },
     controlDir: (sandboxId) => folders.controlDir(sandboxId),
   };
 }

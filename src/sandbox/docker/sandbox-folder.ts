@@ -55,7 +55,14 @@ export interface SandboxFolders {
   remove(sandboxId: string): Promise<void>;
 }
 
-export function sandboxFolders(root: string): SandboxFolders {
+/**
+ * `beforeRemove` runs before a sandbox's folder is removed (a fork child's /work is unmounted or
+ * kept there).
+ */
+export function sandboxFolders(
+  root: string,
+  beforeRemove: (sandboxId: string, workDir: string) => Promise<void> = async () => undefined,
+): SandboxFolders {
   const dir = (id: string) => join(root, id);
   const controlDir = (id: string) => join(root, id, "control");
   const workDir = (id: string) => join(root, id, "work");
@@ -135,6 +142,7 @@ export function sandboxFolders(root: string): SandboxFolders {
       return records.filter((r): r is SandboxRecord => r !== undefined);
     },
     async remove(sandboxId) {
+      await beforeRemove(sandboxId, workDir(sandboxId));
       await rm(dir(sandboxId), { recursive: true, force: true });
     },
   };

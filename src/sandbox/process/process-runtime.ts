@@ -2,14 +2,16 @@ import { mkdirSync, realpathSync } from "node:fs";
 import { readdir, rm } from "node:fs/promises";
 import { resolve } from "node:path";
 import { errorMessage, isSwarmError, SwarmError } from "../../errors.ts";
-import { type DiskWatch, startDiskWatch } from "../disk-watch.ts";
-import { forksUnsupported } from "../forks-unsupported.ts";
+import { type DiskWatch, measuredBytes, startDiskWatch } from "../disk-watch.ts";
+import { applyHostChanges } from "../host/host-apply.ts";
+import { HostForks } from "../host/host-forks.ts";
 import { assertInputNames } from "../input-names.ts";
 import { createKeyedLock } from "../keyed-lock.ts";
 import { localNode } from "../local-node.ts";
 import { stopUserNet } from "../network/user-net.ts";
 import { DEFAULT_SANDBOX_LIMITS, type SandboxInfo, type SandboxRuntime } from "../runtime.ts";
 import { connectSocket } from "../socket-connect.ts";
+import { bytesWritten, overDiskLimit } from "../work-tree.ts";
 import { findBubblewrap } from "./bubblewrap.ts";
 import { detectCgroupHierarchy } from "./cgroup-freezer.ts";
 import { detectLimitControllers, LIMIT_CONTROLLERS, releaseLimits } from "./cgroup-limits.ts";
@@ -26,7 +28,7 @@ import {
   statusOf,
   UNABORTABLE,
 } from "./runtime-context.ts";
-import { createSandbox, forkSandbox } from "./sandbox-create.ts";
+import { createSandbox, forkSandbox, whileFrozen } from "./sandbox-create.ts";
 import { sandboxesDir } from "./sandbox-layout.ts";
 import { type FreezerKind, isMissing, type SandboxRecord, writeRecord } from "./sandbox-record.ts";
 
@@ -103,6 +105,7 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
     );
   }
   const ctx: RuntimeContext = {
+    forks: new HostForks(dataDir, (message) => logger.warn(message)),
     dataDir,
     bwrap,
     isolation,
@@ -133,7 +136,7 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
           ? [
               {
                 sandboxId: f.record.sandboxId,
-                dirs: [f.layout.root],
+                dirs: countedDirs(f.layout.root, f.record.sandboxId),
                 limitBytes: (f.record.limits ?? DEFAULT_SANDBOX_LIMITS).diskMiB * 1024 * 1024,
               },
             ]
@@ -148,6 +151,16 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
         await freezerOf(found.record).killAll(UNABORTABLE);
       }),
   });
+
+  /**
+   * What counts against a sandbox's disk limit: its folder (`du -x` stays on its file system, so a
+   * fork child's overlay /work is not walked), and a fork child's own layer, never the fork point
+   * it shares with its siblings.
+   */
+  const countedDirs = (root: string, sandboxId: string): string[] => {
+    const layer = ctx.forks.ownLayer(sandboxId);
+    return layer ? [root, layer] : [root];
+  };
 
   /** The records of every sandbox this data folder owns. */
   const ownedRecords = async (): Promise<SandboxRecord[]> => {
@@ -232,6 +245,8 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
             // Its slirp4netns ends with the sandbox's last process (--exit-fd); this makes sure.
             if (found.record.network) await stopUserNet(sandboxId, found.record.userNet);
           }
+          // A fork child's changes stay with its run: its overlay is unmounted, or its copy kept.
+          await ctx.forks.releaseChild(sandboxId, layout.work);
         } catch (err) {
           if (signal.aborted) throw signal.reason;
           throw isSwarmError(err)
@@ -262,7 +277,31 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
       ];
     },
 
-    ...forksUnsupported("process"),
+    snapshot: (sandboxId, baseId, runId, signal) =>
+      whileFrozen(ctx, sandboxId, signal, ({ layout }) =>
+        ctx.forks.snapshot({ work: layout.work, control: layout.control }, baseId, runId, signal),
+      ),
+
+    async openTree(ref, signal) {
+      signal.throwIfAborted();
+      const live = "sandboxId" in ref ? await findRecord(ctx, ref.sandboxId) : undefined;
+      return ctx.forks.openTree(ref, live?.layout.work, signal);
+    },
+
+    applyChanges: (sandboxId, changes, signal) =>
+      whileFrozen(ctx, sandboxId, signal, async ({ layout, record }) => {
+        const limitBytes = (record.limits ?? DEFAULT_SANDBOX_LIMITS).diskMiB * 1024 * 1024;
+        const bytes = (await measuredBytes(countedDirs(layout.root, sandboxId))) + bytesWritten(changes);
+        if (bytes > limitBytes) throw overDiskLimit(sandboxId, bytes, limitBytes);
+        const owner = record.users ? { uid: record.users.agent, gid: record.users.agent } : undefined;
+        await applyHostChanges(layout.work, changes, owner, signal);
+      }),
+
+    dropRun: async (runId, signal) => {
+      signal.throwIfAborted();
+      await ctx.forks.dropRun(runId);
+    },
+
     controlDir(sandboxId) {
       const layout = layoutOf(ctx, sandboxId);
       if (!layout) throw new SwarmError("SANDBOX_NOT_FOUND", `${JSON.stringify(sandboxId)} is not a sandbox id`);

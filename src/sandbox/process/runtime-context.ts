@@ -1,4 +1,5 @@
 import { SwarmError } from "../../errors.ts";
+import type { HostForks } from "../host/host-forks.ts";
 import type { KeyedLock } from "../keyed-lock.ts";
 import { LOCAL_NODE_ID, type SandboxInfo } from "../runtime.ts";
 import { type CgroupHierarchy, createCgroupFreezer } from "./cgroup-freezer.ts";
@@ -26,6 +27,8 @@ export interface RuntimeContext {
   harnessStartTimeoutMs: number;
   /** One operation at a time per sandbox id. */
   lock: KeyedLock;
+  /** Fork points and fork children's layers under `<dataDir>/forks/`. */
+  forks: HostForks;
 }
 
 /** The layout of an id that may name a sandbox, or `undefined` for one that cannot. */

@@ -81,6 +81,7 @@ export function createSandbox(
         node: LOCAL_NODE_ID,
       };
     } catch (err) {
+      await ctx.forks.releaseChild(req.sandboxId, layout.work).catch(() => undefined);
       await rm(layout.root, { recursive: true, force: true });
       if (signal.aborted) throw signal.reason;
       if (isSwarmError(err)) throw err;
@@ -93,7 +94,8 @@ export function createSandbox(
 
 /**
  * A new sandbox whose `work/` is a copy of the parent's. The parent is frozen for the copy so the
- * files are one moment's state, not a mix of before and after a write, then left as it was.
+ * files are one moment's state, not a mix of before and after a write, then left as it was. A fork
+ * child (`req.fork`) starts from its fork point instead: see `HostForks`.
  */
 export async function forkSandbox(
   ctx: RuntimeContext,
@@ -102,22 +104,50 @@ export async function forkSandbox(
   signal: AbortSignal,
 ): Promise<SandboxInfo> {
   signal.throwIfAborted();
+  const { fork } = req;
+  if (fork) {
+    return createSandbox(ctx, req, signal, (layout) => {
+      const users = ctx.separateUsers ? usersForRun(req.runId) : undefined;
+      const owners = users
+        ? { agent: { uid: users.agent, gid: users.agent }, harness: { uid: users.harness, gid: users.harness } }
+        : {};
+      return ctx.forks.makeChild(
+        fork,
+        { sandboxId: req.sandboxId, work: layout.work, control: layout.control },
+        owners,
+        signal,
+      );
+    });
+  }
   await liveRecord(ctx, parentId);
   return createSandbox(ctx, req, signal, (layout) =>
-    ctx.lock(parentId, async () => {
-      const parent = await liveRecord(ctx, parentId);
-      const freezer = freezerOf(parent.record);
-      const freezeForCopy = parent.record.harness !== undefined && !(await freezer.isFrozen());
-      if (freezeForCopy)
-        await freezer.freeze(signal).catch(async (err: unknown) => {
-          await freezer.thaw(UNABORTABLE);
-          throw err;
-        });
-      try {
-        await copyTree(parent.layout.work, layout.work, signal);
-      } finally {
-        if (freezeForCopy) await freezer.thaw(UNABORTABLE);
-      }
-    }),
+    whileFrozen(ctx, parentId, signal, (parent) => copyTree(parent.layout.work, layout.work, signal)),
   );
+}
+
+/**
+ * Run `work` under the sandbox's lock with its processes frozen (one whose harness is not running
+ * has none), and leave it as it was: a frozen one stays frozen.
+ */
+export function whileFrozen<T>(
+  ctx: RuntimeContext,
+  sandboxId: string,
+  signal: AbortSignal,
+  work: (found: { layout: SandboxLayout; record: SandboxRecord }) => Promise<T>,
+): Promise<T> {
+  return ctx.lock(sandboxId, async () => {
+    const found = await liveRecord(ctx, sandboxId);
+    const freezer = freezerOf(found.record);
+    const freezeForWork = found.record.harness !== undefined && !(await freezer.isFrozen());
+    if (freezeForWork)
+      await freezer.freeze(signal).catch(async (err: unknown) => {
+        await freezer.thaw(UNABORTABLE);
+        throw err;
+      });
+    try {
+      return await work(found);
+    } finally {
+      if (freezeForWork) await freezer.thaw(UNABORTABLE);
+    }
+  });
 }

@@ -1,0 +1,111 @@
+import { randomUUID } from "node:crypto";
+import { constants } from "node:fs";
+import { chmod, chown, lchown, lstat, mkdir, open, rename, rm, symlink, unlink } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { SwarmError } from "../../errors.ts";
+import { isPlainRelativePath, type WorkChange } from "../work-tree.ts";
+
+/** Who a sandbox's files belong to: what new entries are given (none: the daemon's own user). */
+export interface FileOwner {
+  uid: number;
+  gid: number;
+}
+
+const CREATE = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+
+/**
+ * Apply changes to a host folder an agent owns (its `/work`), in order. The caller has the
+ * sandbox frozen, so nothing but this moves in the folder meanwhile; still every step checks
+ * before it acts: no folder of a path may be a link (a write never goes through one, `ELOOP`
+ * otherwise), a file is written to a new name beside its place and renamed over it (so a hard
+ * link to the old one is never written through), and modes never keep set-id bits. New entries
+ * belong to `owner`.
+ */
+export async function applyHostChanges(
+  root: string,
+  changes: readonly WorkChange[],
+  owner: FileOwner | undefined,
+  signal: AbortSignal,
+): Promise<void> {
+  for (const change of changes) {
+    signal.throwIfAborted();
+    if (!isPlainRelativePath(change.path)) throw new SwarmError("INVALID_BODY", `not a plain path: ${change.path}`);
+    const full = join(root, change.path);
+    if (change.kind === "delete") {
+      if (!(await folderPathIsReal(root, change.path))) continue; // under a link or gone: nothing of ours there
+      await rm(full, { recursive: true, force: true });
+      continue;
+    }
+    await makeFolders(root, dirname(change.path), owner);
+    const now = await lstat(full).catch(() => undefined);
+    switch (change.kind) {
+      case "dir":
+        if (now?.isDirectory()) {
+          await chmod(full, change.mode & 0o777);
+          break;
+        }
+        if (now) await rm(full, { recursive: true, force: true });
+        await mkdir(full, { mode: change.mode & 0o777 });
+        await chmod(full, change.mode & 0o777);
+        if (owner) await chown(full, owner.uid, owner.gid);
+        break;
+      case "symlink":
+        if (now) await rm(full, { recursive: true, force: true });
+        await symlink(change.target, full);
+        if (owner) await lchown(full, owner.uid, owner.gid);
+        break;
+      case "file": {
+        if (now && !now.isFile()) await rm(full, { recursive: true, force: true });
+        const temporary = join(dirname(full), `.swarmd-adopt-${randomUUID()}`);
+        const handle = await open(temporary, CREATE, 0o600);
+        try {
+          await handle.writeFile(change.content);
+          if (owner) await handle.chown(owner.uid, owner.gid);
+          await handle.chmod(change.mode & 0o777);
+        } catch (err) {
+          await unlink(temporary).catch(() => undefined);
+          throw err;
+        } finally {
+          await handle.close();
+        }
+        await rename(temporary, full);
+        break;
+      }
+    }
+  }
+}
+
+/** Make the folders of `path` below `root` that are missing; every one that is there must be a real folder. */
+async function makeFolders(root: string, path: string, owner: FileOwner | undefined): Promise<void> {
+  if (path === "." || path === "") return;
+  let at = root;
+  for (const segment of path.split("/")) {
+    at = join(at, segment);
+    const stat = await lstat(at).catch(() => undefined);
+    if (stat?.isDirectory()) continue;
+    if (stat) throw linkInPath(path);
+    await mkdir(at, { mode: 0o755 });
+    if (owner) await chown(at, owner.uid, owner.gid);
+  }
+}
+
+/** Whether every folder of `path` below `root` is a real folder (none a link, none missing). */
+async function folderPathIsReal(root: string, path: string): Promise<boolean> {
+  const segments = path.split("/").slice(0, -1);
+  let at = root;
+  for (const segment of segments) {
+    at = join(at, segment);
+    const stat = await lstat(at).catch(() => undefined);
+    if (!stat?.isDirectory()) return false;
+  }
+  return true;
+}
+
+function linkInPath(path: string): NodeJS.ErrnoException {
+  return Object.assign(
+    new Error(`a folder of ${path} is not a folder (a link or a file): nothing is written through it`),
+    {
+      code: "ELOOP",
+    },
+  );
+}
