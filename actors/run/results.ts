@@ -40,12 +40,17 @@ export class Results {
     const until = signal ? AbortSignal.any([timeout, signal]) : timeout;
     for (;;) {
       const winner = request.mode === "first" ? this.#firstSuccess(ids) : null;
-      if (winner !== null) return { results: [await this.result(winner, 0)], winner };
+      if (winner !== null) return { results: [await this.#waitResult(winner)], winner };
       if (ids.every((id) => this.#isSettled(id)) || until.aborted) break;
       // Folds come in synchronously: nothing can settle between the look above and this listener.
       await once(this.#settled, ANY, { signal: until }).catch(() => undefined);
     }
-    return { results: await Promise.all(ids.map((id) => this.result(id, 0))), winner: null };
+    return { results: await Promise.all(ids.map((id) => this.#waitResult(id))), winner: null };
+  }
+
+  async #waitResult(agentId: string): Promise<WaitResponse["results"][number]> {
+    const { state, outcome, result } = await this.result(agentId, 0);
+    return { agentId, state, outcome, result };
   }
 
   #isSettled(agentId: string): boolean {
