@@ -96,7 +96,10 @@ describe(`forks (${e2eRuntime()} runtime)`, () => {
       { text: "wrote late" },
     ]);
     const spec = {
-      script: [bash("n=c$RANDOM$RANDOM; echo $n > /work/$n.txt; sleep 0.3; ls -A /work | tr '\\n' ' '"), { text: "{{lastToolResult}}" }],
+      script: [
+        bash("n=c$RANDOM$RANDOM; echo $n > /work/$n.txt; sleep 0.3; ls -A /work | tr '\\n' ' '"),
+        { text: "{{lastToolResult}}" },
+      ],
     };
     const children = await fork(root, { count: 3, prompt: "write and look", spec });
     // The parent writes after the fork, while its children run.
@@ -151,7 +154,10 @@ describe(`forks (${e2eRuntime()} runtime)`, () => {
   it("waits for the first success and stops the others; all waits for every one", async () => {
     const { runId, root } = await idleRoot([{ text: "ok" }]);
     const [fast] = await fork(root, { prompts: ["fast"], spec: { script: [{ text: "fast wins", delayMs: 100 }] } });
-    const slow = await fork(root, { prompts: ["slow", "slower"], spec: { script: [{ text: "too late", delayMs: 20_000 }] } });
+    const slow = await fork(root, {
+      prompts: ["slow", "slower"],
+      spec: { script: [{ text: "too late", delayMs: 20_000 }] },
+    });
     const wait = await d.call("POST", `/runs/${runId}/wait`, {
       agentIds: [...slow, fast],
       mode: "first",
@@ -176,8 +182,15 @@ describe(`forks (${e2eRuntime()} runtime)`, () => {
       ],
     );
 
-    const [pending] = await fork(root, { prompts: ["pending"], spec: { script: [{ text: "later", delayMs: 20_000 }] } });
-    const timedOut = await d.call("POST", `/runs/${runId}/wait`, { agentIds: [pending], mode: "first", timeoutMs: 300 });
+    const [pending] = await fork(root, {
+      prompts: ["pending"],
+      spec: { script: [{ text: "later", delayMs: 20_000 }] },
+    });
+    const timedOut = await d.call("POST", `/runs/${runId}/wait`, {
+      agentIds: [pending],
+      mode: "first",
+      timeoutMs: 300,
+    });
     assert.deepEqual(timedOut.body, {
       results: [{ agentId: pending, state: "pending", outcome: null, result: null }],
       winner: null,
@@ -196,7 +209,9 @@ describe(`forks (${e2eRuntime()} runtime)`, () => {
       prompts: ["change things"],
       spec: {
         script: [
-          bash("printf 'one\\n2\\nthree\\n' > /work/a.txt; echo fresh > /work/new.txt; rm /work/gone.txt; mkdir /work/sub; echo x > /work/sub/x.txt"),
+          bash(
+            "printf 'one\\n2\\nthree\\n' > /work/a.txt; echo fresh > /work/new.txt; rm /work/gone.txt; mkdir /work/sub; echo x > /work/sub/x.txt",
+          ),
           { text: "changed" },
         ],
       },
@@ -212,7 +227,10 @@ describe(`forks (${e2eRuntime()} runtime)`, () => {
       [byPath["a.txt"].change, byPath["a.txt"].kind, byPath["a.txt"].size, byPath["a.txt"].baseSize],
       ["modified", "file", 12, 14],
     );
-    assert.match(byPath["a.txt"].diff, /^--- a\/a\.txt\n\+\+\+ b\/a\.txt\n@@ -1,3 \+1,3 @@\n one\n-two\n\+2\n three\n$/);
+    assert.match(
+      byPath["a.txt"].diff,
+      /^--- a\/a\.txt\n\+\+\+ b\/a\.txt\n@@ -1,3 \+1,3 @@\n one\n-two\n\+2\n three\n$/,
+    );
     assert.equal(byPath["gone.txt"].change, "deleted");
     assert.equal(byPath["gone.txt"].size, null);
     assert.equal(byPath["new.txt"].change, "added");
@@ -268,7 +286,11 @@ describe(`forks (${e2eRuntime()} runtime)`, () => {
     });
     await result(child!);
     await d.call("POST", `/agents/${root}/prompt`, { text: "change it too" });
-    await pollUntil(async () => (await result(root)).result, (t) => t === "changed too", "the parent's change");
+    await pollUntil(
+      async () => (await result(root)).result,
+      (t) => t === "changed too",
+      "the parent's change",
+    );
 
     const refused = await d.call("POST", `/agents/${root}/adopt`, { from: child });
     assert.equal(refused.status, 409);
@@ -280,7 +302,11 @@ describe(`forks (${e2eRuntime()} runtime)`, () => {
       ["both.txt", "theirs.txt"],
     );
     await d.call("POST", `/agents/${root}/prompt`, { text: "look" });
-    await pollUntil(async () => (await result(root)).result, (t) => t !== "changed too", "the parent's look");
+    await pollUntil(
+      async () => (await result(root)).result,
+      (t) => t !== "changed too",
+      "the parent's look",
+    );
     assert.equal((await result(root)).result, "child\nbase\n");
   });
 
@@ -323,7 +349,11 @@ describe(`forks (${e2eRuntime()} runtime)`, () => {
       prompt: "spend",
       spec: { script: Array.from({ length: 20 }, () => bash("true")) },
     });
-    await pollUntil(async () => (await agent(root)).pausedBy, (by) => by === "budget", "the root paused by its budget");
+    await pollUntil(
+      async () => (await agent(root)).pausedBy,
+      (by) => by === "budget",
+      "the root paused by its budget",
+    );
     // Each child is paused with its parent's subtree, or first by its own cap (what its parent had left
     // at the fork, when it alone spent that before its siblings and parent together spent the rest).
     for (const id of children) {
@@ -356,26 +386,55 @@ describe(`forks (${e2eRuntime()} runtime)`, () => {
     await refuse(`/agents/${root}/fork`, { prompts: [] }, 400, /body\.prompts: must hold 1\.\.32 prompts/);
     await refuse(`/agents/${root}/fork`, { prompts: Array(33).fill("p") }, 400, /body\.prompts: must hold 1\.\.32/);
     await refuse(`/agents/${root}/fork`, { count: 2 }, 400, /count/);
-    await refuse(`/agents/${root}/fork`, { prompts: ["a"], count: 1, prompt: "b" }, 400, /either prompts, or count and prompt/);
+    await refuse(
+      `/agents/${root}/fork`,
+      { prompts: ["a"], count: 1, prompt: "b" },
+      400,
+      /either prompts, or count and prompt/,
+    );
     await refuse(`/agents/${root}/fork`, { count: 0, prompt: "p" }, 400, /body\.count: must be an integer 1\.\.32/);
-    await refuse(`/agents/${root}/fork`, { prompts: ["a"], spec: { image: "x" } }, 400, /body\.spec\.image: unknown field/);
+    await refuse(
+      `/agents/${root}/fork`,
+      { prompts: ["a"], spec: { image: "x" } },
+      400,
+      /body\.spec\.image: unknown field/,
+    );
     await refuse(`/agents/${root}/fork`, { prompts: ["a"], spec: { limits: { memoryMiB: 1e9 } } }, 400, /memoryMiB/);
-    await refuse(`/agents/${root}/fork`, { prompts: ["a"], spec: { model: { provider: "nope", id: "x" } } }, 400, /model/);
+    await refuse(
+      `/agents/${root}/fork`,
+      { prompts: ["a"], spec: { model: { provider: "nope", id: "x" } } },
+      400,
+      /model/,
+    );
     await refuse(`/agents/a_0000000000000000/fork`, { prompts: ["a"] }, 404, /does not exist/);
 
     // In a turn: busy, with what to do instead.
     await d.call("POST", `/agents/${root}/prompt`, { text: "work slowly" });
-    await pollUntil(async () => (await agent(root)).state, (s) => s === "running", "running");
+    await pollUntil(
+      async () => (await agent(root)).state,
+      (s) => s === "running",
+      "running",
+    );
     await refuse(`/agents/${root}/fork`, { prompts: ["a"] }, 409, /in a turn.*fork itself from inside its turn/);
     await refuse(`/agents/${root}/adopt`, { from: root }, 400, /is not a fork child of/);
     await refuse(`/agents/${root}/adopt`, { from: "a_0123456789abcdef" }, 400, /is not an agent of this run/);
-    await refuse(`/agents/${root}/adopt`, { from: root, onConflict: "mine" }, 400, /onConflict: must be "fail" or "theirs"/);
+    await refuse(
+      `/agents/${root}/adopt`,
+      { from: root, onConflict: "mine" },
+      400,
+      /onConflict: must be "fail" or "theirs"/,
+    );
     const notFork = await d.call("GET", `/agents/${root}/changes`);
     assert.equal(notFork.status, 409);
     assert.match(notFork.body.error, /was not made by a fork/);
     await refuse(`/runs/${runId}/wait`, { agentIds: [] }, 400, /body\.agentIds: must name 1\.\.256 agents/);
     await refuse(`/runs/${runId}/wait`, { agentIds: ["a_0123456789abcdef"] }, 400, /is not an agent of run/);
-    await refuse(`/runs/${runId}/wait`, { agentIds: [root], timeoutMs: 0 }, 400, /timeoutMs: must be an integer 1\.\.600000/);
+    await refuse(
+      `/runs/${runId}/wait`,
+      { agentIds: [root], timeoutMs: 0 },
+      400,
+      /timeoutMs: must be an integer 1\.\.600000/,
+    );
     await refuse(`/runs/${runId}/wait`, { agentIds: [root], timeoutMs: 600_001 }, 400, /timeoutMs/);
     await refuse(`/runs/${runId}/wait`, { agentIds: [root], mode: "any" }, 400, /mode: must be "all" or "first"/);
 

@@ -10,10 +10,10 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { it } from "node:test";
+import { mountsUnder } from "../sandbox/fork-contract.ts";
 import { type DaemonProcess, spawnDaemon, waitState } from "../support/daemon-process.ts";
 import { onFaultRuntimes } from "../support/fault-runtimes.ts";
 import { pollUntil } from "../support/poll.ts";
-import { mountsUnder } from "../sandbox/fork-contract.ts";
 
 const bash = (command: string) => ({ tool: "bash", args: { command } });
 
@@ -98,7 +98,11 @@ await onFaultRuntimes("forks across a daemon SIGKILL", (rt) => {
       const adopted = await first.call("POST", `/agents/${root}/adopt`, { from: made[1] });
       assert.equal(adopted.status, 200, JSON.stringify(adopted.body));
       await first.call("POST", `/agents/${root}/prompt`, { text: "look" });
-      await pollUntil(() => resultOf(first, root), (text) => text !== "ready", "the root's look");
+      await pollUntil(
+        () => resultOf(first, root),
+        (text) => text !== "ready",
+        "the root's look",
+      );
       assert.equal(await resultOf(first, root), "child\nbase.txt child.txt ");
 
       const purged = await first.call("DELETE", `/runs/${runId}?purge=true`);
