@@ -1,5 +1,5 @@
 import type { AgentRecord } from "../views/run-view.ts";
-import { clock, spendText } from "./format.ts";
+import { clock, forkPointText, spendText } from "./format.ts";
 import { runHref } from "./route.ts";
 import type { Activity, RunState } from "./run-state.ts";
 import { type TreeRow, toolErrors } from "./tree-rows.ts";
@@ -45,6 +45,15 @@ export function AgentLine({ state, row, hidden, selected, live, onToggle, menu }
       </a>
       <span class="mono muted agent-id">{record.agentId}</span>
       <StateBadge record={record} />
+      {record.forkedFrom && (
+        <span
+          class="badge fork"
+          data-testid="fork-badge"
+          title={`Forked from ${state.agent(record.forkedFrom.agentId)?.specName ?? "its parent"} (${record.forkedFrom.agentId}) ${forkPointText(record.forkedFrom.forkPoint)}`}
+        >
+          fork
+        </span>
+      )}
       {record.draining && <span class="badge attention">draining</span>}
       {record.hibernated && <span class="badge">hibernated</span>}
       {record.unreachable && (

@@ -2,19 +2,31 @@ import { type AgentDetail, isLive, type MachineView, type ResultView } from "../
 import type { AgentRecord } from "../views/run-view.ts";
 import type { AgentOutput } from "./agent-output.ts";
 import { api } from "./api.ts";
-import { budgetText, usageText, when } from "./format.ts";
+import { ForkChanges } from "./fork-changes.tsx";
+import { budgetText, forkPointText, usageText, when } from "./format.ts";
 import { LiveOutput } from "./live-output.tsx";
+import { runHref } from "./route.ts";
 import { MachineTable, SessionStats } from "./stats-tables.tsx";
 import { toolErrors } from "./tree-rows.ts";
 import { usePolled } from "./use-polled.ts";
+
+interface PanelProps {
+  record: AgentRecord;
+  output: AgentOutput | null;
+  /** A fork child's parent (what it was forked from, where its changes are adopted). */
+  parent?: AgentRecord;
+  /** Why a fork child's changes cannot be adopted now; null when they can. */
+  adoptBlocked?: string | null;
+}
 
 /**
  * One agent in full: what the fold knows (state, usage), and what only the daemon can say: its
  * prompt and inputs, `sessionStats` and budget (`GET /agents/:id`), its result, and its state
  * machine (`GET /agents/:id/machine`), read again whenever the agent's state or last event changes;
- * and its live output from the stream.
+ * and its live output from the stream. A fork child's says where it was forked from, and opens
+ * its changes (`Changes`) to adopt them into its parent (`Adopt`).
  */
-export function AgentPanel({ record, output }: { record: AgentRecord; output: AgentOutput | null }) {
+export function AgentPanel({ record, output, parent, adoptBlocked = null }: PanelProps) {
   const { agentId } = record;
   const live = isLive(record.state);
   // Re-read when something about the agent changed, and every 5 s while it lives (stats move without events).
@@ -65,6 +77,15 @@ export function AgentPanel({ record, output }: { record: AgentRecord; output: Ag
         </dd>
         <dt>Parent</dt>
         <dd class="mono">{record.parentAgentId ?? "— (root)"}</dd>
+        {record.forkedFrom && (
+          <>
+            <dt>Forked from</dt>
+            <dd data-testid="forked-from">
+              <a href={runHref(record.runId, record.forkedFrom.agentId)}>{parent?.specName ?? "its parent"}</a>{" "}
+              <span class="mono">{record.forkedFrom.agentId}</span> {forkPointText(record.forkedFrom.forkPoint)}
+            </dd>
+          </>
+        )}
         <dt>Inputs</dt>
         <dd class="mono">{detail.data ? detail.data.waitFor.join(", ") || "none" : "…"}</dd>
         <dt>Usage</dt>
@@ -89,6 +110,7 @@ export function AgentPanel({ record, output }: { record: AgentRecord; output: Ag
             : "(pending)"
           : "…"}
       </pre>
+      <ForkChanges record={record} parent={parent} blocked={adoptBlocked} />
       <h3>Live output</h3>
       <LiveOutput output={output} live={live} />
       <h3>Session stats and budget</h3>

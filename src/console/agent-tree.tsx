@@ -1,8 +1,10 @@
 import { useEffect } from "preact/hooks";
 import { AGENT_STATES, isLive, type PermissionView } from "../swarm-api.ts";
 import { AgentLine, nodeTitle } from "./agent-line.tsx";
-import { AgentControls, type Outcome, OutcomeView, PermissionControls } from "./controls.tsx";
+import { AgentControls, PermissionControls } from "./controls.tsx";
+import { forkBlocked } from "./forks.ts";
 import { brief } from "./format.ts";
+import { type Outcome, OutcomeView, outcomeKey } from "./outcome.tsx";
 import type { RunState } from "./run-state.ts";
 import { Same } from "./same.tsx";
 import { subtreeStates, type TreeRow, toolErrors } from "./tree-rows.ts";
@@ -60,6 +62,7 @@ export function AgentTree({ state, rows, selected, outcomes, onOutcome, gone, on
             const requests = gone ? [] : (pending.get(record.agentId) ?? []);
             const hidden = row.collapsed ? hiddenText(state, record.agentId) : "";
             const activity = state.activity.get(record.agentId);
+            const blocked = open ? forkBlocked(record, state.betweenTurns(record.agentId)) : null;
             // Everything the row shows: rows whose events did not touch them are not drawn again.
             const sig = [
               record.state,
@@ -82,6 +85,7 @@ export function AgentTree({ state, rows, selected, outcomes, onOutcome, gone, on
               hidden,
               record.agentId === selected,
               open,
+              blocked,
               live,
               outcome && outcomeKey(outcome),
             ].join("|");
@@ -95,6 +99,7 @@ export function AgentTree({ state, rows, selected, outcomes, onOutcome, gone, on
                     class={`agent-row${record.agentId === selected ? " selected" : ""}${row.context ? " context" : ""}${open ? " menu-open" : ""}`}
                     data-agent-id={record.agentId}
                     data-state={record.state}
+                    data-forked-from={record.forkedFrom?.agentId}
                     title={nodeTitle(record)}
                     style={{ paddingLeft: `${0.4 + row.depth * 1.25}rem` }}
                   >
@@ -120,6 +125,7 @@ export function AgentTree({ state, rows, selected, outcomes, onOutcome, gone, on
                           record={record}
                           subtreeMembers={() => state.liveSubtree(record.agentId)}
                           onOutcome={(o) => onOutcome(record.agentId, o)}
+                          forkBlocked={blocked}
                         />
                       </div>
                     )}
@@ -143,8 +149,3 @@ function hiddenText(state: RunState, agentId: string): string {
     .map((s) => `${s} ${states.get(s)}`)
     .join(" · ")}`;
 }
-
-const outcomeKey = (outcome: Outcome): string =>
-  "error" in outcome
-    ? `${outcome.label}:${outcome.error}`
-    : `${outcome.label}:${outcome.note ?? ""}:${outcome.results.map((r) => `${r.agentId}=${r.outcome}`).join(",")}`;

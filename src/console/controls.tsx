@@ -1,15 +1,12 @@
 import { useState } from "preact/hooks";
-import type { ControlResponse, PermissionView, SpendView } from "../swarm-api.ts";
+import type { ControlResponse, ForkResponse, PermissionView, SpendView } from "../swarm-api.ts";
 import type { AgentRecord } from "../views/run-view.ts";
 import { api } from "./api.ts";
+import { ForkForm } from "./fork-form.tsx";
 import { budgetText } from "./format.ts";
+import type { Outcome } from "./outcome.tsx";
 
-/** What the last control on an agent did: each member's result, or the API's error message. */
-export type Outcome =
-  | { label: string; error: string }
-  | { label: string; results: ControlResponse["results"]; note?: string };
-
-type Form = "steer" | "prompt" | "budget" | null;
+type Form = "steer" | "prompt" | "budget" | "fork" | null;
 /** Stop and Drain wait for a second click that says how many agents they reach. */
 type Confirming = { label: "Stop" | "Drain"; members: number } | null;
 
@@ -19,14 +16,17 @@ interface ControlsProps {
   subtreeMembers: () => string[];
   /** Kept by the run's page, so the answer stays shown after the agent ends (a stop, a drain). */
   onOutcome: (outcome: Outcome) => void;
+  /** Why the agent cannot be forked now (in a turn, draining, not started); null when it can. */
+  forkBlocked: string | null;
 }
 
 /**
  * The controls of one agent, in its row's `Actions` menu: Pause, Resume, Stop (abort), Drain, Steer,
  * Prompt and Raise budget, each for the agent alone or, with Subtree pressed, for its subtree (a
- * budget always covers it). Stop and Drain ask first, naming how many live agents they reach.
+ * budget always covers it); and Fork, of the agent alone, between turns. Stop and Drain ask first,
+ * naming how many live agents they reach.
  */
-export function AgentControls({ record, subtreeMembers, onOutcome }: ControlsProps) {
+export function AgentControls({ record, subtreeMembers, onOutcome, forkBlocked }: ControlsProps) {
   const [subtree, setSubtree] = useState(false);
   const [form, setForm] = useState<Form>(null);
   const [confirming, setConfirming] = useState<Confirming>(null);
@@ -34,10 +34,10 @@ export function AgentControls({ record, subtreeMembers, onOutcome }: ControlsPro
   const scope = subtree ? "subtree" : "agent";
   const path = `/agents/${record.agentId}`;
 
-  const act = async (label: string, call: () => Promise<{ results: ControlResponse["results"]; note?: string }>) => {
+  const act = async (label: string, call: () => Promise<Exclude<Outcome, { error: string }>>) => {
     setBusy(true);
     try {
-      onOutcome({ label, ...(await call()) });
+      onOutcome(await call());
       setForm(null);
     } catch (err) {
       onOutcome({ label, error: err instanceof Error ? err.message : String(err) });
@@ -48,7 +48,7 @@ export function AgentControls({ record, subtreeMembers, onOutcome }: ControlsPro
   const control = (label: string, route: string, body: object) =>
     act(label, async () => {
       const answer = await api<ControlResponse & { delivery?: string }>("POST", `${path}/${route}`, body);
-      return { results: answer.results, note: answer.delivery && `delivered as ${answer.delivery}` };
+      return { label, results: answer.results, note: answer.delivery && `delivered as ${answer.delivery}` };
     });
   // The API prompts one agent; a subtree prompt is one call per live member, each with its own answer.
   const prompt = (text: string) =>
@@ -62,12 +62,22 @@ export function AgentControls({ record, subtreeMembers, onOutcome }: ControlsPro
           results.push({ agentId, outcome: "failed", error: err instanceof Error ? err.message : String(err) });
         }
       }
-      return { results };
+      return { label: "Prompt", results };
     });
   const budget = (caps: Record<string, unknown>) =>
     act("Raise budget", async () => {
       const answer = await api<{ agentId: string; budget: SpendView }>("POST", `${path}/budget`, caps);
-      return { results: [{ agentId: answer.agentId, outcome: "applied" }], note: budgetText(answer.budget) };
+      return {
+        label: "Raise budget",
+        results: [{ agentId: answer.agentId, outcome: "applied" }],
+        note: budgetText(answer.budget),
+      };
+    });
+  // The agent alone, whatever Subtree says: a fork copies one agent's conversation and files.
+  const fork = (prompts: string[]) =>
+    act("Fork", async () => {
+      const answer = await api<ForkResponse>("POST", `${path}/fork`, { prompts });
+      return { label: "Fork", made: answer.agentIds, runId: record.runId };
     });
   const ask = (label: "Stop" | "Drain") => {
     setForm(null);
@@ -131,6 +141,15 @@ export function AgentControls({ record, subtreeMembers, onOutcome }: ControlsPro
         <button type="button" disabled={busy} aria-expanded={form === "budget"} onClick={() => open("budget")}>
           Raise budget
         </button>
+        <button
+          type="button"
+          disabled={busy || forkBlocked !== null}
+          aria-expanded={form === "fork"}
+          onClick={() => open("fork")}
+          title={forkBlocked ?? "Copies of the agent, conversation and files, each given its own prompt"}
+        >
+          Fork
+        </button>
       </div>
       {confirming && (
         <Confirm
@@ -156,6 +175,7 @@ export function AgentControls({ record, subtreeMembers, onOutcome }: ControlsPro
         />
       )}
       {form === "budget" && <BudgetForm busy={busy} onSend={budget} />}
+      {form === "fork" && forkBlocked === null && <ForkForm busy={busy} onSend={fork} />}
     </fieldset>
   );
 }
@@ -298,28 +318,5 @@ function BudgetForm({ busy, onSend }: { busy: boolean; onSend: (caps: Record<str
         Apply
       </button>
     </form>
-  );
-}
-
-export function OutcomeView({ outcome }: { outcome: Outcome }) {
-  if ("error" in outcome)
-    return (
-      <p class="error" role="alert">
-        {outcome.label}: {outcome.error}
-      </p>
-    );
-  return (
-    <div class="results" role="status" aria-label={`${outcome.label} results`}>
-      {outcome.label}
-      {outcome.note && <span class="muted"> ({outcome.note})</span>}:
-      <ul>
-        {outcome.results.map((member) => (
-          <li key={member.agentId} class={`result-${member.outcome}`}>
-            <span class="mono">{member.agentId}</span> {member.outcome}
-            {member.error && <span class="error">: {member.error}</span>}
-          </li>
-        ))}
-      </ul>
-    </div>
   );
 }

@@ -66,3 +66,11 @@ export function duration(ms: number): string {
   if (minutes < 60) return `${minutes} min ${Math.round((ms % 60_000) / 1_000)} s`;
   return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
 }
+
+/** "after turn 2", or "at spawn_agent call toolu_… in turn 3" for a fork from inside a turn. */
+export function forkPointText(point: unknown): string {
+  if (typeof point !== "object" || point === null) return "";
+  const { turn, toolCallId } = point as Record<string, unknown>;
+  if (typeof turn !== "number") return "";
+  return typeof toolCallId === "string" ? `at spawn_agent call ${toolCallId} in turn ${turn}` : `after turn ${turn}`;
+}

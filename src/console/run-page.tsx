@@ -3,10 +3,11 @@ import type { PermissionView, RunSnapshot } from "../swarm-api.ts";
 import { AgentPanel } from "./agent-panel.tsx";
 import { AgentTree } from "./agent-tree.tsx";
 import { ApiError, api, savedToken, tokenRefused } from "./api.ts";
-import type { Outcome } from "./controls.tsx";
 import { EventLog } from "./event-log.tsx";
 import { followRun, type StreamStatus } from "./event-stream.ts";
+import { adoptBlocked } from "./forks.ts";
 import { usageText } from "./format.ts";
+import type { Outcome } from "./outcome.tsx";
 import { RunState } from "./run-state.ts";
 import { TimelineView } from "./timeline-view.tsx";
 import { filtering, NO_FILTER, parents, type TreeFilter, treeRows } from "./tree-rows.ts";
@@ -126,6 +127,7 @@ export function RunPage({ runId, selected }: { runId: string; selected: string |
   );
   const root = state.agent(state.view.rootAgentId);
   const open = selected === null ? undefined : state.agent(selected);
+  const forkParent = open?.forkedFrom ? state.agent(open.forkedFrom.agentId) : undefined;
   const pending = state.pendingPermissions().length;
   return (
     <main class="run-page">
@@ -191,7 +193,15 @@ export function RunPage({ runId, selected }: { runId: string; selected: string |
         </section>
         <aside class="panel-pane" aria-label="Agent">
           {open ? (
-            <AgentPanel key={open.agentId} record={open} output={state.output} />
+            <AgentPanel
+              key={open.agentId}
+              record={open}
+              output={state.output}
+              parent={forkParent}
+              adoptBlocked={
+                open.forkedFrom ? adoptBlocked(forkParent, state.betweenTurns(open.forkedFrom.agentId)) : null
+              }
+            />
           ) : (
             <p class="muted">Select an agent to see its prompt, result, live output, stats and machine.</p>
           )}

@@ -19,7 +19,7 @@ import {
   type StoredEvent,
 } from "../views/run-view.ts";
 import { AgentOutput } from "./agent-output.ts";
-import { brief } from "./format.ts";
+import { eventSummary } from "./event-summary.ts";
 
 /** One SSE message as the stream hands it over: `id` only on persisted events. */
 export interface StreamMessage {
@@ -65,6 +65,12 @@ export class RunState {
   /** Persisted events folded into the view since the snapshot: what a filtered tree is computed again on. */
   folded = 0;
   readonly activity = new Map<string, Activity>();
+  /**
+   * Whether each agent is in a turn, from its persisted `agent_start`, `agent_end` and
+   * `handle_settled` since the stream's start (the backfill included), as the timeline reads them;
+   * an agent with none of them received is absent: not known.
+   */
+  readonly turns = new Map<string, boolean>();
   /** Event types seen, for the log's filter. */
   readonly types = new Set<string>();
   /** The run's timeline: null until asked for (`wantTimeline`), then kept current. */
@@ -124,10 +130,11 @@ export class RunState {
       at,
       type: message.event,
       agentId: agent,
-      summary: brief(seq === null ? rest : omitStamps(rest), SUMMARY_CHARS),
+      summary: eventSummary(message.event, seq === null ? rest : omitStamps(rest), SUMMARY_CHARS),
     });
     if (this.log.length > LOG_LIMIT) this.log.splice(0, this.log.length - LOG_LIMIT);
     if (agent !== null) {
+      if (seq !== null) this.trackTurn(agent, message.event);
       this.track(agent, message.event, rest, at);
       if (this.output?.agentId === agent) this.output.take(message.event, rest);
     }
@@ -163,6 +170,16 @@ export class RunState {
     if (record === undefined) return;
     visit(record, depth);
     for (const child of record.children) this.walk(child, depth + 1, visit);
+  }
+
+  /**
+   * Whether the agent is between turns, as far as the page knows: true or false once one of its
+   * turn events came; null when none did (the events before the backfill are not read). Only the
+   * daemon can say for sure; it refuses a fork or adopt in a turn (`AGENT_BUSY`).
+   */
+  betweenTurns(agentId: string): boolean | null {
+    const turn = this.turns.get(agentId);
+    return turn === undefined ? null : !turn;
   }
 
   pendingPermissions(): PermissionView[] {
@@ -201,6 +218,21 @@ export class RunState {
   #timelineEvent(event: StoredEvent): void {
     if (this.timeline !== null) foldTimeline(this.timeline, event);
     else this.#timelineBuffer?.push(event);
+  }
+
+  private trackTurn(agentId: string, type: string): void {
+    switch (type) {
+      case "agent_start":
+        this.turns.set(agentId, true);
+        return;
+      case "agent_end":
+      case "handle_settled":
+        this.turns.set(agentId, false);
+        return;
+      case "agent_ended":
+        this.turns.delete(agentId);
+        return;
+    }
   }
 
   private track(agentId: string, type: string, data: Record<string, unknown>, at: number): void {
