@@ -19,12 +19,12 @@ import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { DEFAULT_START_CONCURRENCY } from "../src/config.ts";
 import { errorMessage } from "../src/errors.ts";
-import type { Ledger, LedgerEvent, LiveEvent } from "../src/ledger/ledger.ts";
 import { createDockerRuntime } from "../src/sandbox/docker/docker-runtime.ts";
 import { defaultSandboxImage } from "../src/sandbox/docker/sandbox-image.ts";
 import { createProcessRuntime } from "../src/sandbox/process/process-runtime.ts";
 import { type Daemon, startDaemon } from "../test/support/daemon.ts";
 import { createDockerCli, dockerUnusable } from "./docker-cli.ts";
+import { runningAt } from "./running-watch.ts";
 import { fmtMs, fmtRatio, markdownTable, median, p90, since } from "./stats.ts";
 
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
@@ -33,7 +33,6 @@ const REPS = env("BENCH_READY_REPS", 20);
 const WARMUP = env("BENCH_WARMUP", 2);
 const FANOUT = env("BENCH_FANOUT", 100);
 const FANOUT_PROMPT = env("BENCH_FANOUT_PROMPT", 1) !== 0;
-const RUNNING_TIMEOUT_MS = 600_000;
 const IDLE_SPEC = { name: "ready", script: [] };
 
 /** Spawn → exit of a bare `node -e 0`, in ms. */
@@ -56,48 +55,6 @@ async function bareNodeBatch(count: number, concurrency: number): Promise<number
     }),
   );
   return since(start);
-}
-
-/**
- * When each agent of a run first became `running` (the event's `at`, epoch ms), read from the
- * ledger: live events and the ones committed before the watch began alike.
- */
-function runningAt(ledger: Ledger, runId: string) {
-  const at = new Map<string, number>();
-  const ended = new Map<string, string>();
-  const waiters = new Set<() => void>();
-  const see = (e: LedgerEvent | LiveEvent) => {
-    if (!("seq" in e) || e.agentId === null) return;
-    if (e.type === "agent_state_changed" && e.data.to === "running" && !at.has(e.agentId)) at.set(e.agentId, e.at);
-    else if (e.type === "agent_ended") ended.set(e.agentId, String(e.data.error ?? e.data.outcome));
-    else return;
-    for (const wake of waiters) wake();
-  };
-  const unsubscribe = ledger.subscribe(runId, see);
-  void (async () => {
-    for await (const e of ledger.iterate(runId, 0)) see(e);
-  })();
-  return {
-    /** Resolves with the agent's `running` time; rejects when it ended first or after `timeoutMs`. */
-    of: (agentId: string, timeoutMs = RUNNING_TIMEOUT_MS) =>
-      new Promise<number>((resolve, reject) => {
-        const check = () => {
-          const found = at.get(agentId);
-          if (found !== undefined) resolve(found);
-          else if (ended.has(agentId)) reject(new Error(`agent ${agentId} ended: ${ended.get(agentId)}`));
-          else return;
-          waiters.delete(check);
-          clearTimeout(timer);
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(check);
-          reject(new Error(`agent ${agentId} not running after ${timeoutMs} ms`));
-        }, timeoutMs);
-        waiters.add(check);
-        check();
-      }),
-    stop: unsubscribe,
-  };
 }
 
 /** One `POST /runs` → root `running`, in ms; the run is deleted afterwards (untimed). */
