@@ -11,7 +11,14 @@ import {
   stopAgent,
 } from "./agents.ts";
 import { streamRunEvents } from "./events.ts";
-import { MACHINE_TRANSITIONS_KEPT, MAX_WAIT_SECONDS } from "./limits.ts";
+import { adoptChanges, forkAgent, getChanges, waitForAgents } from "./forks.ts";
+import {
+  MACHINE_TRANSITIONS_KEPT,
+  MAX_FORK_COPIES,
+  MAX_WAIT_AGENTS,
+  MAX_WAIT_MANY_MS,
+  MAX_WAIT_SECONDS,
+} from "./limits.ts";
 import { listModels } from "./models.ts";
 import { listNodes } from "./nodes.ts";
 import { listPermissions, resolvePermission } from "./permissions.ts";
@@ -235,6 +242,62 @@ export const ROUTE_TOOLS = {
       wait: {
         as: "waitSeconds",
         describe: `How long to wait for a pending result, 0..${MAX_WAIT_SECONDS} s (default 0: answer at once). Returns as soon as it settles. If your tool calls time out sooner, use a shorter wait and call again.`,
+      },
+    },
+  }),
+  swarm_fork_agent: routeTool({
+    route: forkAgent,
+    title: "Fork an agent into tries",
+    description: `Fork a live agent that is between turns (its last turn settled: swarm_get_result says settled) into 1..${MAX_FORK_COPIES} children, each starting from the agent's conversation and /work as they are now and given its own first turn: one child per entry of prompts, or count children given the same prompt. Returns agentIds at once, in the order of prompts. The children stay live and idle after their turn (keepAlive, default true) so that they can be compared: wait for them with swarm_wait_agents, read each one's changes with swarm_get_changes, apply the best with swarm_adopt_changes, and end the others with swarm_stop_agent. Refused (HTTP 409) while the agent is in a turn, draining or ended; a child a budget refused is listed too, and ends with outcome budget-exceeded.`,
+    annotations: WRITE,
+    fields: {
+      agentId: {
+        describe:
+          'The agent to fork, "a_<hex>" (swarm_create_run\'s rootAgentId, swarm_spawn_agent or swarm_get_run): live and between turns.',
+      },
+      spec: {
+        describe:
+          "Optional changes to the forked agent's spec for the children; leave it out to copy the agent as it is. name; one of model ({provider, id}) or script (scripted responses for tests), replacing the agent's; approve (rules added to its policy); limits; maxTokens and maxCostUsd.",
+      },
+      budget,
+    },
+  }),
+  swarm_get_changes: routeTool({
+    route: getChanges,
+    title: "Read a fork child's changes",
+    description:
+      "What a fork child (an agentId swarm_fork_agent returned) added, modified or deleted in /work since its fork point: files by path, each with change (added, modified, deleted), kind (file, dir, symlink, other), size and baseSize (bytes now and at the fork; null when absent), linkTarget for a link, and a unified diff of a text file (noDiff says why a file has none: binary, too large, over the answer's budget); diffBytes sums the diffs. Also after the child ended. Refused (HTTP 409) for an agent not made by a fork. Apply them to the parent with swarm_adopt_changes.",
+    annotations: READ,
+    fields: {
+      agentId: { describe: 'The fork child, "a_<hex>", as returned by swarm_fork_agent (agentIds).' },
+    },
+  }),
+  swarm_adopt_changes: routeTool({
+    route: adoptChanges,
+    title: "Adopt a fork child's changes",
+    description:
+      'Apply what a fork child changed in /work since its fork point (see swarm_get_changes) onto its parent\'s /work. agentId is the parent (the agent swarm_fork_agent forked), from the child, live or ended. The parent must be live and between turns. onConflict "fail" (default): when a path was changed both by the child and by the parent since the fork, nothing is applied and the call is refused with HTTP 409 naming the paths; "theirs": the child\'s version wins. Returns files (what was applied, by path) and skipped (what cannot be applied, with why). Then prompt the parent (swarm_prompt_agent) to go on from the adopted files, and stop the children you no longer need (swarm_stop_agent).',
+    annotations: WRITE,
+    fields: {
+      agentId: { describe: 'The parent that takes the changes, "a_<hex>": the agent that was forked.' },
+      from: {
+        describe: 'The fork child whose changes are applied, "a_<hex>", one of the agentIds of swarm_fork_agent.',
+      },
+    },
+  }),
+  swarm_wait_agents: routeTool({
+    route: waitForAgents,
+    title: "Wait for several agents",
+    description:
+      'Wait in one call for several agents of a run, e.g. the agentIds of swarm_fork_agent. mode "all" (default): until every one settled; "first": until one settles with outcome success, the winner. results has each agent\'s result as swarm_get_result gives it (state settled with outcome and result text, or pending when timeoutMs passed first): "all" every agent in the order asked, "first" the winner alone, or every agent when none succeeded. stopOthers: once it answers, stop every listed agent still live but the winner (the losers of a race). Call again to keep waiting for pending ones.',
+    annotations: WRITE,
+    fields: {
+      runId,
+      agentIds: {
+        describe: `Agent ids of this run, "a_<hex>" (1..${MAX_WAIT_AGENTS}): the agentIds of swarm_fork_agent, or any from swarm_get_run.`,
+      },
+      timeoutMs: {
+        describe: `How long to wait, 1..${MAX_WAIT_MANY_MS} ms (default 240000). Returns as soon as the mode is satisfied. If your tool calls time out sooner, use a shorter wait and call again.`,
       },
     },
   }),

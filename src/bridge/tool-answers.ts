@@ -157,6 +157,66 @@ export const ANSWERS: { [K in RouteToolName]: ToolAnswer<(typeof ROUTE_TOOLS)[K]
     }
   },
 
+  async swarm_fork_agent(input, { call }) {
+    const { agentIds } = await call(input);
+    const kept = input.keepAlive ? "; each stays live after its turn" : "";
+    return toolOk(
+      `Forked ${input.agentId} into ${agentIds.length} child(ren): ${agentIds.join(", ")}${kept}. Wait for them with swarm_wait_agents, compare them with swarm_get_changes.`,
+      { agentId: input.agentId, agentIds },
+    );
+  },
+
+  async swarm_get_changes(input, { call }) {
+    const changes = await call(input);
+    const { forkedFrom, files } = changes;
+    const since = `since its fork from ${forkedFrom.agentId} (turn ${forkedFrom.forkPoint.turn})`;
+    const summary =
+      files.length === 0
+        ? `${changes.agentId} changed nothing in /work ${since}.`
+        : `${changes.agentId} changed ${files.length} path(s) in /work ${since}: ${countsLine(files)}; ${changes.diffBytes} bytes of diff.`;
+    return toolOk(summary, { ...changes });
+  },
+
+  async swarm_adopt_changes(input, { call }) {
+    const adopted = await call(input);
+    const skipped = adopted.skipped.length > 0 ? `; ${adopted.skipped.length} skipped (see skipped)` : "";
+    const summary =
+      adopted.files.length === 0
+        ? `Nothing to adopt: ${adopted.from} changed nothing that ${adopted.agentId}'s /work does not already hold${skipped}.`
+        : `${adopted.agentId} adopted ${adopted.files.length} change(s) of ${adopted.from}: ${countsLine(adopted.files)}${skipped}.`;
+    return toolOk(summary, { ...adopted });
+  },
+
+  async swarm_wait_agents(input, { call, extra }) {
+    const { runId, agentIds, mode, stopOthers, timeoutMs } = input;
+    const stop = reportProgress(
+      extra,
+      Math.ceil(timeoutMs / 1000),
+      `waiting for ${agentIds.length} agent(s) of ${runId}`,
+    );
+    try {
+      const answer = await call(input, { signal: extra.signal });
+      const pending = answer.results.filter((r) => r.state === "pending").length;
+      const stopped = stopOthers ? "; the other listed agents still live were stopped" : "";
+      let summary: string;
+      if (answer.winner !== null)
+        summary = `Winner ${answer.winner}: the first to settle with outcome success${stopped}.`;
+      else {
+        const settled = answer.results.filter((r) => r.state === "settled");
+        const outcomes = countsOf(settled.map((r) => r.outcome ?? "none"));
+        const head =
+          mode === "first"
+            ? `No winner: none of ${agentIds.length} agent(s) succeeded`
+            : `${answer.results.length} agent(s)`;
+        const tail = pending > 0 ? `; ${pending} still pending after ${timeoutMs} ms: call again to keep waiting` : "";
+        summary = `${head}; ${settled.length} settled${outcomes ? ` (${outcomes})` : ""}${tail}${stopped}.`;
+      }
+      return toolOk(summary, { runId, ...answer });
+    } finally {
+      stop();
+    }
+  },
+
   async swarm_list_permissions(input, { call }) {
     const { runId, state } = input;
     const { permissions } = await call(input);
@@ -221,6 +281,18 @@ function membersLine({ results }: ControlResponse): string {
     .map((r) => `${r.agentId}: ${r.error ?? "no reason given"}`);
   const line = [...counts].map(([outcome, n]) => `${n} ${outcome}`).join(", ") || "no agents affected";
   return failures.length > 0 ? `${line} (${failures.join("; ")})` : line;
+}
+
+/** "2 added, 1 modified": the changes counted, added then modified then deleted. */
+function countsLine(files: readonly { change: "added" | "modified" | "deleted" }[]): string {
+  const order = ["added", "modified", "deleted"];
+  return countsOf(files.map((f) => f.change).sort((a, b) => order.indexOf(a) - order.indexOf(b)));
+}
+
+function countsOf(words: readonly string[]): string {
+  const counts = new Map<string, number>();
+  for (const word of words) counts.set(word, (counts.get(word) ?? 0) + 1);
+  return [...counts].map(([word, n]) => `${n} ${word}`).join(", ");
 }
 
 function verdict(p: PermissionView): string {

@@ -11,14 +11,16 @@ export const EXIT = {
   OK: 0,
   /**
    * The service refused (its message, or what the agent's state says, is printed: not live,
-   * draining, no such agent), a member of a control failed, or a spawn was refused by a budget.
+   * draining, no such agent, in a turn, not a fork, a conflict of an adopt), a member of a control
+   * failed, a spawn or a fork's child was refused by a budget, or `swarm wait --first` saw every
+   * agent settle and none succeed.
    */
   SERVICE: 1,
   /** Bad command line or local input: unknown command or option, unreadable spec file, bad spec name, SWARM_URL not a URL. */
   USAGE: 2,
   /** Nothing answered at SWARM_URL (refused, unresolvable, or no answer in time). */
   UNREACHABLE: 3,
-  /** `swarm result`: still pending after `--wait`. */
+  /** `swarm result`: still pending after `--wait`; `swarm wait`: some still pending (and no winner) after `--timeout`. */
   PENDING: 4,
   /** Interrupted (Ctrl-C) before finishing. */
   INTERRUPTED: 130,

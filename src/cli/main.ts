@@ -23,6 +23,10 @@ const decide =
 const COMMANDS: Record<string, () => Promise<Command>> = {
   run: async () => (await import("./run-command.ts")).runCommand,
   spawn: async () => (await import("./spawn-command.ts")).spawnCommand,
+  fork: async () => (await import("./fork-command.ts")).forkCommand,
+  changes: async () => (await import("./changes-command.ts")).changesCommand,
+  adopt: async () => (await import("./adopt-command.ts")).adoptCommand,
+  wait: async () => (await import("./wait-command.ts")).waitCommand,
   delete: async () => (await import("./delete-command.ts")).deleteCommand,
   models: async () => (await import("./models-command.ts")).modelsCommand,
   nodes: async () => (await import("./nodes-command.ts")).nodesCommand,

@@ -1,4 +1,5 @@
-import { DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_RUN_LIST_LIMIT, MAX_RUN_LIST_LIMIT } from "../swarm-api.ts";
+import { DEFAULT_WAIT_MANY_MS, MAX_WAIT_MANY_MS } from "../api/limits.ts";
+import { DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_RUN_LIST_LIMIT, MAX_FORK_COPIES, MAX_RUN_LIST_LIMIT } from "../swarm-api.ts";
 
 /** `swarm --help`, and the line shown under a usage error of each command. */
 export const USAGE = `swarm: operate swarmd (runs of sandboxed AI coding agents) at SWARM_URL
@@ -11,6 +12,21 @@ Usage:
             [--idempotency-key KEY] [--run RUN]
                                            a child forked from a live parent's sandbox; --wait-for
                                            (repeatable): fork once those agents' results settled
+  swarm fork <agentId> (--prompt TEXT... | --count N --prompt TEXT) [--spec CHANGES.json | -]
+            [--name NAME] [--no-keep-alive] [--spawn-depth N] [--max-agents N] [--max-tokens N]
+            [--max-cost-usd X]
+                                           children of an agent between turns, each from its
+                                           conversation and /work now: one per --prompt, or N
+                                           given the same one (1..${MAX_FORK_COPIES}); kept live after their turn
+  swarm changes <agentId> [--diff]         what a fork child changed in /work since its fork:
+                                           path, change, kind, sizes; --diff: the unified diffs
+  swarm adopt <agentId> --from <childId> [--theirs]
+                                           apply a fork child's changes to its parent's /work;
+                                           --theirs: the child's version where both changed a path
+  swarm wait <runId> <agentId>... [--first] [--stop-others] [--timeout MS]
+                                           wait for several agents: all settled, or --first the
+                                           first success; --stop-others stops the rest (MS 1..${MAX_WAIT_MANY_MS},
+                                           default ${DEFAULT_WAIT_MANY_MS})
   swarm models [FILTER] [--provider NAME] [--available]
                                            the models a spec may name, and where each key would
                                            come from (env, file, command, none; never the key)
@@ -53,15 +69,19 @@ Controls say what happened in words (a_… paused, a_… already paused, stopped
 docs/controls.md has what each control does in each state.
 
 Exit codes: 0 ok, or already so (already paused, already ended, not paused: nothing to resume;
-result settled), 1 the service refused (not live, draining, not found, a spawn budget) or a control
-failed on some agent, 2 usage or local input error, 3 service unreachable, 4 result still pending,
-130 interrupted.
+result settled), 1 the service refused (not live, draining, not found, in a turn, an adopt's
+conflict, a spawn budget), a control failed on some agent or wait --first saw no success, 2 usage or
+local input error, 3 service unreachable, 4 result (or wait) still pending, 130 interrupted.
 `;
 
 export const COMMAND_USAGE: Record<string, string> = {
   run: "swarm run <spec.json | saved-spec | -> [--prompt TEXT] [--keep-alive] [--spawn-depth N] [--max-agents N] [--max-tokens N] [--max-cost-usd X] [--json]",
   spawn:
     "swarm spawn <parentAgentId> <spec.json | saved-spec | -> [--prompt TEXT] [--wait-for AGENT]... [--keep-alive] [--spawn-depth N] [--max-agents N] [--max-tokens N] [--max-cost-usd X] [--idempotency-key KEY] [--run RUN] [--json]",
+  fork: "swarm fork <agentId> (--prompt TEXT... | --count N --prompt TEXT) [--spec CHANGES.json | -] [--name NAME] [--no-keep-alive] [--spawn-depth N] [--max-agents N] [--max-tokens N] [--max-cost-usd X] [--json]",
+  changes: "swarm changes <agentId> [--diff] [--json]",
+  adopt: "swarm adopt <agentId> --from <childId> [--theirs] [--json]",
+  wait: "swarm wait <runId> <agentId>... [--first] [--stop-others] [--timeout MS] [--json]",
   models: "swarm models [FILTER] [--provider NAME] [--available] [--json]",
   nodes: "swarm nodes [--json]",
   prompt: "swarm prompt <agentId> <text...> [--json]",

@@ -9,17 +9,22 @@ import {
   steerAgent,
   stopAgent,
 } from "../api/agents.ts";
+import { adoptChanges, forkAgent, getChanges, waitForAgents } from "../api/forks.ts";
+import { DEFAULT_WAIT_MANY_MS } from "../api/limits.ts";
 import { listModels } from "../api/models.ts";
 import { listNodes } from "../api/nodes.ts";
 import type { AnswerOf, Operation, RouteRequest } from "../api/operation.ts";
 import { listPermissions, resolvePermission } from "../api/permissions.ts";
 import { createRun, deleteRun, getRun, listRuns, spawnAgent } from "../api/runs.ts";
 import {
+  type AdoptResponse,
   type AgentDetail,
+  type ChangesView,
   type ControlResponse,
   type CreateRunRequest,
   type CreateRunResponse,
   type Delivery,
+  type ForkResponse,
   MAX_WAIT_SECONDS,
   type MachineView,
   type ModelView,
@@ -36,6 +41,7 @@ import {
   type SpendCaps,
   type SpendView,
   type StopMode,
+  type WaitResponse,
 } from "../swarm-api.ts";
 import { ServiceError } from "./client-errors.ts";
 import type { Endpoint } from "./endpoint.ts";
@@ -48,11 +54,19 @@ export const DEFAULT_TIMEOUT_MS = 30_000;
 export const CASCADE_TIMEOUT_MS = 120_000;
 /** Headroom added on top of any hold the client itself asks for, so the client never gives up first. */
 export const WAIT_MARGIN_MS = 30_000;
+/**
+ * Forks, changes and adopts copy or compare a sandbox's files: the service gives a fork point or an
+ * adopt up to 300 s, a comparison 60 s to open the trees and 120 s to read them.
+ */
+export const COPY_TIMEOUT_MS = 300_000 + WAIT_MARGIN_MS;
 export { MAX_PERMISSION_MESSAGE_CHARS } from "../swarm-api.ts";
 
 export interface CallOptions {
   signal?: AbortSignal;
 }
+
+/** A route's body as a caller writes it: the fields the service defaults may be left out. */
+type BodyOf<O extends Operation> = NonNullable<RouteRequest<O>["body"]>;
 
 /**
  * A typed client of swarmd's HTTP routes (spec section 4), shared by the tool bridge and the CLI.
@@ -125,6 +139,26 @@ export interface SwarmClient {
   ): Promise<PermissionView>;
   /** Settled (200) or still pending after `waitSeconds` (202); both resolve. */
   result(agentId: string, waitSeconds?: number, options?: CallOptions): Promise<ResultView>;
+  /**
+   * Children of an agent between turns, each from its conversation and /work now, one per prompt
+   * (`prompts`, or `count` copies of `prompt`); kept live after their turn unless `keepAlive` is
+   * false. A 409 `ServiceError` while the agent is in a turn (`AGENT_BUSY`), draining or ended.
+   */
+  fork(agentId: string, request: BodyOf<typeof forkAgent>, options?: CallOptions): Promise<ForkResponse>;
+  /** What a fork child changed in /work since its fork point, with diffs; a 409 for an agent not made by a fork. */
+  changes(agentId: string, options?: CallOptions): Promise<ChangesView>;
+  /**
+   * Applies a direct fork child's changes (`from`) onto the agent's /work, between turns. With
+   * `onConflict` "fail" (the service's default) a path both changed since the fork is a 409 and
+   * nothing is applied; "theirs" takes the child's version. `from` not a fork child of it is a 400.
+   */
+  adopt(agentId: string, request: BodyOf<typeof adoptChanges>, options?: CallOptions): Promise<AdoptResponse>;
+  /**
+   * Waits for several agents of the run: every one settled (`all`, the default) or the first success
+   * (`first`), for at most `timeoutMs` (the service's default 240 s); unfinished ones come back
+   * `pending`. The call's own timeout exceeds the wait (and the stops of `stopOthers`).
+   */
+  waitFor(runId: string, request: BodyOf<typeof waitForAgents>, options?: CallOptions): Promise<WaitResponse>;
   /** The run's event stream; see `streamEvents`. */
   events(runId: string, options?: StreamOptions): AsyncGenerator<SwarmEvent>;
   /** The models a spec may name (only `provider`'s; only those whose key the service finds when `available`), never a key. */
@@ -148,7 +182,7 @@ export function createSwarmClient(endpoint: Endpoint): SwarmClient {
       path: pathOf(route, wide),
       body: wide.body,
       signal: options?.signal,
-      timeoutMs: timeoutOf(route, wide),
+      timeoutMs: callTimeoutMs(route, wide),
     });
     return reply.body as AnswerOf<O>;
   };
@@ -186,6 +220,10 @@ export function createSwarmClient(endpoint: Endpoint): SwarmClient {
       call(resolvePermission, { params: { agentId, requestId }, body: answer }, options),
     result: (agentId, waitSeconds = 0, options) =>
       call(getResult, { params: { agentId }, query: { wait: waitSeconds } }, options),
+    fork: (agentId, request, options) => call(forkAgent, { params: { agentId }, body: request }, options),
+    changes: (agentId, options) => call(getChanges, { params: { agentId } }, options),
+    adopt: (agentId, request, options) => call(adoptChanges, { params: { agentId }, body: request }, options),
+    waitFor: (runId, request, options) => call(waitForAgents, { params: { runId }, body: request }, options),
     events: (runId, options) => streamEvents(endpoint, runId, options),
     listModels: (filter = {}, options) =>
       call(listModels, { query: { provider: filter.provider, available: filter.available || undefined } }, options),
@@ -210,9 +248,10 @@ function pathOf(route: Operation, request: RouteRequest<Operation>): string {
 /**
  * How long the client waits for an answer: longer than any hold the request asks of the service.
  * Spec 4.13: a caller's timeout must exceed the hold of a spawn with `waitFor`. This service answers
- * such spawns at once, but one that holds them is given the longest hold the spec knows.
+ * such spawns at once, but one that holds them is given the longest hold the spec knows. A wait for
+ * several agents holds `timeoutMs`, then stops the others with `stopOthers`: a cascade's time more.
  */
-function timeoutOf(route: Operation, request: RouteRequest<Operation>): number {
+export function callTimeoutMs(route: Operation, request: RouteRequest<Operation>): number {
   switch (route.operationId) {
     case deleteRun.operationId:
     case steerAgent.operationId:
@@ -226,6 +265,15 @@ function timeoutOf(route: Operation, request: RouteRequest<Operation>): number {
     }
     case getResult.operationId:
       return Number(request.query?.wait ?? 0) * 1000 + WAIT_MARGIN_MS;
+    case forkAgent.operationId:
+    case getChanges.operationId:
+    case adoptChanges.operationId:
+      return COPY_TIMEOUT_MS;
+    case waitForAgents.operationId: {
+      const body = request.body as { timeoutMs?: number; stopOthers?: boolean } | undefined;
+      const hold = body?.timeoutMs ?? DEFAULT_WAIT_MANY_MS;
+      return hold + (body?.stopOthers ? CASCADE_TIMEOUT_MS : WAIT_MARGIN_MS);
+    }
     default:
       return DEFAULT_TIMEOUT_MS;
   }

@@ -244,6 +244,19 @@ describe("bridge tools are made from the routes they call", () => {
       ["stop", ["a_1", { mode: "drain", scope: "agent", drainTimeoutMs: 5_000 }]],
     ],
     swarm_get_result: [{ agentId: "a_1", waitSeconds: 3 }, ["result", ["a_1", 3]]],
+    swarm_fork_agent: [
+      { agentId: "a_1", prompts: ["left", "right"], budget: { maxCostUsd: 1 } },
+      ["fork", ["a_1", { prompts: ["left", "right"], budget: { maxCostUsd: 1 }, keepAlive: true }]],
+    ],
+    swarm_get_changes: [{ agentId: "a_1" }, ["changes", ["a_1"]]],
+    swarm_adopt_changes: [
+      { agentId: "a_1", from: "a_2", onConflict: "theirs" },
+      ["adopt", ["a_1", { from: "a_2", onConflict: "theirs" }]],
+    ],
+    swarm_wait_agents: [
+      { runId: RUN_ID, agentIds: ["a_1", "a_2"], mode: "first", timeoutMs: 5_000 },
+      ["waitFor", [RUN_ID, { agentIds: ["a_1", "a_2"], mode: "first", stopOthers: false, timeoutMs: 5_000 }]],
+    ],
     swarm_list_permissions: [{ runId: RUN_ID, state: "all" }, ["listPermissions", [RUN_ID, "all"]]],
     swarm_resolve_permission: [
       { agentId: "a_1", requestId: PERMISSION.requestId, decision: "deny", message: "no" },

@@ -8,11 +8,19 @@ import assert from "node:assert/strict";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, it } from "node:test";
+import { adoptChanges, forkAgent, getChanges, waitForAgents } from "../../src/api/forks.ts";
+import { DEFAULT_WAIT_MANY_MS, MAX_WAIT_MANY_MS } from "../../src/api/limits.ts";
 import { EventStreamError, ServiceError, ServiceUnreachableError } from "../../src/client/client-errors.ts";
 import type { Endpoint } from "../../src/client/endpoint.ts";
 import { MAX_MESSAGE_CHARS, type SwarmEvent, streamEvents } from "../../src/client/event-stream.ts";
 import { httpCall } from "../../src/client/http-call.ts";
-import { createSwarmClient } from "../../src/client/swarm-client.ts";
+import {
+  CASCADE_TIMEOUT_MS,
+  COPY_TIMEOUT_MS,
+  callTimeoutMs,
+  createSwarmClient,
+  WAIT_MARGIN_MS,
+} from "../../src/client/swarm-client.ts";
 import { freePort } from "../support/daemon-process.ts";
 
 interface Seen {
@@ -74,6 +82,11 @@ describe("client calls", () => {
     await client.result("a_1");
     await client.listPermissions("r_1", "all");
     await client.resolvePermission("a_1", "p_1", { decision: "deny", message: "no" });
+    await client.fork("a_1", { prompts: ["left", "right"], keepAlive: false });
+    await client.fork("a_1", { count: 2, prompt: "go", spec: { name: "copy" } });
+    await client.changes("a_2");
+    await client.adopt("a_1", { from: "a_2", onConflict: "theirs" });
+    await client.waitFor("r_1", { agentIds: ["a_2", "a_3"], mode: "first", stopOthers: true, timeoutMs: 5_000 });
     assert.deepEqual(
       server.seen.map((r) => [r.method, r.url, r.body]),
       [
@@ -87,12 +100,27 @@ describe("client calls", () => {
         ["GET", "/agents/a_1/result?wait=0", ""],
         ["GET", "/runs/r_1/permissions?state=all", ""],
         ["POST", "/agents/a_1/permissions/p_1", '{"decision":"deny","message":"no"}'],
+        ["POST", "/agents/a_1/fork", '{"prompts":["left","right"],"keepAlive":false}'],
+        ["POST", "/agents/a_1/fork", '{"count":2,"prompt":"go","spec":{"name":"copy"}}'],
+        ["GET", "/agents/a_2/changes", ""],
+        ["POST", "/agents/a_1/adopt", '{"from":"a_2","onConflict":"theirs"}'],
+        ["POST", "/runs/r_1/wait", '{"agentIds":["a_2","a_3"],"mode":"first","stopOthers":true,"timeoutMs":5000}'],
       ],
     );
     for (const request of server.seen) {
       assert.equal(request.headers.authorization, "Bearer t0k");
       assert.equal(request.headers["content-type"], request.body ? "application/json" : undefined);
     }
+  });
+
+  it("give a wait for several agents longer than its timeoutMs (and a cascade's time more with stopOthers), a fork, changes or adopt the time the service gives a copy", () => {
+    const wait = (body: Record<string, unknown>) => callTimeoutMs(waitForAgents, { params: { runId: "r_1" }, body });
+    assert.equal(wait({ agentIds: ["a_1"], timeoutMs: MAX_WAIT_MANY_MS }), MAX_WAIT_MANY_MS + WAIT_MARGIN_MS);
+    assert.equal(wait({ agentIds: ["a_1"] }), DEFAULT_WAIT_MANY_MS + WAIT_MARGIN_MS, "the service's default hold");
+    assert.equal(wait({ agentIds: ["a_1"], timeoutMs: 1_000, stopOthers: true }), 1_000 + CASCADE_TIMEOUT_MS);
+    for (const route of [forkAgent, getChanges, adoptChanges])
+      assert.equal(callTimeoutMs(route, { params: { agentId: "a_1" } }), COPY_TIMEOUT_MS, route.operationId);
+    assert.ok(COPY_TIMEOUT_MS > 300_000, "past the service's own 300 s for a fork point or an adopt");
   });
 
   it("reject with the service's status and message, name an address where nothing listens, time out, and keep a cancel's reason", async (t) => {
