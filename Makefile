@@ -59,8 +59,8 @@ SERIAL_TESTS := test/e2e/approvals.test.ts test/harness/harness.test.ts test/con
 # The reply rule's CPU-bound files first, as above.
 FAST_TESTS := $(filter $(SLOW_TESTS),$(wildcard test/machines/*.test.ts)) \
 	$(filter-out $(SLOW_TESTS),$(shell find test/machines test/ledger test/http test/api test/service -name "*.test.ts" | sort)) \
-	test/console/run-state.test.ts test/console/tree-rows.test.ts \
-	$(addprefix test/e2e/,lifecycle.test.ts spawn.test.ts controls.test.ts run-list.test.ts openapi-contract.test.ts timeline.test.ts)
+	test/console/run-state.test.ts test/console/tree-rows.test.ts test/console/fork-events.test.ts \
+	$(addprefix test/e2e/,lifecycle.test.ts spawn.test.ts controls.test.ts forks.test.ts run-list.test.ts openapi-contract.test.ts timeline.test.ts)
 TEST_RUN = $(NODE) --import tsx test/support/run-tests.mjs --concurrency=$(TEST_CONCURRENCY)
 
 .PHONY: test-fast test-cluster
@@ -116,6 +116,7 @@ bench: $(NODE_STAMP)
 	npx tsx bench/sandbox.ts
 	$(NODE) --expose-gc --import tsx bench/service.ts
 	npx tsx bench/ready.ts
+	npx tsx bench/fork.ts
 	npx tsx bench/harness-start.ts
 	npx tsx bench/control-plane.ts
 	$(NODE) --expose-gc --import tsx bench/density.ts

@@ -268,7 +268,7 @@ describe(`forks (${e2eRuntime()} runtime)`, () => {
     events.close();
     assert.equal(event.data.agentId, root);
     assert.equal(event.data.from, child);
-    assert.equal(event.data.files.length, 5);
+    assert.equal((event.data.files as unknown[]).length, 5);
   });
 
   it("refuses an adopt both sides changed (409, listing them) unless the child's version wins", async () => {

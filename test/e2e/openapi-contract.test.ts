@@ -74,7 +74,7 @@ describe("every operation of /openapi.json answers as documented (live daemon)",
   const ajv = new Ajv2020({ strict: false, allErrors: true });
   const validators = new Map<string, ValidateFunction>();
   /** The ids the cases use, filled as the walk goes. */
-  const ids = { runId: "", rootId: "", childId: "", requestId: "" };
+  const ids = { runId: "", rootId: "", childId: "", requestId: "", idleId: "", idleRunId: "", forkId: "" };
 
   before(async () => {
     d = await startDaemon({ token: TOKEN, bodyLimitBytes: 64 * 1024 });
@@ -405,6 +405,71 @@ describe("every operation of /openapi.json answers as documented (live daemon)",
       ],
     ],
     [
+      "forkAgent",
+      [
+        {
+          what: "valid",
+          call: at(() => `/agents/${ids.idleId}/fork`, "POST", {
+            prompts: ["try"],
+            spec: { script: [{ tool: "bash", args: { command: "echo tried > /work/t.txt" } }, { text: "tried" }] },
+          }),
+          status: 202,
+        },
+        { what: "no prompt", call: at(() => `/agents/${ids.idleId}/fork`, "POST", { prompts: [] }), status: 400 },
+        { what: "unknown agent", call: at(() => `/agents/${NO_AGENT}/fork`, "POST", { prompts: ["x"] }), status: 404 },
+        { what: "in a turn", call: at(() => `/agents/${ids.rootId}/fork`, "POST", { prompts: ["x"] }), status: 409 },
+      ],
+      // An agent between turns to fork: idle after its one turn.
+      async () => {
+        const created = await d.call(
+          "POST",
+          "/runs",
+          { spec: { name: "idle", script: [{ text: "ready" }] }, prompt: "go", keepAlive: true },
+          AUTH,
+        );
+        ids.idleRunId = created.body.runId;
+        ids.idleId = created.body.rootAgentId;
+        await d.call("GET", `/agents/${ids.idleId}/result?wait=60`, undefined, AUTH);
+      },
+    ],
+    [
+      "waitForAgents",
+      [
+        {
+          what: "valid",
+          call: () =>
+            json("POST", `/runs/${ids.idleRunId}/wait`, { agentIds: [ids.forkId], mode: "first", timeoutMs: 60_000 }),
+          status: 200,
+        },
+        { what: "no agent", call: at(() => `/runs/${ids.idleRunId}/wait`, "POST", { agentIds: [] }), status: 400 },
+        { what: "unknown run", call: at(() => `/runs/${NO_RUN}/wait`, "POST", { agentIds: [NO_AGENT] }), status: 404 },
+      ],
+    ],
+    [
+      "getChanges",
+      [
+        { what: "valid", call: at(() => `/agents/${ids.forkId}/changes`), status: 200 },
+        { what: "not a fork", call: at(() => `/agents/${ids.idleId}/changes`), status: 409 },
+        { what: "unknown agent", call: at(() => `/agents/${NO_AGENT}/changes`), status: 404 },
+      ],
+    ],
+    [
+      "adoptChanges",
+      [
+        { what: "valid", call: () => json("POST", `/agents/${ids.idleId}/adopt`, { from: ids.forkId }), status: 200 },
+        {
+          what: "not a child",
+          call: () => json("POST", `/agents/${ids.idleId}/adopt`, { from: ids.idleId }),
+          status: 400,
+        },
+        {
+          what: "unknown agent",
+          call: () => json("POST", `/agents/${NO_AGENT}/adopt`, { from: ids.forkId }),
+          status: 404,
+        },
+      ],
+    ],
+    [
       "listModels",
       [
         { what: "valid", call: at(() => "/models"), status: 200 },
@@ -468,6 +533,7 @@ describe("every operation of /openapi.json answers as documented (live daemon)",
         assert.equal(answer.status, step.status, `${operationId} (${step.what}): ${answer.text.slice(0, 300)}`);
         checkAnswer(operationId, step.what, answer);
         if (operationId === "spawnAgent" && step.what === "valid") ids.childId = JSON.parse(answer.text).agentId;
+        if (operationId === "forkAgent" && step.what === "valid") ids.forkId = JSON.parse(answer.text).agentIds[0];
         if (operationId === "pauseAgent" && step.what.startsWith("valid"))
           assert.equal(JSON.parse(answer.text).results[0].outcome, "applied");
       }

@@ -6,12 +6,14 @@ import { STREAM_MESSAGE_SCHEMAS } from "../../api/events.ts";
 import {
   ErrorBodySchema,
   EXAMPLE_IDS,
+  ForkedFromSchema,
   HealthFaultSchema,
   HealthSchema,
   PATH_PARAMS,
   SpendViewSchema,
   UsageSchema,
 } from "../../api/fields.ts";
+import * as forks from "../../api/forks.ts";
 import * as models from "../../api/models.ts";
 import * as nodes from "../../api/nodes.ts";
 import type { Answer, Operation } from "../../api/operation.ts";
@@ -53,6 +55,10 @@ const COMPONENTS: Record<string, z.ZodType> = {
   ScopeRequest: agents.ScopeBody,
   StopRequest: agents.StopBody,
   PermissionAnswer: permissions.PermissionAnswerBody,
+  ForkRequest: forks.ForkBody,
+  ForkSpec: forks.ForkSpecSchema,
+  AdoptRequest: forks.AdoptBody,
+  WaitRequest: forks.WaitBody,
   Error: ErrorBodySchema,
   Health: HealthSchema,
   HealthFault: HealthFaultSchema,
@@ -81,6 +87,13 @@ const COMPONENTS: Record<string, z.ZodType> = {
   ModelList: models.ModelListSchema,
   NodeView: nodes.NodeViewSchema,
   NodeList: nodes.NodeListSchema,
+  ForkedFrom: ForkedFromSchema,
+  ForkResponse: forks.ForkResponseSchema,
+  FileChange: forks.FileChangeSchema,
+  Changes: forks.ChangesSchema,
+  AdoptResponse: forks.AdoptResponseSchema,
+  WaitResult: forks.WaitResultSchema,
+  WaitResponse: forks.WaitResponseSchema,
   ...Object.fromEntries(STREAM_MESSAGE_SCHEMAS),
   StreamMessage: StreamMessageSchema,
 };
