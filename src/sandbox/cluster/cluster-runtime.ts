@@ -6,8 +6,7 @@ import { relay } from "../../harness/mux/mux.ts";
 import { CONTROL_FILES } from "../../harness/protocol.ts";
 import { engineStatus } from "../docker/engine.ts";
 import { LABEL, ownerIdOf, SANDBOX_ID } from "../docker/labels.ts";
-import { pauseContainer, pausedFor } from "../docker/pause.ts";
-import { forksUnsupported } from "../forks-unsupported.ts";
+import { pauseContainer } from "../docker/pause.ts";
 import { assertInputNames } from "../input-names.ts";
 import { createKeyedLock } from "../keyed-lock.ts";
 import {
@@ -19,10 +18,13 @@ import {
   type SandboxRuntime,
 } from "../runtime.ts";
 import type { ControlAnswer, ControlRequest } from "../stream/sandbox-stream.ts";
+import { applyArchiveChanges } from "./archive-apply.ts";
 import { type ClusterEngines, openClusterEngines } from "./cluster-engines.ts";
+import { ClusterForks } from "./cluster-forks.ts";
 import type { ClusterSettings } from "./cluster-settings.ts";
 import { ensureImageOn } from "./image-loader.ts";
 import { healthAfter, healthChanges, type NodeLook, type SandboxHealth } from "./node-health.ts";
+import { quick } from "./node-helpers.ts";
 import { SandboxLinks } from "./sandbox-links.ts";
 import { serviceNameOf, serviceSpec, type VolumeKind, volumeNameOf } from "./sandbox-service.ts";
 import { currentTask, ENDED_STATES, type SandboxTask, waitRunning } from "./sandbox-tasks.ts";
@@ -63,15 +65,15 @@ function answersWithin(call: Promise<unknown>, ms: number): Promise<boolean> {
   ]).finally(() => clearTimeout(timer));
 }
 const PING_TIMEOUT_MS = 1_500;
-/** The longest swarmd waits for one engine answer that is not a stream (a node cut off never answers). */
-const ENGINE_CALL_MS = 10_000;
-const quick = () => AbortSignal.timeout(ENGINE_CALL_MS);
 const VOLUMES: VolumeKind[] = ["work", "control", "inputs"];
 
 /** The parts of a service's spec swarmd reads back: its labels, and the limits it was made with. */
 interface ServiceSpec {
   Labels?: Record<string, string>;
-  TaskTemplate?: { Resources?: { Limits?: { NanoCPUs?: number; MemoryBytes?: number } } };
+  TaskTemplate?: {
+    ContainerSpec?: { Ulimits?: Array<{ Name?: string; Hard?: number }> };
+    Resources?: { Limits?: { NanoCPUs?: number; MemoryBytes?: number } };
+  };
 }
 
 /** What swarmd knows of a sandbox it placed: its node, and what it last said of its health. */
@@ -173,6 +175,14 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
   };
 
   const serviceName = (sandboxId: string) => serviceNameOf(owner, sandboxId);
+  const forks = new ClusterForks({
+    dataDir: options.dataDir,
+    owner,
+    image,
+    engines,
+    nodeIds: () => Object.keys(settings.nodes),
+    log,
+  });
 
   /** Our service for the sandbox: its spec, or undefined when there is none (or it is another data folder's). */
   const findService = async (sandboxId: string): Promise<ServiceSpec | undefined> => {
@@ -206,12 +216,15 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
 
   const containerOf = (task: SandboxTask) => engines.node(task.nodeId!).getContainer(task.containerId!);
 
-  /** Remove the service, wait for its container to go, then remove its volumes on its node. */
-  const removeSandbox = async (sandboxId: string): Promise<void> => {
+  /**
+   * Remove the service, wait for its container to go, then remove its volumes on its node but a
+   * kept `/work` (`keepWork`: a fork child's, to be compared and adopted until its run is dropped).
+   */
+  const removeSandbox = async (sandboxId: string, keepWork = false): Promise<void> => {
     links.close(sandboxId);
     const task = await currentTask(manager, serviceName(sandboxId)).catch(() => undefined);
     try {
-      await manager.getService(serviceName(sandboxId)).remove();
+      await manager.getService(serviceName(sandboxId)).remove({ abortSignal: quick() } as object);
     } catch (err) {
       if (engineStatus(err) !== 404) throw err;
     }
@@ -220,10 +233,12 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
     if (!task?.nodeId || !engines.knows(task.nodeId)) return;
     const node = engines.node(task.nodeId);
     const deadline = Date.now() + 30_000;
+    if (keepWork) forks.kept(sandboxId, task.nodeId);
     for (const kind of VOLUMES) {
+      if (kind === "work" && keepWork) continue;
       for (;;) {
         try {
-          await node.getVolume(volumeNameOf(owner, sandboxId, kind)).remove();
+          await node.getVolume(volumeNameOf(owner, sandboxId, kind)).remove({ abortSignal: quick() } as object);
           break;
         } catch (err) {
           const status = engineStatus(err);
@@ -316,15 +331,40 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
       create(req, signal),
     );
 
-  /** The child is placed on its parent's node when the swarm can, and gets a copy of /work taken while the parent is paused. */
+  /**
+   * A fork from the parent as it is now: the child is placed on its parent's node when the swarm
+   * can, and gets a copy of /work taken while the parent is paused. A fork child (`req.fork`)
+   * starts from its fork point instead, placed on the fork point's node when the swarm can.
+   */
   const fork = (parentSandboxId: string, req: ProvisionRequest, signal: AbortSignal) =>
     guarded(
       signal,
       "SANDBOX_PROVISION_FAILED",
       `Forking sandbox ${parentSandboxId} into ${req.sandboxId} failed`,
       async () => {
-        const parent = await usableTask(parentSandboxId, signal);
         const started = Date.now();
+        const childWork = volumeNameOf(owner, req.sandboxId, "work");
+        const copying = { image, labels: { [LABEL.owner]: owner, [LABEL.run]: req.runId }, log, signal };
+        const source = req.fork;
+        if (source) {
+          const baseNode = await forks.nodeOf(source.baseId);
+          const info = await create(
+            req,
+            signal,
+            (child) =>
+              forks.fillChild(
+                source,
+                { node: child.nodeId!, container: containerOf(child), workVolume: childWork, runId: req.runId },
+                signal,
+              ),
+            baseNode,
+          );
+          log(
+            `sandbox ${req.sandboxId} forked from fork point ${source.baseId} ${info.node === baseNode ? "on its node" : `from node ${baseNode} to ${info.node}`} in ${Date.now() - started} ms`,
+          );
+          return info;
+        }
+        const parent = await usableTask(parentSandboxId, signal);
         const info = await create(
           req,
           signal,
@@ -332,16 +372,16 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
             await serialized(parentSandboxId, () =>
               whilePaused(parent, async () => {
                 if (child.nodeId === parent.nodeId)
-                  await copyOnNode(engines.node(parent.nodeId!), {
-                    image,
-                    from: volumeNameOf(owner, parentSandboxId, "work"),
-                    to: volumeNameOf(owner, req.sandboxId, "work"),
-                    labels: { [LABEL.owner]: owner },
-                  });
+                  await copyOnNode(
+                    engines.node(parent.nodeId!),
+                    { from: volumeNameOf(owner, parentSandboxId, "work"), to: childWork },
+                    copying,
+                  );
                 else
                   await copyAcrossNodes(
-                    { docker: engines.node(parent.nodeId!), containerId: parent.containerId! },
-                    { docker: engines.node(child.nodeId!), containerId: child.containerId! },
+                    { docker: engines.node(parent.nodeId!), container: containerOf(parent) },
+                    { docker: engines.node(child.nodeId!), volume: childWork },
+                    copying,
                   );
               }),
             );
@@ -355,11 +395,17 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
       },
     );
 
-  /** Run `work` with the parent's container paused, leaving it as it was. */
+  /** Run `work` with the sandbox's container paused, leaving it as it was (every engine call bounded). */
   const whilePaused = async <T>(task: SandboxTask, work: () => Promise<T>): Promise<T> => {
     const container = containerOf(task);
     const { State } = await container.inspect({ abortSignal: quick() });
-    return pausedFor(container, State.Paused, work);
+    if (State.Paused) return work();
+    await pauseContainer(container, quick());
+    try {
+      return await work();
+    } finally {
+      await container.unpause({ abortSignal: quick() });
+    }
   };
 
   const setPaused = (sandboxId: string, signal: AbortSignal, paused: boolean) =>
@@ -619,7 +665,9 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
     thaw: (sandboxId, signal) => setPaused(sandboxId, signal, false),
     close: (sandboxId, signal) =>
       guarded(signal, "INTERNAL", `Closing sandbox ${sandboxId} failed`, () =>
-        serialized(sandboxId, () => removeSandbox(sandboxId)),
+        serialized(sandboxId, async () =>
+          removeSandbox(sandboxId, await forks.keepsWork((await findService(sandboxId))?.Labels)),
+        ),
       ),
     inspect: (sandboxId, signal) =>
       guarded(signal, "INTERNAL", `Inspecting sandbox ${sandboxId} failed`, async () => {
@@ -641,7 +689,56 @@ export function createClusterRuntime(options: ClusterRuntimeOptions): SandboxRun
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
-    ...forksUnsupported("cluster"),
+    snapshot: (sandboxId, baseId, runId, signal) =>
+      guarded(signal, "SNAPSHOT_FAILED", `Taking a fork point of sandbox ${sandboxId} failed`, async () => {
+        if (await forks.has(baseId)) return;
+        await serialized(sandboxId, async () => {
+          requireReachable(sandboxId, "SNAPSHOT_FAILED");
+          const task = await usableTask(sandboxId, signal);
+          const from = {
+            node: task.nodeId!,
+            container: containerOf(task),
+            workVolume: volumeNameOf(owner, sandboxId, "work"),
+          };
+          await whilePaused(task, () => forks.snapshot(from, baseId, runId, signal));
+        });
+      }),
+    openTree: (ref, signal) =>
+      guarded(signal, "INTERNAL", `Opening the /work of ${JSON.stringify(ref)} failed`, () =>
+        forks.openTree(
+          ref,
+          async (sandboxId) => {
+            const spec = await findService(sandboxId);
+            const task = spec && (await currentTask(manager, serviceName(sandboxId)));
+            return task?.nodeId ? { node: task.nodeId, runId: spec?.Labels?.[LABEL.run] ?? "" } : undefined;
+          },
+          signal,
+        ),
+      ),
+    applyChanges: (sandboxId, changes, signal) =>
+      guarded(signal, "INTERNAL", `Applying changes to sandbox ${sandboxId} failed`, () =>
+        serialized(sandboxId, async () => {
+          requireReachable(sandboxId, "INTERNAL");
+          const spec = await findService(sandboxId);
+          const task = await usableTask(sandboxId, signal);
+          // The disk limit is each file's (RLIMIT_FSIZE): the cluster does not bound the sum of /work (docs/cluster.md).
+          const fsize = spec?.TaskTemplate?.ContainerSpec?.Ulimits?.find((u) => u.Name === "fsize")?.Hard;
+          const target = {
+            docker: engines.node(task.nodeId!),
+            volume: volumeNameOf(owner, sandboxId, "work"),
+            image,
+            labels: { [LABEL.owner]: owner, [LABEL.run]: spec?.Labels?.[LABEL.run] ?? "" },
+            sandboxId,
+            limitBytes: fsize ?? DEFAULT_SANDBOX_LIMITS.diskMiB * 1024 * 1024,
+            log,
+          };
+          await whilePaused(task, () => applyArchiveChanges(target, changes, signal));
+        }),
+      ),
+    dropRun: async (runId, signal) => {
+      signal.throwIfAborted();
+      await forks.dropRun(runId, signal);
+    },
     controlDir: (sandboxId) => controlDir(sandboxId),
     stop() {
       clearInterval(watchTimer);

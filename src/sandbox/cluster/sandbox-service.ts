@@ -8,6 +8,12 @@ const MiB = 1024 * 1024;
 export const VOLUME_TARGETS = { work: "/work", control: "/control", inputs: "/inputs" } as const;
 export type VolumeKind = keyof typeof VOLUME_TARGETS;
 
+/**
+ * The fork point a fork child started from, on its service and its `-work` volume: the volume is
+ * kept when the child closes (its changes can be compared and adopted) until its run is dropped.
+ */
+export const FORK_BASE_LABEL = "swarmd.base";
+
 export function serviceNameOf(owner: string, sandboxId: string): string {
   return `swarmd-${owner}-${sandboxId}`;
 }
@@ -50,7 +56,7 @@ export interface ServiceSpecInput {
 export function serviceSpec(input: ServiceSpecInput): Docker.CreateServiceOptions {
   const { owner, req } = input;
   const limits = req.limits ?? DEFAULT_SANDBOX_LIMITS;
-  const labels = sandboxLabels(owner, req);
+  const labels = { ...sandboxLabels(owner, req), ...(req.fork ? { [FORK_BASE_LABEL]: req.fork.baseId } : {}) };
   const networked = req.network === true && input.network !== undefined;
   const volume = (kind: VolumeKind) => ({
     Type: "volume" as const,
