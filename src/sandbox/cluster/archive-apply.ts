@@ -4,7 +4,7 @@ import { SwarmError } from "../../errors.ts";
 import { SANDBOX_USER } from "../docker/container-options.ts";
 import { bytesWritten, isPlainRelativePath, overDiskLimit, type WorkChange } from "../work-tree.ts";
 import { type PathKind, statPath } from "./archive-tree.ts";
-import { HELPER_LABEL, quick, runHelper, withHelper } from "./node-helpers.ts";
+import { HELPER_LABEL, HELPER_RUN_MS, quick, runHelper, withHelper, within } from "./node-helpers.ts";
 import { VOLUME_TARGETS } from "./sandbox-service.ts";
 
 const ROOT = VOLUME_TARGETS.work;
@@ -79,7 +79,7 @@ export async function applyArchiveChanges(
       for (const step of steps) {
         signal.throwIfAborted();
         if (step.kind === "write") {
-          await helper.putArchive(archiveOf(step.entries), { path: "/", abortSignal: signal });
+          await helper.putArchive(archiveOf(step.entries), { path: "/", abortSignal: within(signal, HELPER_RUN_MS) });
           continue;
         }
         const list = `${step.paths.map((path) => `${ROOT}/${path}`).join("\0")}\0`;
