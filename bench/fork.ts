@@ -5,8 +5,8 @@
  *     /agents/:agentId/fork`, 8 prompts) until all 8 are `running`, beside one plain spawn of the
  *     same agent (`POST /runs/:runId/agents`, its spec, a prompt) until it is `running`;
  * (ii) the file part alone: the fork point (one frozen copy of /work) and 8 children's /work on it
- *     (`HostForks`, the code both runtimes use), beside one copy of /work (`copyTree`, what a plain
- *     spawn does);
+ *     (`HostForks`, the code both runtimes use; the children made as many at once as the daemon's
+ *     start line makes sandboxes), beside one copy of /work (`copyTree`, what a plain spawn does);
  * (iii) adopt of 100 changed files (`POST /agents/:agentId/adopt`), beside copying those 100 files
  *     with `cp`.
  * `running` is the agent's `agent_state_changed` in the ledger. Not a test: nothing is asserted.
@@ -18,6 +18,7 @@ import { randomUUID } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
+import { DEFAULT_START_CONCURRENCY } from "../src/config.ts";
 import { errorMessage } from "../src/errors.ts";
 import { copyTree } from "../src/sandbox/copy-tree.ts";
 import { createDockerRuntime } from "../src/sandbox/docker/docker-runtime.ts";
@@ -32,6 +33,8 @@ import { fmtMs, fmtRatio, markdownTable, median, since } from "./stats.ts";
 
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const only = new Set((process.env.BENCH_ONLY ?? "process,docker").split(","));
+/** Which parts run: `fork` (the daemon's forks), `files` (the file part alone), `adopt`. */
+const parts = new Set((process.env.BENCH_FORK_PARTS ?? "fork,files,adopt").split(","));
 const REPS = env("BENCH_FORK_REPS", 5);
 const MIB = env("BENCH_FORK_MIB", 100);
 const COPIES = env("BENCH_FORK_COPIES", 8);
@@ -43,9 +46,10 @@ const bash = (command: string) => ({ tool: "bash", args: { command } });
 
 /** The forked agent: its first turn writes `MIB` MiB into /work in `TOOL_CALLS` calls (200 messages in all). */
 function heavySpec() {
-  const perCall = Math.ceil((MIB * 1024) / TOOL_CALLS);
+  // In bytes: busybox's head (the docker image's) takes no K suffix.
+  const perCall = Math.ceil((MIB * 1024 * 1024) / TOOL_CALLS);
   const script = Array.from({ length: TOOL_CALLS }, (_, i) =>
-    bash(`mkdir -p /work/data; head -c ${perCall}K /dev/urandom > /work/data/f${String(i).padStart(3, "0")}.bin`),
+    bash(`mkdir -p /work/data; head -c ${perCall} /dev/urandom > /work/data/f${String(i).padStart(3, "0")}.bin`),
   );
   return { name: "heavy", script: [...script, { text: "ready" }, { text: "{{lastUserMessage}}" }] };
 }
@@ -91,7 +95,7 @@ async function benchRuntime(kind: "process" | "docker", make: (dataDir: string) 
     const light = { name: "light", script: [{ text: "{{lastUserMessage}}" }] };
     const watch = runningAt(d.ledger, runId);
     try {
-      for (let rep = 0; rep < REPS; rep++) {
+      for (let rep = 0; parts.has("fork") && rep < REPS; rep++) {
         process.stderr.write(`\r${kind}: rep ${rep + 1}/${REPS}   `);
         const forkStart = Date.now();
         const { agentIds } = await call(d, "POST", `/agents/${root}/fork`, {
@@ -120,20 +124,12 @@ async function benchRuntime(kind: "process" | "docker", make: (dataDir: string) 
     // The file part alone, on the forked agent's /work as the host has it.
     const work = join(dataDir, "sandboxes", (await call(d, "GET", `/agents/${root}`)).sandboxId, "work");
     const files = new HostForks(join(scratch, `${kind}-files`), () => undefined);
-    for (let rep = 0; rep < REPS; rep++) {
+    for (let rep = 0; parts.has("files") && rep < REPS; rep++) {
       const target = join(scratch, `${kind}-copy-${rep}`);
       mkdirSync(target);
       let start = performance.now();
       await copyTree(work, target, AbortSignal.timeout(600_000));
       copies.push(since(start));
-      const baseId = randomUUID();
-      start = performance.now();
-      await files.snapshot(
-        { work, control: join(scratch, "no-control") },
-        baseId,
-        `bench-${kind}`,
-        AbortSignal.timeout(600_000),
-      );
       const children = Array.from({ length: COPIES }, () => {
         const sandboxId = randomUUID();
         const child = join(scratch, `${kind}-child-${sandboxId}`);
@@ -141,8 +137,23 @@ async function benchRuntime(kind: "process" | "docker", make: (dataDir: string) 
         mkdirSync(join(child, "control"));
         return { sandboxId, work: join(child, "work"), control: join(child, "control") };
       });
-      for (const [i, child] of children.entries())
-        await files.makeChild({ baseId, copy: i + 1, of: COPIES }, child, {}, AbortSignal.timeout(600_000));
+      const baseId = randomUUID();
+      start = performance.now();
+      await files.snapshot(
+        { work, control: join(scratch, "no-control") },
+        baseId,
+        `bench-${kind}`,
+        AbortSignal.timeout(600_000),
+        COPIES,
+      );
+      // As the daemon makes them: each child in its start slot, DEFAULT_START_CONCURRENCY at once.
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: DEFAULT_START_CONCURRENCY }, async () => {
+          for (let i = next++; i < children.length; i = next++)
+            await files.makeChild({ baseId, copy: i + 1, of: COPIES }, children[i]!, {}, AbortSignal.timeout(600_000));
+        }),
+      );
       fileParts.push(since(start));
       for (const child of children) await files.releaseChild(child.sandboxId, child.work);
       await files.dropRun(`bench-${kind}`);
@@ -150,6 +161,7 @@ async function benchRuntime(kind: "process" | "docker", make: (dataDir: string) 
     }
 
     // Adopt: a fork child changes 100 files; its parent adopts them.
+    if (!parts.has("adopt")) return rowsOf(kind, { forks, spawns, fileParts, copies, adoptMs, cpMs });
     const [child] = (
       await call(d, "POST", `/agents/${root}/fork`, {
         prompts: ["change"],
@@ -177,27 +189,39 @@ async function benchRuntime(kind: "process" | "docker", make: (dataDir: string) 
   } finally {
     await d.stop();
   }
-  const rows: RuntimeRows = {
+  return rowsOf(kind, { forks, spawns, fileParts, copies, adoptMs, cpMs });
+}
+
+interface Measured {
+  forks: number[];
+  spawns: number[];
+  fileParts: number[];
+  copies: number[];
+  adoptMs: number;
+  cpMs: number;
+}
+
+function rowsOf(kind: string, m: Measured): RuntimeRows {
+  return {
     fork: [
       `${kind}: ${COPIES} forks → all running`,
-      fmtMs(median(forks)),
-      `${fmtMs(median(spawns))} (one plain spawn → running)`,
-      fmtRatio(median(forks), median(spawns)),
+      fmtMs(median(m.forks)),
+      `${fmtMs(median(m.spawns))} (one plain spawn → running)`,
+      fmtRatio(median(m.forks), median(m.spawns)),
     ],
     files: [
       `${kind}: fork point + ${COPIES} children's /work`,
-      fmtMs(median(fileParts)),
-      `${fmtMs(median(copies))} (one copy of /work)`,
-      fmtRatio(median(fileParts), median(copies)),
+      fmtMs(median(m.fileParts)),
+      `${fmtMs(median(m.copies))} (one copy of /work)`,
+      fmtRatio(median(m.fileParts), median(m.copies)),
     ],
     adopt: [
       `${kind}: adopt ${ADOPTED_FILES} changed files`,
-      fmtMs(adoptMs),
-      `${fmtMs(cpMs)} (\`cp -a\` of those files)`,
-      fmtRatio(adoptMs, cpMs),
+      fmtMs(m.adoptMs),
+      `${fmtMs(m.cpMs)} (\`cp -a\` of those files)`,
+      fmtRatio(m.adoptMs, m.cpMs),
     ],
   };
-  return rows;
 }
 
 async function main(): Promise<void> {

@@ -82,7 +82,7 @@ export class Forks {
     // Everything a fork can be refused for, refused before anything is made.
     const checked = deps.spawner.check(agentId, spec, "body.spec");
     return this.#holding(agentId, async () => {
-      const baseId = await this.#snapshot(agentId);
+      const baseId = await this.#snapshot(agentId, prompts.length);
       const forkPoint: ForkPoint = { turn: deps.settledTurns(agentId) };
       const agentIds = await deps.spawner.fork(checked, {
         spec,
@@ -105,7 +105,7 @@ export class Forks {
     if (earlier !== undefined) return earlier as ForkResponse;
     const spec = forkSpec(deps.table.require(agentId).meta.spec, call.spec);
     const checked = deps.spawner.check(agentId, spec, "params.spec");
-    const baseId = await this.#snapshot(agentId);
+    const baseId = await this.#snapshot(agentId, call.prompts.length);
     const agentIds = await deps.spawner.fork(checked, {
       spec,
       prompts: call.prompts,
@@ -176,11 +176,11 @@ export class Forks {
   }
 
   /** The agent's fork point now: its /work and conversation, frozen. */
-  async #snapshot(agentId: string): Promise<string> {
+  async #snapshot(agentId: string, copies: number): Promise<string> {
     const baseId = randomUUID();
     const { sandboxId } = this.deps.table.require(agentId).meta;
     try {
-      await this.deps.runtime.snapshot(sandboxId, baseId, this.deps.runId, AbortSignal.timeout(300_000));
+      await this.deps.runtime.snapshot(sandboxId, baseId, this.deps.runId, AbortSignal.timeout(300_000), copies);
     } catch (err) {
       if (isSwarmError(err)) throw err;
       throw new SwarmError("SNAPSHOT_FAILED", `agent ${agentId}: ${errorMessage(err)}`, { cause: err });

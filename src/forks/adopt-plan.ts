@@ -1,3 +1,4 @@
+import PQueue from "p-queue";
 import type { AdoptResponse } from "../api/forks.ts";
 import type { TreeEntry, WorkChange, WorkTree } from "../sandbox/work-tree.ts";
 import { sameEntry, type TreeChange } from "./tree-compare.ts";
@@ -30,6 +31,9 @@ export async function planAdopt(
 ): Promise<AdoptPlan> {
   const ours = new Map((await trees.ours.entries(signal)).map((entry) => [entry.path, entry]));
   const plan: AdoptPlan = { writes: [], files: [], skipped: [], conflicts: [] };
+  const queue = new PQueue({ concurrency: READS_AT_ONCE });
+  const reads: Promise<void>[] = [];
+  const unread = new Map<Extract<WorkChange, { kind: "file" }>, string>();
   const deletions: WorkChange[] = [];
   const changed = new Map(changes.map((change) => [change.path, change]));
   /** Folders of the child's paths that the parent turned into something else (a link, a file). */
@@ -81,26 +85,46 @@ export async function planAdopt(
         plan.skipped.push({ path: change.path, reason: `over the ${MAX_ADOPTED_BYTES} bytes one adopt copies` });
         continue;
       }
-      let content: Buffer;
-      try {
-        content = await trees.theirs.read(change.path, MAX_ADOPTED_FILE_BYTES, signal);
-      } catch (err) {
-        plan.skipped.push({
-          path: change.path,
-          reason: `not readable safely: ${(err as NodeJS.ErrnoException).code ?? String(err)}`,
-        });
-        continue;
-      }
-      copied += content.length;
-      plan.writes.push({ path: change.path, kind: "file", content, mode: now.mode });
+      copied += now.size;
+      // Read a few at once; placed in order once all are read.
+      const write: Extract<WorkChange, { kind: "file" }> = {
+        path: change.path,
+        kind: "file",
+        content: EMPTY,
+        mode: now.mode,
+      };
+      const listed = { path: change.path, change: change.change };
+      reads.push(
+        queue.add(async () => {
+          try {
+            write.content = await trees.theirs.read(change.path, MAX_ADOPTED_FILE_BYTES, signal);
+          } catch (err) {
+            unread.set(write, `not readable safely: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+          }
+        }),
+      );
+      plan.writes.push(write);
+      plan.files.push(listed);
+      continue;
     }
     plan.files.push({ path: change.path, change: change.change });
+  }
+  await Promise.all(reads);
+  if (unread.size > 0) {
+    const gone = new Set([...unread.keys()].map((write) => write.path));
+    plan.writes = plan.writes.filter((write) => !unread.has(write as Extract<WorkChange, { kind: "file" }>));
+    plan.files = plan.files.filter((file) => !gone.has(file.path));
+    for (const [write, reason] of unread) plan.skipped.push({ path: write.path, reason });
   }
   // Deepest first, so a folder is empty when its turn comes.
   deletions.sort((a, b) => depth(b.path) - depth(a.path));
   plan.writes = [...deletions, ...plan.writes];
   return plan;
 }
+
+const EMPTY = Buffer.alloc(0);
+/** Files of the child read at once. */
+const READS_AT_ONCE = 8;
 
 const depth = (path: string) => path.split("/").length;
 

@@ -34,7 +34,9 @@ export function observeRuntime(runtime: SandboxRuntime, observe: SandboxCallObse
     inspect: timed("inspect", (id, signal) => runtime.inspect(id, signal)),
     list: timed("list", (signal) => runtime.list(signal)),
     nodes: timed("nodes", (signal) => runtime.nodes(signal)),
-    snapshot: timed("snapshot", (id, baseId, runId, signal) => runtime.snapshot(id, baseId, runId, signal)),
+    snapshot: timed("snapshot", (id, baseId, runId, signal, copies) =>
+      runtime.snapshot(id, baseId, runId, signal, copies),
+    ),
     openTree: timed("open_tree", (ref, signal) => runtime.openTree(ref, signal)),
     applyChanges: timed("apply_changes", (id, changes, signal) => runtime.applyChanges(id, changes, signal)),
     dropRun: timed("drop_run", (runId, signal) => runtime.dropRun(runId, signal)),

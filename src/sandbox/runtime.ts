@@ -174,11 +174,13 @@ export interface SandboxRuntime {
    * Make a fork point `baseId` of a live (or hibernated) sandbox: a frozen copy of its `/work` and of
    * its conversation (pi's session) at this moment, the sandbox frozen for the copy and left as it
    * was. Children forked from it share it as far as the runtime can (never seeing one another's or
-   * the sandbox's later writes); it is kept with the run until `dropRun`. Idempotent for one id.
-   * Throws `SANDBOX_NOT_FOUND`, `SANDBOX_GONE`, `SNAPSHOT_FAILED` (a session over
-   * `MAX_SESSION_BYTES` among the reasons).
+   * the sandbox's later writes); it is kept with the run until `dropRun`. `copies` says how many
+   * children will be forked from it, for a runtime that prepares their `/work` ahead (a hint: a
+   * child of a fork point is made all the same without it). Idempotent for one id. Throws
+   * `SANDBOX_NOT_FOUND`, `SANDBOX_GONE`, `SNAPSHOT_FAILED` (a session over `MAX_SESSION_BYTES`
+   * among the reasons).
    */
-  snapshot(sandboxId: string, baseId: string, runId: string, signal: AbortSignal): Promise<void>;
+  snapshot(sandboxId: string, baseId: string, runId: string, signal: AbortSignal, copies?: number): Promise<void>;
 
   /**
    * A read-only view of a fork point or of a sandbox's `/work`. A fork child's `/work` stays

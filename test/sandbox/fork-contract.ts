@@ -22,7 +22,7 @@ async function rejectsWith(promise: Promise<unknown>, code: ErrorCode): Promise<
 export interface ForkContractSetup extends SandboxContractSetup {
   /** Mounts of the data folder still there, described: none once every sandbox closed and its run was dropped. */
   mounts?: () => Promise<string[]>;
-  /** Host runtimes: what a fork child's /work is mounted as (`overlay`: it shares its fork point). */
+  /** Host runtimes: what a fork child's /work (or where it links to) is mounted as (`overlay`: it shares its fork point). */
   workMount?: (sandboxId: string) => Promise<string | undefined>;
 }
 

@@ -3,6 +3,7 @@
  * fork children from them, their trees, changes applied, and a run's drop. The cluster runtime runs
  * it in test/cluster/.
  */
+import { realpathSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -33,7 +34,7 @@ runForkContract("process", async () => {
     cleanup: () => rm(dataDir, { recursive: true, force: true }),
     workDir: (id) => join(dataDir, "sandboxes", id, "work"),
     mounts: () => mountsUnder(dataDir),
-    workMount: (id) => mountTypeAt(join(dataDir, "sandboxes", id, "work")),
+    workMount: (id) => mountTypeAt(realpathSync(join(dataDir, "sandboxes", id, "work"))),
   };
 });
 
@@ -47,7 +48,7 @@ await whenDocker("docker runtime forks", () =>
       cleanup: () => rm(dataDir, { recursive: true, force: true }),
       workDir: (id) => join(dataDir, "sandboxes", id, "work"),
       mounts: () => mountsUnder(dataDir),
-      workMount: (id) => mountTypeAt(join(dataDir, "sandboxes", id, "work")),
+      workMount: (id) => mountTypeAt(realpathSync(join(dataDir, "sandboxes", id, "work"))),
     };
   }),
 );

@@ -132,7 +132,7 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
               work: folders.workDir(req.sandboxId),
               control: folders.controlDir(req.sandboxId),
             };
-            await forks.makeChild(source, child, { agent: SANDBOX_USER, harness: HARNESS_USER }, signal);
+            await forks.makeChild(source, child, { harness: HARNESS_USER }, signal);
             return containers.createAndStart(req, req.image ?? defaultImage, signal);
           });
         const { image } = await containers.live(parentSandboxId);
@@ -310,7 +310,7 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
         if (signal.aborted || !isSwarmError(err, "RUNTIME_UNAVAILABLE")) throw err;
         return [{ ...localNode([]), engine: "unreachable" as const, reason: err.message }];
       }),
-    snapshot: (sandboxId, baseId, runId, signal) =>
+    snapshot: (sandboxId, baseId, runId, signal, copies) =>
       guarded(signal, "SNAPSHOT_FAILED", `Taking a fork point of sandbox ${sandboxId} failed`, () =>
         serialized(sandboxId, () =>
           whilePaused(sandboxId, () =>
@@ -319,6 +319,7 @@ export function createDockerRuntime(options: DockerRuntimeOptions): SandboxRunti
               baseId,
               runId,
               signal,
+              copies,
             ),
           ),
         ),

@@ -27,50 +27,71 @@ export async function applyHostChanges(
   owner: FileOwner | undefined,
   signal: AbortSignal,
 ): Promise<void> {
-  for (const change of changes) {
-    signal.throwIfAborted();
+  for (const change of changes)
     if (!isPlainRelativePath(change.path)) throw new SwarmError("INVALID_BODY", `not a plain path: ${change.path}`);
-    const full = join(root, change.path);
-    if (change.kind === "delete") {
-      if (!(await folderPathIsReal(root, change.path))) continue; // under a link or gone: nothing of ours there
-      await rm(full, { recursive: true, force: true });
-      continue;
-    }
-    await makeFolders(root, dirname(change.path), owner);
-    const now = await lstat(full).catch(() => undefined);
-    switch (change.kind) {
-      case "dir":
-        if (now?.isDirectory()) {
-          await chmod(full, change.mode & 0o777);
-          break;
-        }
-        if (now) await rm(full, { recursive: true, force: true });
-        await mkdir(full, { mode: change.mode & 0o777 });
+  // Deletions, folders and links in order; then files, a few at once (each is its own path, and
+  // the folders they need are made by then or made by whichever file comes first).
+  for (const change of changes) if (change.kind !== "file") await applyOne(root, change, owner, signal);
+  const files = changes.filter((change) => change.kind === "file");
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(FILES_AT_ONCE, files.length) }, async () => {
+      for (let i = next++; i < files.length; i = next++) await applyOne(root, files[i]!, owner, signal);
+    }),
+  );
+}
+
+/** Files written at once. */
+const FILES_AT_ONCE = 8;
+
+/** One change, checked before it acts. */
+async function applyOne(
+  root: string,
+  change: WorkChange,
+  owner: FileOwner | undefined,
+  signal: AbortSignal,
+): Promise<void> {
+  signal.throwIfAborted();
+  const full = join(root, change.path);
+  if (change.kind === "delete") {
+    if (!(await folderPathIsReal(root, change.path))) return; // under a link or gone: nothing of ours there
+    await rm(full, { recursive: true, force: true });
+    return;
+  }
+  await makeFolders(root, dirname(change.path), owner);
+  const now = await lstat(full).catch(() => undefined);
+  switch (change.kind) {
+    case "dir":
+      if (now?.isDirectory()) {
         await chmod(full, change.mode & 0o777);
-        if (owner) await chown(full, owner.uid, owner.gid);
-        break;
-      case "symlink":
-        if (now) await rm(full, { recursive: true, force: true });
-        await symlink(change.target, full);
-        if (owner) await lchown(full, owner.uid, owner.gid);
-        break;
-      case "file": {
-        if (now && !now.isFile()) await rm(full, { recursive: true, force: true });
-        const temporary = join(dirname(full), `.swarmd-adopt-${randomUUID()}`);
-        const handle = await open(temporary, CREATE, 0o600);
-        try {
-          await handle.writeFile(change.content);
-          if (owner) await handle.chown(owner.uid, owner.gid);
-          await handle.chmod(change.mode & 0o777);
-        } catch (err) {
-          await unlink(temporary).catch(() => undefined);
-          throw err;
-        } finally {
-          await handle.close();
-        }
-        await rename(temporary, full);
         break;
       }
+      if (now) await rm(full, { recursive: true, force: true });
+      await mkdir(full, { mode: change.mode & 0o777 });
+      await chmod(full, change.mode & 0o777);
+      if (owner) await chown(full, owner.uid, owner.gid);
+      break;
+    case "symlink":
+      if (now) await rm(full, { recursive: true, force: true });
+      await symlink(change.target, full);
+      if (owner) await lchown(full, owner.uid, owner.gid);
+      break;
+    case "file": {
+      if (now && !now.isFile()) await rm(full, { recursive: true, force: true });
+      const temporary = join(dirname(full), `.swarmd-adopt-${randomUUID()}`);
+      const handle = await open(temporary, CREATE, 0o600);
+      try {
+        await handle.writeFile(change.content);
+        if (owner) await handle.chown(owner.uid, owner.gid);
+        await handle.chmod(change.mode & 0o777);
+      } catch (err) {
+        await unlink(temporary).catch(() => undefined);
+        throw err;
+      } finally {
+        await handle.close();
+      }
+      await rename(temporary, full);
+      break;
     }
   }
 }
@@ -84,7 +105,13 @@ async function makeFolders(root: string, path: string, owner: FileOwner | undefi
     const stat = await lstat(at).catch(() => undefined);
     if (stat?.isDirectory()) continue;
     if (stat) throw linkInPath(path);
-    await mkdir(at, { mode: 0o755 });
+    try {
+      await mkdir(at, { mode: 0o755 });
+    } catch (err) {
+      // Made meanwhile by another file's write into the same folder.
+      if ((err as NodeJS.ErrnoException).code === "EEXIST" && (await lstat(at)).isDirectory()) continue;
+      throw err;
+    }
     if (owner) await chown(at, owner.uid, owner.gid);
   }
 }

@@ -1,6 +1,20 @@
 import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
-import { chmod, chown, lstat, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import {
+  chmod,
+  chown,
+  copyFile,
+  lstat,
+  mkdir,
+  readdir,
+  readFile,
+  rename,
+  rm,
+  rmdir,
+  stat,
+  symlink,
+  writeFile,
+} from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
 import { errorMessage, isSwarmError, SwarmError } from "../../errors.ts";
@@ -10,7 +24,7 @@ import type { ForkSource } from "../runtime.ts";
 import { MAX_SESSION_BYTES, type TreeRef, type WorkTree } from "../work-tree.ts";
 import type { FileOwner } from "./host-apply.ts";
 import { hostTree } from "./host-tree.ts";
-import { mountOverlay, unmount } from "./overlay.ts";
+import { mountOverlay, mountOverlays, unmount } from "./overlay.ts";
 
 /** A fork point's record, written last: a folder without it is half made. */
 const BaseRecord = z.object({ v: z.literal(1), runId: z.string(), session: z.boolean() });
@@ -50,6 +64,7 @@ export class HostForks {
   readonly #layers: string;
   /** Whether an overlay mount worked here (`undefined` until one was tried). */
   #overlay: boolean | undefined;
+  readonly #known = new Map<string, z.infer<typeof BaseRecord>>();
 
   constructor(
     dataDir: string,
@@ -62,17 +77,17 @@ export class HostForks {
   /**
    * A fork point of a sandbox its caller holds frozen (or whose harness is not running): its /work
    * copied, and the newest session file of its conversation (read safely: a regular file, at most
-   * `MAX_SESSION_BYTES`). Idempotent; a half-made one is made again.
+   * `MAX_SESSION_BYTES`). With `copies`, that many children's overlay layers are made ahead, all
+   * mounted by one `mount` run, for `makeChild` to take (one process per fork, not one per child).
+   * Idempotent; a half-made one is made again.
    */
-  async snapshot(from: HostSandbox, baseId: string, runId: string, signal: AbortSignal): Promise<void> {
+  async snapshot(from: HostSandbox, baseId: string, runId: string, signal: AbortSignal, copies = 0): Promise<void> {
     const dir = this.#baseDir(baseId);
     if (existsSync(join(dir, "base.json"))) return;
     await rm(dir, { recursive: true, force: true });
     await mkdir(join(dir, "work"), { recursive: true, mode: 0o700 });
     try {
-      const copied = stat(from.work).then((s) => s.mode & 0o7777);
       await copyTree(from.work, join(dir, "work"), signal);
-      await writeFile(join(dir, "work-mode"), String(await copied));
       const session = await newestSession(join(from.control, "pi", "sessions"), signal);
       if (session) await writeFile(join(dir, "session.jsonl"), session, { mode: 0o600 });
       const record = { v: 1 as const, runId, session: session !== undefined };
@@ -83,26 +98,42 @@ export class HostForks {
       if (isSwarmError(err)) throw err;
       throw new SwarmError("SNAPSHOT_FAILED", `fork point ${baseId}: ${errorMessage(err)}`, { cause: err });
     }
+    // Layers made ahead are a saving, not a need: a child without one makes its own.
+    await this.#prepare(baseId, copies, signal).catch(() => undefined);
   }
 
   /**
-   * A fork child's /work at `child.work` (an existing, empty folder of `owners.agent`) from its
-   * fork point, and its fork files (the conversation and which copy it is) in its control folder
-   * for its harness, owned by `owners.harness`.
+   * A fork child's /work at `child.work` (an existing, empty folder) from its fork point: where
+   * overlays work, `child.work` becomes a link to its layer's overlay mount (`layers/<id>/merged`:
+   * one made ahead by `snapshot`, or one mounted now), else a copy of the fork point. And its fork
+   * files (the conversation and which copy it is) in its control folder for its harness, owned by
+   * `owners.harness`.
    */
   async makeChild(
     fork: ForkSource,
     child: HostSandbox & { sandboxId: string },
-    owners: { agent?: FileOwner; harness?: FileOwner },
+    owners: { harness?: FileOwner },
     signal: AbortSignal,
   ): Promise<void> {
     const base = await this.#base(fork.baseId);
     const layer = this.#layerDir(child.sandboxId);
+    // Made before (a provision cut short by a restart): its mount goes with it.
+    if (existsSync(layer)) await unmount(join(layer, "merged"));
     await rm(layer, { recursive: true, force: true });
-    await mkdir(layer, { recursive: true, mode: 0o700 });
     const lower = join(this.#baseDir(fork.baseId), "work");
-    const mode = (await this.#mountChild(lower, layer, child.work, owners.agent, signal)) ? "overlay" : "copy";
-    if (mode === "copy") await copyTree(lower, child.work, signal);
+    const ready = join(this.#pendingDir(fork.baseId), String(fork.copy));
+    let mode: LayerRecord["mode"] = "copy";
+    if (existsSync(join(ready, "upper"))) {
+      await rename(ready, layer); // the overlay mounted on `ready/merged` moves with its folder
+      mode = "overlay";
+    } else {
+      await mkdir(layer, { recursive: true, mode: 0o700 });
+      if (await this.#mountChild(lower, layer, signal)) mode = "overlay";
+    }
+    if (mode === "overlay") {
+      await rmdir(child.work);
+      await symlink(join(layer, "merged"), child.work);
+    } else await copyTree(lower, child.work, signal);
     const record: LayerRecord = { v: 1, runId: base.runId, baseId: fork.baseId, mode };
     await writeFile(join(layer, "layer.json"), JSON.stringify(record), { mode: 0o600 });
 
@@ -114,10 +145,8 @@ export class HostForks {
       ...(fork.toolCallId !== undefined ? { toolCallId: fork.toolCallId } : {}),
     };
     await writeFile(join(forkDir, FORK_FILES.note), JSON.stringify(note), { mode: 0o600 });
-    if (base.session) {
-      const session = await readFile(join(this.#baseDir(fork.baseId), "session.jsonl"));
-      await writeFile(join(forkDir, FORK_FILES.session), session, { mode: 0o600 });
-    }
+    if (base.session)
+      await copyFile(join(this.#baseDir(fork.baseId), "session.jsonl"), join(forkDir, FORK_FILES.session));
     const harness = owners.harness;
     if (harness)
       for (const path of [forkDir, join(forkDir, FORK_FILES.note), join(forkDir, FORK_FILES.session)])
@@ -133,13 +162,12 @@ export class HostForks {
     if (!ID.test(sandboxId)) return;
     const layer = this.#layerDir(sandboxId);
     const record = await readLayer(layer);
-    if (!record) {
-      // A half-made child (killed between its mount and its record) may still be mounted.
-      if (existsSync(join(layer, "upper"))) await unmount(work);
+    // An overlay child (or a half-made one, killed between its mount and its record) is unmounted.
+    if (!record || record.mode === "overlay") {
+      if (existsSync(join(layer, "merged"))) await unmount(join(layer, "merged"));
       return;
     }
-    if (record.mode === "overlay") await unmount(work);
-    else if (existsSync(work) && !existsSync(join(layer, "kept"))) await rename(work, join(layer, "kept"));
+    if (existsSync(work) && !existsSync(join(layer, "kept"))) await rename(work, join(layer, "kept"));
   }
 
   /** The folders of a fork child whose blocks count against its disk limit: its own layer (overlay) or none (copy: /work itself). */
@@ -182,57 +210,101 @@ export class HostForks {
   /** Remove the run's fork points and kept changes (its sandboxes were closed before). */
   async dropRun(runId: string): Promise<void> {
     for (const id of await listDir(this.#layers)) {
+      if (id.startsWith(PENDING)) {
+        // Layers made ahead that no child took (a child refused by a budget, say).
+        const baseId = id.slice(PENDING.length);
+        const base = await readJson(join(this.#baseDir(baseId), "base.json"), BaseRecord);
+        if (base ? base.runId !== runId : !(await isOld(join(this.#layers, id)))) continue;
+        for (const copy of await listDir(join(this.#layers, id)))
+          if (copy !== "mounts") await unmount(join(this.#layers, id, copy, "merged"));
+        await rm(join(this.#layers, id), { recursive: true, force: true });
+        continue;
+      }
       const layer = this.#layerDir(id);
       const record = await readLayer(layer);
       if (record && record.runId !== runId) continue;
       if (!record && !(await isOld(layer))) continue; // being made right now
-      for (const name of await listDir(layer)) if (name.startsWith("view-")) await unmount(join(layer, name));
+      for (const name of await listDir(layer))
+        if (name.startsWith("view-") || name === "merged") await unmount(join(layer, name));
       await rm(layer, { recursive: true, force: true });
     }
     for (const id of await listDir(this.#bases)) {
       const dir = this.#baseDir(id);
       const record = await readJson(join(dir, "base.json"), BaseRecord);
-      if (record ? record.runId === runId : await isOld(dir)) await rm(dir, { recursive: true, force: true });
+      if (record ? record.runId === runId : await isOld(dir)) {
+        this.#known.delete(id);
+        await rm(dir, { recursive: true, force: true });
+      }
     }
   }
 
-  /** Try an overlay mount for a fork child's /work; false (copy it instead) where the host allows none. */
-  async #mountChild(
-    lower: string,
-    layer: string,
-    target: string,
-    agent: FileOwner | undefined,
-    signal: AbortSignal,
-  ): Promise<boolean> {
+  /** Try an overlay mount at `<layer>/merged`; false (copy the fork point instead) where the host allows none. */
+  async #mountChild(lower: string, layer: string, signal: AbortSignal): Promise<boolean> {
     if (this.#overlay === false) return false;
-    const upper = join(layer, "upper");
-    const scratch = join(layer, "scratch");
-    await mkdir(upper, { mode: 0o755 });
-    await mkdir(scratch, { mode: 0o700 });
-    // The merged /work's own folder is the upper layer's: the agent's, with the fork point's mode.
-    const mode = Number(await readFile(join(lower, "..", "work-mode"), "utf8").catch(() => "493"));
-    await chmod(upper, mode & 0o777);
-    if (agent) await chown(upper, agent.uid, agent.gid);
+    await makeLayer(await stat(lower), layer);
     try {
-      await mountOverlay(target, { lower: [lower], upper, scratch }, signal);
+      await mountOverlay(join(layer, "merged"), overlayOf(lower, layer), signal);
       this.#overlay = true;
       return true;
     } catch (err) {
       if (signal.aborted) throw signal.reason;
-      await rm(upper, { recursive: true, force: true });
-      await rm(scratch, { recursive: true, force: true });
-      if (this.#overlay === undefined)
-        this.log(
-          `fork children's /work are copies of their fork point, not overlay layers on it: the overlay mount failed (${errorMessage(err)})`,
-        );
-      this.#overlay = false;
+      for (const part of ["upper", "scratch", "merged"]) await rm(join(layer, part), { recursive: true, force: true });
+      this.#overlayFailed(err);
       return false;
     }
   }
 
+  /**
+   * `copies` children's layers on the fork point, made and mounted at once: one `mount` run for
+   * all (`mountOverlays`). A failure leaves none, and each child makes its own (or a copy).
+   */
+  async #prepare(baseId: string, copies: number, signal: AbortSignal): Promise<void> {
+    if (this.#overlay === false || copies < 1) return;
+    const lower = join(this.#baseDir(baseId), "work");
+    const pending = this.#pendingDir(baseId);
+    const layers = Array.from({ length: copies }, (_, i) => join(pending, String(i + 1)));
+    try {
+      const root = await stat(lower);
+      await Promise.all(layers.map((layer) => makeLayer(root, layer)));
+      await mountOverlays(
+        layers.map((layer) => ({ target: join(layer, "merged"), layers: overlayOf(lower, layer) })),
+        join(pending, "mounts"),
+        signal,
+      );
+      this.#overlay = true;
+    } catch (err) {
+      for (const layer of layers) await unmount(join(layer, "merged")).catch(() => undefined);
+      await rm(pending, { recursive: true, force: true });
+      if (!signal.aborted) this.#overlayFailed(err);
+      throw err;
+    }
+  }
+
+  #overlayFailed(err: unknown): void {
+    if (this.#overlay === undefined)
+      this.log(
+        `fork children's /work are copies of their fork point, not overlay layers on it: the overlay mount failed (${errorMessage(err)})`,
+      );
+    this.#overlay = false;
+  }
+
+  /** Where `snapshot` makes children's layers ahead. */
+  #pendingDir(baseId: string): string {
+    return join(this.#layers, `${PENDING}${this.#baseDirName(baseId)}`);
+  }
+
+  #baseDirName(baseId: string): string {
+    if (!ID.test(baseId)) throw new SwarmError("SANDBOX_NOT_FOUND", `${JSON.stringify(baseId)} is not a fork point id`);
+    return baseId;
+  }
+
+  /** A fork point's record (read once: a complete fork point never changes until it is dropped). */
   async #base(baseId: string): Promise<z.infer<typeof BaseRecord>> {
+    const known = this.#known.get(baseId);
+    if (known && existsSync(join(this.#baseDir(baseId), "base.json"))) return known;
     const record = ID.test(baseId) ? await readJson(join(this.#baseDir(baseId), "base.json"), BaseRecord) : undefined;
     if (!record) throw new SwarmError("SANDBOX_NOT_FOUND", `fork point ${baseId} does not exist`);
+    this.#known.set(baseId, record);
     return record;
   }
 
@@ -247,6 +319,29 @@ export class HostForks {
     return join(this.#layers, sandboxId);
   }
 }
+
+/** The folder name of layers made ahead (`pending-<baseId>`), beside children's layers. */
+const PENDING = "pending-";
+
+/**
+ * A layer's folders: `upper` (the child's writes; its own folder is the merged /work's, so it gets
+ * the fork point's mode and owner: `cp -a` gave the fork point's folder those of the /work it
+ * copied), `scratch` (overlay's work folder) and `merged` (the mount point).
+ */
+async function makeLayer(root: { mode: number; uid: number; gid: number }, layer: string): Promise<void> {
+  const upper = join(layer, "upper");
+  await mkdir(upper, { recursive: true, mode: root.mode & 0o777 });
+  await Promise.all([mkdir(join(layer, "scratch"), { mode: 0o700 }), mkdir(join(layer, "merged"), { mode: 0o755 })]);
+  // The umask may have taken bits off the mode, and the daemon owns what it makes.
+  if (((await stat(upper)).mode & 0o777) !== (root.mode & 0o777)) await chmod(upper, root.mode & 0o777);
+  if (root.uid !== process.getuid?.() || root.gid !== process.getgid?.()) await chown(upper, root.uid, root.gid);
+}
+
+const overlayOf = (lower: string, layer: string) => ({
+  lower: [lower],
+  upper: join(layer, "upper"),
+  scratch: join(layer, "scratch"),
+});
 
 /** The newest session file of pi's session folder (the one its harness continues), read safely; none when there is none. */
 async function newestSession(dir: string, signal: AbortSignal): Promise<Buffer | undefined> {

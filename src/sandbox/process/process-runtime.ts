@@ -277,9 +277,9 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
       ];
     },
 
-    snapshot: (sandboxId, baseId, runId, signal) =>
+    snapshot: (sandboxId, baseId, runId, signal, copies) =>
       whileFrozen(ctx, sandboxId, signal, ({ layout }) =>
-        ctx.forks.snapshot({ work: layout.work, control: layout.control }, baseId, runId, signal),
+        ctx.forks.snapshot({ work: layout.work, control: layout.control }, baseId, runId, signal, copies),
       ),
 
     async openTree(ref, signal) {

@@ -108,9 +108,7 @@ export async function forkSandbox(
   if (fork) {
     return createSandbox(ctx, req, signal, (layout) => {
       const users = ctx.separateUsers ? usersForRun(req.runId) : undefined;
-      const owners = users
-        ? { agent: { uid: users.agent, gid: users.agent }, harness: { uid: users.harness, gid: users.harness } }
-        : {};
+      const owners = users ? { harness: { uid: users.harness, gid: users.harness } } : {};
       return ctx.forks.makeChild(
         fork,
         { sandboxId: req.sandboxId, work: layout.work, control: layout.control },
