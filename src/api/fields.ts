@@ -36,6 +36,9 @@ export const EXAMPLE_IDS = {
   requestId: "p_0123456789abcdef01234567",
 } as const satisfies Record<PathParamName, string>;
 
+/** In an example body, a second agent (a fork child the example's agent adopts from), beside `EXAMPLE_IDS.agentId`. */
+export const EXAMPLE_CHILD_ID = "a_fedcba9876543210";
+
 export const AgentStateSchema = z.enum(AGENT_STATES);
 export const OutcomeSchema = z.enum(OUTCOMES);
 

@@ -1,6 +1,15 @@
 import { z } from "zod";
 import { AgentSpecSchema, BudgetSchema } from "../spec/agent-spec.ts";
-import { AgentId, AgentIdValue, EXAMPLE_IDS, ForkedFromSchema, Int, OutcomeSchema, Text } from "./fields.ts";
+import {
+  AgentId,
+  AgentIdValue,
+  EXAMPLE_CHILD_ID,
+  EXAMPLE_IDS,
+  ForkedFromSchema,
+  Int,
+  OutcomeSchema,
+  Text,
+} from "./fields.ts";
 import {
   DEFAULT_WAIT_MANY_MS,
   MAX_DIFF_BYTES,
@@ -211,10 +220,10 @@ export const adoptChanges = operation({
   description:
     "Applies what a direct fork child changed since its fork point onto this agent's /work, between turns, within its disk limit.",
   body: requestBody(AdoptBody, {
-    fail: { summary: "Adopt a child's changes; refuse if both changed a file", value: { from: EXAMPLE_IDS.agentId } },
+    fail: { summary: "Adopt a child's changes; refuse if both changed a file", value: { from: EXAMPLE_CHILD_ID } },
     theirs: {
       summary: "Adopt a child's changes; its version wins where both changed a file",
-      value: { from: EXAMPLE_IDS.agentId, onConflict: "theirs" },
+      value: { from: EXAMPLE_CHILD_ID, onConflict: "theirs" },
     },
   }),
   ok: { 200: { description: "What was applied.", json: AdoptResponseSchema } },

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { EXAMPLE_IDS } from "../../src/api/fields.ts";
+import { EXAMPLE_CHILD_ID, EXAMPLE_IDS } from "../../src/api/fields.ts";
 import { OPERATIONS } from "../../src/api/operations.ts";
 import type { JsonObject, OpenApiDocument } from "../../src/http/openapi/openapi-document.ts";
 import { inbox, startGatedRun } from "../support/approval-runs.ts";
@@ -25,6 +25,8 @@ interface Live {
   runId: string;
   agentId: string;
   requestId: string;
+  /** A fork child of `agentId`, for an adopt. */
+  childId: string;
 }
 
 describe("every request example of /openapi.json succeeds against a live daemon", () => {
@@ -63,11 +65,31 @@ describe("every request example of /openapi.json succeeds against a live daemon"
         script: [{ tool: "spawn_agent", args: { spec: { name: "kid", script: [] } } }, { text: "done" }],
       });
       const [request] = await inbox(d.call, run.runId, 1);
-      return { ...run, requestId: request.requestId };
+      return { ...run, requestId: request.requestId, childId: EXAMPLE_CHILD_ID };
     }
-    const created = await d.call("POST", "/runs", { spec: { name: "target", script: [] }, keepAlive: true });
-    const live = { runId: created.body.runId, agentId: created.body.rootAgentId, requestId: EXAMPLE_IDS.requestId };
+    // A wait's examples find the agent settled; an adopt's, a fork child of it with a change.
+    const prompted = operationId === "waitForAgents" || operationId === "adoptChanges";
+    const created = await d.call("POST", "/runs", {
+      spec: { name: "target", script: [] },
+      keepAlive: true,
+      ...(prompted ? { prompt: "go" } : {}),
+    });
+    const live: Live = {
+      runId: created.body.runId,
+      agentId: created.body.rootAgentId,
+      requestId: EXAMPLE_IDS.requestId,
+      childId: EXAMPLE_CHILD_ID,
+    };
     await waitForState(d, live.agentId, "running");
+    if (prompted) await d.call("GET", `/agents/${live.agentId}/result?wait=60`);
+    if (operationId === "adoptChanges") {
+      const forked = await d.call("POST", `/agents/${live.agentId}/fork`, {
+        prompts: ["change a file"],
+        spec: { script: [{ tool: "bash", args: { command: "echo changed > /work/changed.txt" } }, { text: "done" }] },
+      });
+      live.childId = forked.body.agentIds[0];
+      await d.call("GET", `/agents/${live.childId}/result?wait=60`);
+    }
     if (operationId === "resumeAgent") {
       assert.equal((await d.call("POST", `/agents/${live.agentId}/pause`)).status, 202);
     }
@@ -79,7 +101,8 @@ describe("every request example of /openapi.json succeeds against a live daemon"
     text
       .replaceAll(EXAMPLE_IDS.runId, live.runId)
       .replaceAll(EXAMPLE_IDS.agentId, live.agentId)
-      .replaceAll(EXAMPLE_IDS.requestId, live.requestId);
+      .replaceAll(EXAMPLE_IDS.requestId, live.requestId)
+      .replaceAll(EXAMPLE_CHILD_ID, live.childId);
 
   it("every operation with a body offers examples, and each parses with the route's own schema", () => {
     const all = examples();

@@ -215,6 +215,7 @@ test("messagesRequestFacts reads the body pi-ai really sends for a multi-turn co
   assert.deepEqual(messagesRequestFacts(afterTools), {
     lastUserText: "read both\nfiles",
     lastToolResultText: "beta\ngamma",
+    userTexts: ["read both\nfiles"],
     promptChars: JSON.stringify({ system: afterTools.system, messages: afterTools.messages, tools: afterTools.tools })
       .length,
   });
@@ -228,7 +229,12 @@ test("messagesRequestFacts reads the body pi-ai really sends for a multi-turn co
   const later = messagesRequestFacts(upstream.calls.at(-1)?.body);
   assert.deepEqual(
     { ...later, promptChars: 0 },
-    { lastUserText: "thanks", lastToolResultText: "beta\ngamma", promptChars: 0 },
+    {
+      lastUserText: "thanks",
+      lastToolResultText: "beta\ngamma",
+      userTexts: ["read both\nfiles", "thanks"],
+      promptChars: 0,
+    },
   );
   assert.ok(later.promptChars > JSON.stringify(afterTools.messages).length);
 });
@@ -285,6 +291,7 @@ test("messagesRequestFacts never throws on malformed bodies", () => {
     const facts = messagesRequestFacts(body);
     assert.equal(facts.lastUserText, "");
     assert.equal(facts.lastToolResultText, "");
+    assert.deepEqual(facts.userTexts, []);
     assert.ok(Number.isInteger(facts.promptChars) && facts.promptChars >= 0);
   }
 });
