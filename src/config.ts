@@ -2,6 +2,7 @@ import { BlockList, isIP } from "node:net";
 import { availableParallelism } from "node:os";
 import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
+import { DEFAULT_MCP_MAX_SESSIONS, DEFAULT_MCP_SESSION_IDLE_MS } from "./api/mcp.ts";
 import { SwarmError } from "./errors.ts";
 import { DEFAULT_PACING, type PacingConfig } from "./gateway/pacing.ts";
 import { type ClusterSettings, parseClusterNodes } from "./sandbox/cluster/cluster-settings.ts";
@@ -31,6 +32,8 @@ const Env = z.object({
     .int()
     .min(1024)
     .default(1024 * 1024),
+  SWARM_MCP_MAX_SESSIONS: z.coerce.number().int().min(1).default(DEFAULT_MCP_MAX_SESSIONS),
+  SWARM_MCP_SESSION_IDLE_MS: z.coerce.number().int().min(1000).default(DEFAULT_MCP_SESSION_IDLE_MS),
   SWARM_INSPECT: z.enum(["0", "1"]).default("0"),
   SWARM_INSPECT_PORT: z.coerce.number().int().min(1).max(65535).default(8080),
   SWARM_DOCKER_IMAGE: z.string().min(1).optional(),
@@ -88,6 +91,8 @@ export interface Config {
   startConcurrency: number;
   token?: string;
   bodyLimitBytes: number;
+  /** The tool bridge's sessions at `/mcp` (SWARM_MCP_MAX_SESSIONS, SWARM_MCP_SESSION_IDLE_MS). */
+  mcp: { maxSessions: number; idleMs: number };
   inspect: boolean;
   inspectPort: number;
   docker: { image?: string };
@@ -137,6 +142,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     startConcurrency: e.SWARM_START_CONCURRENCY,
     token: e.SWARM_TOKEN,
     bodyLimitBytes: e.SWARM_BODY_LIMIT,
+    mcp: { maxSessions: e.SWARM_MCP_MAX_SESSIONS, idleMs: e.SWARM_MCP_SESSION_IDLE_MS },
     inspect: e.SWARM_INSPECT === "1",
     inspectPort: e.SWARM_INSPECT_PORT,
     docker: { image: e.SWARM_DOCKER_IMAGE },

@@ -9,6 +9,9 @@ export const ERROR_CODES = {
   INVALID_QUERY: "A query parameter is not valid.",
   UNAUTHORIZED: "Missing or wrong bearer token.",
   HOST_NOT_ALLOWED: "The Host header names no host this daemon serves.",
+  ORIGIN_NOT_ALLOWED: "The Origin header names another origin than the daemon's own.",
+  METHOD_NOT_ALLOWED: "The route does not take this method.",
+  NOT_ACCEPTABLE: "The Accept header refuses what the route answers.",
   BODY_TOO_LARGE: "The request body is too large.",
   NOT_FOUND: "No such route.",
   RUN_NOT_FOUND: "Run does not exist.",
@@ -24,6 +27,10 @@ export const ERROR_CODES = {
   ADOPT_CONFLICT: "Files the child changed were also changed by the agent since the fork.",
   DISK_LIMIT: "The changes would take the sandbox's /work over its disk limit.",
   TREE_TOO_LARGE: "The /work to compare holds too many entries.",
+  // The tool bridge over HTTP (/mcp)
+  MCP_SESSION_NOT_FOUND: "No open MCP session has this id: initialize a new one.",
+  MCP_SESSION_BUSY: "The MCP session has too many requests in flight.",
+  MCP_SESSIONS_FULL: "Every MCP session the daemon keeps has a request in flight.",
   // Sandboxes
   SANDBOX_EXISTS: "A sandbox with this id already exists.",
   SANDBOX_NOT_FOUND: "No such sandbox.",

@@ -73,6 +73,8 @@ async function main(): Promise<void> {
       bodyLimitBytes: config.bodyLimitBytes,
       token: config.token,
       allowedHosts: [config.host, ...config.allowedHosts],
+      listenHost: config.host,
+      mcp: config.mcp,
       metrics,
       loggerInstance: logger,
     },

@@ -11,7 +11,7 @@ export interface Operation {
   /** OpenAPI form: `/runs/{runId}`. Each `{name}` is one of `PATH_PARAMS` (fields.ts). */
   path: string;
   operationId: string;
-  tag: "service" | "runs" | "agents" | "approvals" | "events" | "models" | "nodes";
+  tag: "service" | "runs" | "agents" | "approvals" | "events" | "models" | "nodes" | "mcp";
   summary: string;
   description?: string;
   /** Needs no bearer token (`src/http/auth.ts`). */
@@ -37,9 +37,13 @@ export interface BodyExample {
   value: unknown;
 }
 
-/** A success answer: a JSON body (a zod schema), a body of another media type, or none. */
+/**
+ * A success answer: a JSON body (a zod schema; with `stream`, a client that asks for it gets a
+ * `text/event-stream` instead, each message's data one of `stream`), a body of another media type,
+ * or none.
+ */
 export type Answer = { description: string } & (
-  | { json: z.ZodType }
+  | { json: z.ZodType; stream?: z.ZodType }
   | { media: string; schema: Readonly<Record<string, unknown>> }
   | { empty: true }
 );

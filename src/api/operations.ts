@@ -11,6 +11,7 @@ import {
 } from "./agents.ts";
 import { streamRunEvents } from "./events.ts";
 import { adoptChanges, forkAgent, getChanges, waitForAgents } from "./forks.ts";
+import { deleteMcp, getMcp, postMcp } from "./mcp.ts";
 import { listModels } from "./models.ts";
 import { listNodes } from "./nodes.ts";
 import type { Operation } from "./operation.ts";
@@ -29,7 +30,7 @@ import { getRunTimeline } from "./timeline.ts";
 
 /**
  * Every route of spec section 4, in the document's order. Each is declared in the file of its
- * resource (`runs.ts`, `agents.ts`, `permissions.ts`, `events.ts`, `service.ts`) with the schemas
+ * resource (`runs.ts`, `agents.ts`, `permissions.ts`, `events.ts`, `service.ts`, `mcp.ts`) with the schemas
  * it parses and answers with; `GET /openapi.json` is generated from this list.
  */
 export const OPERATIONS: readonly Operation[] = [
@@ -64,4 +65,7 @@ export const OPERATIONS: readonly Operation[] = [
   resolvePermission,
   listModels,
   listNodes,
+  postMcp,
+  deleteMcp,
+  getMcp,
 ];

@@ -1,9 +1,10 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
+import type { SpecStore } from "../client/spec-store.ts";
+import type { SwarmClient } from "../client/swarm-client.ts";
 import { AgentSpecSchema } from "../spec/agent-spec.ts";
 import { reportProgress } from "./progress.ts";
 import { startService } from "./start-service.ts";
-import type { ToolDeps } from "./tool-answers.ts";
 import { guarded, toolOk } from "./tool-result.ts";
 
 /** Inputs of the tools that call no route (a route's tool takes its input from the route: src/api/tools.ts). */
@@ -38,7 +39,11 @@ const SpecRemoveInput = z.object({
 });
 
 /** Tools that act on this machine, not through the service: start it, and the saved-spec cache. */
-export function registerLocalTools(server: McpServer, { client, specs }: ToolDeps, env: NodeJS.ProcessEnv): void {
+export function registerLocalTools(
+  server: McpServer,
+  { client, specs }: { client: SwarmClient; specs: SpecStore },
+  env: NodeJS.ProcessEnv,
+): void {
   server.registerTool(
     "swarm_start_service",
     {

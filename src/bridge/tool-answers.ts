@@ -14,7 +14,8 @@ import { ToolInputError, toolOk } from "./tool-result.ts";
 
 export interface ToolDeps {
   client: SwarmClient;
-  specs: SpecStore;
+  /** Saved specs a tool may name (`specName`): the stdio bridge's, on its machine; none at the daemon's `/mcp`. */
+  specs?: SpecStore;
 }
 
 /** What a tool's answer is made with: its route, called as the table says, and the bridge's own state. */
@@ -299,10 +300,11 @@ function verdict(p: PermissionView): string {
   return p.decision === "deny" ? `Denied${p.message ? ` ("${p.message}")` : ""}:` : "Allowed:";
 }
 
-/** Exactly one of an inline spec or a saved one's name. */
-function resolveSpec(input: { spec?: AgentSpec; specName?: string }, specs: SpecStore): AgentSpec {
+/** Exactly one of an inline spec or a saved one's name (only where specs are saved: not at `/mcp`). */
+function resolveSpec(input: { spec?: AgentSpec; specName?: string }, specs: SpecStore | undefined): AgentSpec {
   if (input.spec && input.specName) throw new ToolInputError("Give either spec or specName, not both.");
   if (input.spec) return input.spec;
+  if (specs === undefined) throw new ToolInputError("An agent spec is required: pass spec (inline).");
   if (input.specName) return specs.get(input.specName);
   throw new ToolInputError(
     "An agent spec is required: pass spec (inline) or specName (a spec saved with swarm_spec_add; see swarm_spec_list).",

@@ -5,6 +5,7 @@ import Fastify, {
   type FastifyServerOptions,
   LogController,
 } from "fastify";
+import { createRouteServer } from "../bridge/route-server.ts";
 import { SwarmError } from "../errors.ts";
 import type { Ledger } from "../ledger/ledger.ts";
 import type { DaemonMetrics } from "../metrics/daemon-metrics.ts";
@@ -16,10 +17,13 @@ import { sendClientError, sendError } from "./errors.ts";
 import type { EventSource } from "./event-source.ts";
 import { hostCheck } from "./host-check.ts";
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from "./json-depth.ts";
+import { DEFAULT_MCP_LIMITS, type McpSessionLimits, McpSessions } from "./mcp/mcp-sessions.ts";
+import { selfClient } from "./mcp/self-client.ts";
 import { openApiRoutes } from "./openapi/openapi-routes.ts";
 import { agentRoutes } from "./routes/agents.ts";
 import { eventRoutes } from "./routes/events.ts";
 import { forkRoutes } from "./routes/forks.ts";
+import { mcpRoutes } from "./routes/mcp.ts";
 import { modelRoutes } from "./routes/models.ts";
 import { nodeRoutes } from "./routes/nodes.ts";
 import { runRoutes } from "./routes/runs.ts";
@@ -36,6 +40,13 @@ export interface ServerConfig {
    * SWARM_ALLOWED_HOSTS); a request naming any other host, or none, is a 403 on every route.
    */
   allowedHosts?: readonly string[];
+  /**
+   * What the daemon listens on (SWARM_HOST): `/mcp`'s tools call its routes back there, at the port
+   * it listens on (a wildcard on loopback). Default: the address it listens on.
+   */
+  listenHost?: string;
+  /** `/mcp`'s session limits (SWARM_MCP_MAX_SESSIONS, SWARM_MCP_SESSION_IDLE_MS); `DEFAULT_MCP_LIMITS` unless set. */
+  mcp?: Partial<McpSessionLimits>;
   /** Interval of the `: heartbeat` comment on event streams; the spec's 10 s unless a test shortens it. */
   heartbeatMs?: number;
   /** Persisted events queued for a client that is not reading before its stream is cut; the spec's 500 unless set. */
@@ -113,9 +124,17 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   if (config.token !== undefined && config.token !== "") app.addHook("onRequest", bearerAuth(config.token));
 
   const streams = new Set<EventStream>();
-  // Open event streams would keep `close()` waiting forever; end them first.
+  // The tool bridge's sessions at /mcp: each tool calls the daemon's own routes (mcp/self-client.ts).
+  const client = selfClient(app, config.listenHost, config.token);
+  const sessions = new McpSessions({
+    limits: { ...DEFAULT_MCP_LIMITS, ...config.mcp },
+    openServer: () => createRouteServer({ client }),
+    log: app.log,
+  });
+  // Open event streams and MCP answers would keep `close()` waiting forever; end them first.
   app.addHook("preClose", async () => {
     for (const stream of [...streams]) stream.close("shutdown");
+    await sessions.closeAll();
   });
   if (config.metrics) serveMetrics(app, config.metrics, { sseClients: () => streams.size });
 
@@ -134,6 +153,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   forkRoutes(app, deps.swarm);
   modelRoutes(app, deps.swarm);
   nodeRoutes(app, deps.swarm);
+  mcpRoutes(app, { sessions, allowedHosts: config.allowedHosts });
   openApiRoutes(app);
   consolePage(app, config.consoleDir);
   // The plugin hooks `onRoute` when it loads, so the event routes are registered after it.

@@ -15,7 +15,7 @@ const QUOTE_LIMIT = 200;
  * A request with no Host header is refused as well (HTTP/1.1 requires one).
  */
 export function hostCheck(names: readonly string[] = []): (request: FastifyRequest) => Promise<void> {
-  const allowed = new Set([...LOOPBACK_NAMES, ...names].map((name) => name.replace(/^\[(.*)\]$/, "$1").toLowerCase()));
+  const allowed = servedNames(names);
   return async (request) => {
     const host = request.headers.host;
     if (host === undefined || host === "")
@@ -34,9 +34,22 @@ export function hostCheck(names: readonly string[] = []): (request: FastifyReque
   };
 }
 
+/** The names a Host header may carry: the loopback ones and `names`, lower-cased, IPv6 unbracketed. */
+export function servedNames(names: readonly string[] = []): ReadonlySet<string> {
+  return new Set([...LOOPBACK_NAMES, ...names].map((name) => name.replace(/^\[(.*)\]$/, "$1").toLowerCase()));
+}
+
+const HOST = /^(?:\[([0-9a-f:.]+)\]|([^:[\]]+))(?::(\d{1,5}))?$/i;
+
 /** The name in a Host header (`name`, `name:port`, `[v6]`, `[v6]:port`), lower-cased, IPv6 unbracketed; `undefined` when malformed. */
 export function hostName(value: string): string | undefined {
-  const match = /^(?:\[([0-9a-f:.]+)\]|([^:[\]]+))(?::\d{1,5})?$/i.exec(value);
+  const match = HOST.exec(value);
   const name = match?.[1] ?? match?.[2];
   return name?.toLowerCase();
+}
+
+/** The port a Host header names, 80 when it names none; `undefined` when malformed. */
+export function hostPort(value: string): number | undefined {
+  const match = HOST.exec(value);
+  return match === null ? undefined : Number(match[3] ?? 80);
 }

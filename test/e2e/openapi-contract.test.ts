@@ -21,6 +21,15 @@ const TOKEN = "contract-token";
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 const NO_RUN = "r_00000000000000ff";
 const NO_AGENT = "a_00000000000000ff";
+const MCP_INITIALIZE = {
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "contract", version: "1" } },
+};
+const MCP_LIST = { jsonrpc: "2.0", id: 2, method: "tools/list" };
+/** What MCP clients send: an answer as a stream rather than JSON. */
+const MCP_ACCEPT = "application/json, text/event-stream";
 
 interface Call {
   method: "GET" | "POST" | "DELETE";
@@ -74,7 +83,16 @@ describe("every operation of /openapi.json answers as documented (live daemon)",
   const ajv = new Ajv2020({ strict: false, allErrors: true });
   const validators = new Map<string, ValidateFunction>();
   /** The ids the cases use, filled as the walk goes. */
-  const ids = { runId: "", rootId: "", childId: "", requestId: "", idleId: "", idleRunId: "", forkId: "" };
+  const ids = {
+    runId: "",
+    rootId: "",
+    childId: "",
+    requestId: "",
+    idleId: "",
+    idleRunId: "",
+    forkId: "",
+    mcpSession: "",
+  };
 
   before(async () => {
     d = await startDaemon({ token: TOKEN, bodyLimitBytes: 64 * 1024 });
@@ -155,6 +173,21 @@ describe("every operation of /openapi.json answers as documented (live daemon)",
   }
 
   const json = (method: Call["method"], path: string, body?: unknown): Call => ({ method, path, body });
+  /** A request of the MCP session the case opened. */
+  const mcpCall = (method: Call["method"], body?: unknown): Call => ({
+    ...json(method, "/mcp", body),
+    headers: { "mcp-session-id": ids.mcpSession, "mcp-protocol-version": "2025-11-25" },
+  });
+  /** A new MCP session's id, from the answer to its initialize. */
+  const openMcpSession = async (): Promise<string> => {
+    const answer = await fetch(`${d.url}/mcp`, {
+      method: "POST",
+      headers: { ...AUTH, "content-type": "application/json" },
+      body: JSON.stringify(MCP_INITIALIZE),
+    });
+    await answer.text();
+    return answer.headers.get("mcp-session-id") ?? "";
+  };
   const at =
     (path: () => string, method: Call["method"] = "GET", body?: unknown) =>
     () =>
@@ -484,6 +517,55 @@ describe("every operation of /openapi.json answers as documented (live daemon)",
     ],
     ["listNodes", [{ what: "valid", call: at(() => "/nodes"), status: 200 }]],
     [
+      "postMcp",
+      [
+        { what: "valid, initialize, in JSON", call: at(() => "/mcp", "POST", MCP_INITIALIZE), status: 200 },
+        {
+          what: "valid, initialize, as a stream",
+          call: () => ({ ...json("POST", "/mcp", MCP_INITIALIZE), headers: { accept: MCP_ACCEPT } }),
+          status: 200,
+        },
+        {
+          what: "valid, a notification",
+          call: () => mcpCall("POST", { jsonrpc: "2.0", method: "notifications/initialized" }),
+          status: 202,
+        },
+        { what: "not JSON-RPC", call: at(() => "/mcp", "POST", { jsonrpc: "1.0" }), status: 400 },
+        { what: "no session", call: at(() => "/mcp", "POST", MCP_LIST), status: 400 },
+        {
+          what: "unknown session",
+          call: () => ({ ...json("POST", "/mcp", MCP_LIST), headers: { "mcp-session-id": "nope" } }),
+          status: 404,
+        },
+        {
+          what: "foreign Origin",
+          call: () => ({ ...json("POST", "/mcp", MCP_INITIALIZE), headers: { origin: "http://evil.example" } }),
+          status: 403,
+        },
+        {
+          what: "Accept text/html",
+          call: () => ({ ...json("POST", "/mcp", MCP_INITIALIZE), headers: { accept: "text/html" } }),
+          status: 406,
+        },
+      ],
+      async () => {
+        ids.mcpSession = await openMcpSession();
+      },
+    ],
+    [
+      "deleteMcp",
+      [
+        { what: "valid", call: () => mcpCall("DELETE"), status: 200 },
+        { what: "deleted session", call: () => mcpCall("DELETE"), status: 404 },
+        { what: "no session", call: at(() => "/mcp", "DELETE"), status: 400 },
+      ],
+      async () => {
+        ids.mcpSession = await openMcpSession();
+      },
+    ],
+    // Always 405 (no standalone stream): the one operation without a request that succeeds.
+    ["getMcp", [{ what: "no stream", call: at(() => "/mcp"), status: 405 }]],
+    [
       "deleteRun",
       [
         { what: "bad purge", call: at(() => `/runs/${ids.runId}?purge=maybe`, "DELETE"), status: 400 },
@@ -499,9 +581,9 @@ describe("every operation of /openapi.json answers as documented (live daemon)",
       Object.values(methods).map((operation) => String(operation.operationId)),
     );
     assert.deepEqual(CASES.map(([id]) => id).sort(), documented.sort());
-    // The stream's valid request is `checkStream`; every case also sends a foreign Host (and, where the token is wanted, none).
+    // The stream's valid request is `checkStream`, and GET /mcp is always a 405; every case also sends a foreign Host (and, where the token is wanted, none).
     for (const [id, steps] of CASES)
-      if (id !== "streamRunEvents")
+      if (id !== "streamRunEvents" && id !== "getMcp")
         assert.ok(
           steps.some((step) => step.status < 300),
           `${id}: no valid request`,

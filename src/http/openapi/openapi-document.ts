@@ -14,6 +14,7 @@ import {
   UsageSchema,
 } from "../../api/fields.ts";
 import * as forks from "../../api/forks.ts";
+import * as mcp from "../../api/mcp.ts";
 import * as models from "../../api/models.ts";
 import * as nodes from "../../api/nodes.ts";
 import type { Answer, Operation } from "../../api/operation.ts";
@@ -94,6 +95,9 @@ const COMPONENTS: Record<string, z.ZodType> = {
   AdoptResponse: forks.AdoptResponseSchema,
   WaitResult: forks.WaitResultSchema,
   WaitResponse: forks.WaitResponseSchema,
+  McpRequest: mcp.McpBody,
+  McpMessage: mcp.McpMessageSchema,
+  McpAnswer: mcp.McpAnswerSchema,
   ...Object.fromEntries(STREAM_MESSAGE_SCHEMAS),
   StreamMessage: StreamMessageSchema,
 };
@@ -162,6 +166,7 @@ export function createOpenApiDocument(): OpenApiDocument {
       { name: "events", description: "The run's event stream." },
       { name: "models", description: "The models a spec may name." },
       { name: "nodes", description: "The machines sandboxes run on." },
+      { name: "mcp", description: "The tool bridge as an MCP server (Streamable HTTP)." },
       { name: "service", description: "The daemon itself." },
     ],
     security: [{ bearerAuth: [] }],
@@ -225,23 +230,31 @@ function errorStatuses(operation: Operation): Record<number, string> {
     statuses[415] = SHARED_ERRORS[415];
   }
   if (!operation.open) statuses[401] = SHARED_ERRORS[401];
-  statuses[403] = SHARED_ERRORS[403];
+  // A route's own 403 (a foreign Origin at /mcp) comes after the Host refusal every route has.
+  statuses[403] = statuses[403] === undefined ? SHARED_ERRORS[403] : `${SHARED_ERRORS[403]} ${statuses[403]}`;
   statuses[500] = SHARED_ERRORS[500];
   return statuses;
 }
 
 function successResponse(answer: Answer, nameOf: (schema: z.ZodType) => string): JsonObject {
   if ("empty" in answer) return { description: answer.description };
+  // OpenAPI 3.1 has no way to type the items of a stream (3.2's `itemSchema`); each message's
+  // shape is named in `x-item-schema` for readers and tools that look.
   if ("json" in answer)
-    return { description: answer.description, content: { "application/json": { schema: ref(nameOf(answer.json)) } } };
-  if (answer.media === "text/event-stream") {
-    // OpenAPI 3.1 has no way to type the items of a stream (3.2's `itemSchema`); each message's
-    // shape is `StreamMessage`, named here for readers and tools that look.
+    return {
+      description: answer.description,
+      content: {
+        "application/json": { schema: ref(nameOf(answer.json)) },
+        ...(answer.stream
+          ? { "text/event-stream": { schema: { type: "string" }, "x-item-schema": ref(nameOf(answer.stream)) } }
+          : {}),
+      },
+    };
+  if (answer.media === "text/event-stream")
     return {
       description: answer.description,
       content: { "text/event-stream": { schema: answer.schema, "x-item-schema": ref("StreamMessage") } },
     };
-  }
   return { description: answer.description, content: { [answer.media]: { schema: answer.schema } } };
 }
 
