@@ -10,6 +10,7 @@ import { countStates, createRunView } from "../src/views/run-view.ts";
 import { AgentDirectory } from "./agent-directory.ts";
 import { finishPurges } from "./run/purge.ts";
 import { Run, type RunDeps, type ServiceConfig } from "./run/run.ts";
+import type { LogSubject } from "./run/run-deps.ts";
 import { newRunId, planRoot } from "./run/spawn.ts";
 import { StartQueue } from "./start-queue.ts";
 
@@ -22,7 +23,10 @@ export interface SwarmServiceDeps {
   ledger: Ledger;
   results: ResultStore;
   inspect?: RunDeps["inspect"];
-  log?: (message: string) => void;
+  /** Where the service reports its lifecycle; `about` names the run (and agent) a line concerns. */
+  log?: (message: string, about?: LogSubject) => void;
+  /** Told of every prompt accepted (traces record prompts, whose text the ledger does not keep). */
+  onPrompt?: (agentId: string, text: string) => void;
   /** The model gateway; default: pi-ai's built-in models, no models file, default pacing. */
   gateway?: ModelGateway;
   /** Admission control of sandbox starts; default: one start per core at once. */
@@ -125,7 +129,10 @@ export function createSwarmService(deps: SwarmServiceDeps): SwarmService {
     spawn: async (runId, request) => writing(runById(runId)).spawn(request),
     getAgent: async (agentId) => runOf(agentId).agent(agentId),
     setBudget: async (agentId, caps) => writing(runOf(agentId)).setBudget(agentId, caps),
-    prompt: async (agentId, text) => writing(runOf(agentId)).prompt(agentId, text),
+    prompt: async (agentId, text) => {
+      await writing(runOf(agentId)).prompt(agentId, text);
+      deps.onPrompt?.(agentId, text);
+    },
     steer: async (agentId, request) => writing(runOf(agentId)).steer(agentId, request.message, request.scope),
     pause: async (agentId, scope) => runOf(agentId).pause(agentId, scope),
     resume: async (agentId, scope) => runOf(agentId).resume(agentId, scope),
@@ -177,7 +184,7 @@ async function restoreRuns(
   runs: Map<string, Run>,
   runtime: SandboxRuntime,
   runIds: string[],
-  log: (message: string) => void,
+  log: (message: string, about?: LogSubject) => void,
 ): Promise<number> {
   const owned = await runtime.list(AbortSignal.timeout(60_000));
   const kept = new Set<string>();
@@ -188,7 +195,7 @@ async function restoreRuns(
       continue;
     }
     run.close();
-    log(`run ${runId}: its ledger records no root agent; not restored (its events stay in the ledger)`);
+    log(`run ${runId}: its ledger records no root agent; not restored (its events stay in the ledger)`, { runId });
   }
   for (const info of owned) {
     if (kept.has(info.sandboxId)) continue;

@@ -7,6 +7,7 @@ import { SwarmError } from "./errors.ts";
 import { DEFAULT_PACING, type PacingConfig } from "./gateway/pacing.ts";
 import { type ClusterSettings, parseClusterNodes } from "./sandbox/cluster/cluster-settings.ts";
 import { DEFAULT_SANDBOX_LIMITS, type RuntimeKind, type SandboxLimits } from "./sandbox/runtime.ts";
+import { loadTraceConfig, type TraceConfig } from "./tracing/trace-config.ts";
 
 /** An agent idle this long between turns hibernates: its harness ends, its session and files stay. */
 export const DEFAULT_HIBERNATE_AFTER_MS = 60_000;
@@ -112,6 +113,8 @@ export interface Config {
   modelsFile?: string;
   /** How the model gateway paces calls per provider (SWARM_MODEL_CONCURRENCY, SWARM_MODEL_MAX_BACKOFF_MS). */
   pacing: PacingConfig;
+  /** OpenTelemetry traces (the standard OTEL_* variables, docs/tracing.md); null when off. */
+  tracing: TraceConfig | null;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -161,6 +164,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bwrap: e.SWARM_BWRAP,
     modelsFile: e.SWARM_MODELS === undefined ? undefined : resolve(e.SWARM_MODELS),
     pacing: { ...parseConcurrency(e.SWARM_MODEL_CONCURRENCY), maxBackoffMs: e.SWARM_MODEL_MAX_BACKOFF_MS },
+    tracing: loadTraceConfig(env),
   };
 }
 

@@ -15,23 +15,29 @@ import { loadModelCatalog } from "./gateway/models.ts";
 import { Pacing } from "./gateway/pacing.ts";
 import { ensureHarnessBundle } from "./harness/launch.ts";
 import { buildServer } from "./http/build-server.ts";
-import { isStorageFull } from "./ledger/ledger.ts";
+import { type CommittedBatch, isStorageFull } from "./ledger/ledger.ts";
 import { openLedger } from "./ledger/level-ledger.ts";
 import { createLogger } from "./log/logger.ts";
 import { DaemonMetrics } from "./metrics/daemon-metrics.ts";
 import { observeRuntime } from "./metrics/observed-runtime.ts";
 import { createResultStore } from "./results/result-store.ts";
 import { createRuntime } from "./sandbox/create-runtime.ts";
+import { RunTracing } from "./tracing/run-tracing.ts";
+import { logTraceFields } from "./tracing/trace-ids.ts";
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger({ level: config.logLevel, format: config.logFormat, token: config.token });
   mkdirSync(config.dataDir, { recursive: true });
   const metrics = new DaemonMetrics();
+  const results = createResultStore(config.dataDir);
+  // Traces are folded from what the ledger commits, like the metrics' counters (docs/tracing.md).
+  const tracing = config.tracing ? new RunTracing(config.dataDir, logger) : undefined;
   const ledger = await openLedger(join(config.dataDir, "ledger"), {
-    onCommit: metrics.ledgerCommitted,
+    onCommit: observers(metrics.ledgerCommitted, tracing?.committed),
     dataDir: config.dataDir,
   });
+  await tracing?.restore(ledger);
   const runtime = observeRuntime(
     await createRuntime(config, { info: (message) => logger.info(message), warn: (message) => logger.warn(message) }),
     metrics.sandboxCallEnded,
@@ -53,11 +59,15 @@ async function main(): Promise<void> {
     },
     runtime,
     ledger,
-    results: createResultStore(config.dataDir),
+    results,
     gateway,
     starts: new StartQueue(config.startConcurrency),
     // What the service reports is its lifecycle (restore, lost agents, ends with an error): info.
-    log: (message) => logger.info(message),
+    // With traces on, a line about a run carries its trace's id and its agent's span id.
+    log: (message, about) => (tracing && about ? logger.info(logTraceFields(about), message) : logger.info(message)),
+    ...(tracing && config.tracing?.captureContent
+      ? { onPrompt: (agentId, text) => tracing.prompted(agentId, text) }
+      : {}),
     onHarnessReconnect: metrics.harnessReconnected,
   });
   metrics.watch({
@@ -102,10 +112,25 @@ async function main(): Promise<void> {
     await app.close();
     await service.close();
     await ledger.close();
+    await tracing?.close();
     process.exit(0);
   };
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
   process.on("SIGINT", () => void shutdown("SIGINT"));
+}
+
+/** Several observers of the ledger's commits, each kept from failing the others. */
+function observers(...each: (((batch: CommittedBatch) => void) | undefined)[]): (batch: CommittedBatch) => void {
+  const present = each.filter((fn) => fn !== undefined);
+  return (batch) => {
+    for (const fn of present) {
+      try {
+        fn(batch);
+      } catch {
+        // An observer must not fail the appends it watches, nor the observers after it.
+      }
+    }
+  };
 }
 
 /** SWARM_INSPECT=1: relay every actor's transitions to the Stately inspector UI. */

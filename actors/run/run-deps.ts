@@ -18,6 +18,12 @@ export interface ServiceConfig {
   hibernateAfterMs?: number;
 }
 
+/** The run, and agent, a log line is about. */
+export interface LogSubject {
+  runId: string;
+  agentId?: string;
+}
+
 /** What a run needs from the daemon. */
 export interface RunDeps {
   config: ServiceConfig;
@@ -26,7 +32,8 @@ export interface RunDeps {
   results: ResultStore;
   /** Inspection hook for the run's actors (SWARM_INSPECT=1). */
   inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
-  log(message: string): void;
+  /** `about`: the run (and agent) a line is about, so the log can join its trace. */
+  log(message: string, about?: LogSubject): void;
   /** Which run each agent belongs to: the run adds every agent it takes on. */
   directory: AgentDirectory;
   /** The daemon's model gateway: every agent's model calls go through it. */

@@ -99,7 +99,7 @@ export class Run {
     deps: RunDeps,
   ) {
     this.#deps = deps;
-    const log = (message: string) => deps.log(`run ${runId}: ${message}`);
+    const log = (message: string, agentId?: string) => deps.log(`run ${runId}: ${message}`, { runId, agentId });
     const view = createRunView(runId);
     this.#view = view;
     this.#results = new Results(view.agents, deps.results);
@@ -347,7 +347,7 @@ export class Run {
       register: (agentId) => this.#deps.directory.add(agentId, this.runId),
       permissions: this.#permissions,
       drains: this.#drains,
-      log: (message) => log(`run ${this.runId}: ${message}`),
+      log: (message) => log(`run ${this.runId}: ${message}`, { runId: this.runId }),
     });
     for (const sandboxId of sandboxes) kept.add(sandboxId);
     return true;
@@ -392,8 +392,12 @@ export class Run {
   }
 }
 
-function logEndWithError(log: (message: string) => void, agentId: string | null, data: unknown): void {
+function logEndWithError(
+  log: (message: string, agentId?: string) => void,
+  agentId: string | null,
+  data: unknown,
+): void {
   const { outcome, error } = (data ?? {}) as { outcome?: unknown; error?: unknown };
   if (typeof error !== "string" || error === "") return;
-  log(`agent ${agentId} ended ${String(outcome)}: ${error}`);
+  log(`agent ${agentId} ended ${String(outcome)}: ${error}`, agentId ?? undefined);
 }

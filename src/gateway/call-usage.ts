@@ -9,6 +9,7 @@ export function callUsage(
   counts: TokenCounts | null,
   callId: string,
   durationMs: number,
+  heldMs = 0,
 ): CallUsage {
   const c = counts ?? { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
   const cost = calculateCost(model, {
@@ -26,6 +27,7 @@ export function callUsage(
     cacheWriteTokens: c.cacheWrite,
     costUsd: cost.total,
     durationMs,
+    heldMs,
     usageKnown: counts !== null,
   };
 }

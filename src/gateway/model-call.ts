@@ -74,6 +74,7 @@ export async function handleModelCall(
   }
   body.model = model.id; // the agent's model, never one it names itself
   const callId = randomUUID();
+  const arrivedAt = Date.now();
   const scripted = caller.script !== undefined;
 
   for (let attempt = 0; ; attempt++) {
@@ -93,7 +94,7 @@ export async function handleModelCall(
         const counts = await serveScriptStep(res, body, raw, caller, hungUp.signal);
         // A step cut off is answered again to the same request (see ScriptCursor): counted once, when delivered.
         if (hungUp.signal.aborted) return;
-        await caller.record(callUsage(model, counts, callId, Date.now() - sentAt));
+        await caller.record(callUsage(model, counts, callId, Date.now() - sentAt, sentAt - arrivedAt));
         res.end();
         return;
       }
@@ -127,7 +128,7 @@ export async function handleModelCall(
       if (upstream.statusCode < 200 || upstream.statusCode >= 300)
         return await relayError(res, upstream, credentials.apiKey, LOAD_STATUSES.has(upstream.statusCode));
       const record = (counts: TokenCounts | null) =>
-        caller.record(callUsage(model, counts, callId, Date.now() - sentAt));
+        caller.record(callUsage(model, counts, callId, Date.now() - sentAt, sentAt - arrivedAt));
       return await relayAnswer(res, upstream, model.api, record);
     } finally {
       release();

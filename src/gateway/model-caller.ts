@@ -12,6 +12,8 @@ export interface CallUsage {
   cacheWriteTokens: number;
   costUsd: number;
   durationMs: number;
+  /** Time the call was held before it was sent: for its agents' budgets, the provider's pacing, and retries of a busy provider. */
+  heldMs: number;
   /** False when the provider's answer carried no usage (a server that ignores `include_usage`): the counts are then 0. */
   usageKnown: boolean;
 }

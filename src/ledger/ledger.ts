@@ -201,6 +201,8 @@ export interface CommittedBatch {
   appendSeconds: number[];
   /** The batch's events, seq order per run. Read-only. */
   events: LedgerEvent[];
+  /** `events[i]` as the JSON text the ledger wrote: what an observer hands to another thread without cloning objects. */
+  json: string[];
 }
 
 /** Options of `openLedger`. */

@@ -39,6 +39,8 @@ interface Written {
   ops: BatchOp[];
   next: Map<string, number>;
   stored: LedgerEvent[][];
+  /** Every event of `stored`, flattened in order, as the JSON text written. */
+  json: string[];
 }
 
 /**
@@ -171,6 +173,7 @@ class LevelLedger implements Ledger {
         appends: group.length,
         appendSeconds: group.map((req) => (committedAt - req.queuedAt) / 1000),
         events: written.stored.flat(),
+        json: written.json,
       });
     } catch {
       // An observer (metrics) must not be able to fail the appends it watches.
@@ -183,6 +186,7 @@ class LevelLedger implements Ledger {
     const next = new Map<string, number>();
     const ops: BatchOp[] = [];
     const stored: LedgerEvent[][] = [];
+    const json: string[] = [];
     for (const req of group) {
       const out: LedgerEvent[] = [];
       if (req.events.length > 0 && !this.#last.has(req.runId) && !next.has(req.runId)) {
@@ -194,13 +198,14 @@ class LevelLedger implements Ledger {
         const { value, event } = storeEvent(req.runId, seq, e, commitAt);
         ops.push({ type: "put", sublevel: this.#events, key: eventKey(req.runId, seq), value });
         out.push(event);
+        json.push(value);
       }
       if (req.events.length > 0) next.set(req.runId, seq);
       for (const key of req.del) ops.push({ type: "del", sublevel: this.#index, key });
       for (const { key, value } of req.put) ops.push({ type: "put", sublevel: this.#index, key, value });
       stored.push(out);
     }
-    return { ops, next, stored };
+    return { ops, next, stored, json };
   }
 
   dropRun(runId: string, marker: IndexPut): Promise<void> {

@@ -120,6 +120,8 @@ export const RunEventSchema = z.discriminatedUnion("type", [
       cacheWriteTokens: z.number(),
       costUsd: z.number(),
       durationMs: z.number(),
+      /** Absent in ledgers older than it. */
+      heldMs: z.number().optional(),
       usageKnown: z.boolean(),
     }),
   ),

@@ -58,6 +58,7 @@ describe("configuration from the environment", () => {
       dataDir: "/tmp/swarmd-config-test",
       runtime: "docker",
       turnMaxMs: 5000,
+      tracing: null,
       memberTimeoutMs: 7000,
       hibernateAfterMs: 0,
       startConcurrency: 3,
