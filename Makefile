@@ -117,6 +117,7 @@ bench: $(NODE_STAMP)
 	$(NODE) --expose-gc --import tsx bench/service.ts
 	npx tsx bench/ready.ts
 	npx tsx bench/fork.ts
+	npx tsx bench/tracing.ts
 	npx tsx bench/harness-start.ts
 	npx tsx bench/control-plane.ts
 	$(NODE) --expose-gc --import tsx bench/density.ts
