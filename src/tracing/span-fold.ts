@@ -352,15 +352,8 @@ export class SpanFold {
       costUsd: 0,
     };
     const attributes: Attributes = {
-      "gen_ai.operation.name": "invoke_agent",
-      "gen_ai.agent.name": track.name,
-      "gen_ai.agent.id": track.agentId,
+      ...this.#agentAttributes(track, "invoke_agent", turn),
       "gen_ai.conversation.id": track.agentId,
-      ...(track.provider ? this.#provider(track.provider) : {}),
-      ...(track.model ? { "gen_ai.request.model": track.model } : {}),
-      "gen_ai.usage.input_tokens": turn.inputTokens,
-      "gen_ai.usage.output_tokens": turn.outputTokens,
-      "swarmd.cost_usd": turn.costUsd,
       "swarmd.turn": track.settled + 1,
       "swarmd.outcome": outcome,
     };
@@ -369,7 +362,7 @@ export class SpanFold {
       const output = endError === null ? this.options.readResult(track.agentId) : null;
       if (output !== null) attributes["gen_ai.output.messages"] = messages("assistant", output);
     }
-    const failed = outcome === "failed" || outcome === "lost" || outcome === "budget-exceeded";
+    const failed = isFailure(outcome);
     if (failed) attributes["error.type"] = outcome;
     spans.push(
       this.#span(track, {
@@ -398,14 +391,7 @@ export class SpanFold {
         ? this.#closeTurn(track, e.at, outcome, error ?? `the agent ended ${outcome}`)
         : [];
     const attributes: Attributes = {
-      "gen_ai.operation.name": "create_agent",
-      "gen_ai.agent.name": track.name,
-      "gen_ai.agent.id": track.agentId,
-      ...(track.provider ? this.#provider(track.provider) : {}),
-      ...(track.model ? { "gen_ai.request.model": track.model } : {}),
-      "gen_ai.usage.input_tokens": track.inputTokens,
-      "gen_ai.usage.output_tokens": track.outputTokens,
-      "swarmd.cost_usd": track.costUsd,
+      ...this.#agentAttributes(track, "create_agent", track),
       "swarmd.run.id": track.runId,
       "swarmd.agent.depth": track.depth,
       "swarmd.turns": track.settled,
@@ -414,7 +400,7 @@ export class SpanFold {
     const reason = str(e.data.reason);
     if (reason !== undefined) attributes["swarmd.end_reason"] = reason;
     if (track.node !== undefined) attributes["swarmd.node"] = track.node;
-    const failed = outcome === "failed" || outcome === "lost" || outcome === "budget-exceeded";
+    const failed = isFailure(outcome);
     if (failed) attributes["error.type"] = outcome;
     const links = track.forkLink
       ? [
@@ -452,6 +438,24 @@ export class SpanFold {
     s: Pick<SpanRecord, "name" | "kind" | "spanId" | "parentSpanId" | "startAt" | "endAt" | "attributes" | "status">,
   ): SpanRecord {
     return { ...s, traceId: track.traceId, events: [], droppedEvents: 0, links: [] };
+  }
+
+  /** What an agent's and a turn's spans both say: the operation, the agent, its model, and `usage`'s sums. */
+  #agentAttributes(
+    track: AgentTrack,
+    operation: "create_agent" | "invoke_agent",
+    usage: { inputTokens: number; outputTokens: number; costUsd: number },
+  ): Attributes {
+    return {
+      "gen_ai.operation.name": operation,
+      "gen_ai.agent.name": track.name,
+      "gen_ai.agent.id": track.agentId,
+      ...(track.provider ? this.#provider(track.provider) : {}),
+      ...(track.model ? { "gen_ai.request.model": track.model } : {}),
+      "gen_ai.usage.input_tokens": usage.inputTokens,
+      "gen_ai.usage.output_tokens": usage.outputTokens,
+      "swarmd.cost_usd": usage.costUsd,
+    };
   }
 
   /** `gen_ai.provider.name`, and the older `gen_ai.system` unless only the latest names are asked for. */
@@ -493,6 +497,9 @@ export class SpanFold {
 /** Fields of span events that carry what an agent or operator wrote: only with content capture. */
 const CONTENT_FIELDS: ReadonlySet<string> = new Set(["message", "args", "sessionStats", "files"]);
 
+/** Outcomes that make a span's status an error (a stop, `aborted`, is not one). */
+const isFailure = (outcome: string): boolean =>
+  outcome === "failed" || outcome === "lost" || outcome === "budget-exceeded";
 const str = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined);
 const clip = (name: string): string => (name.length > MAX_NAME ? name.slice(0, MAX_NAME) : name);
 const snake = (key: string): string => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);

@@ -3,7 +3,9 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { tempDir } from "../cli/helpers.ts";
+import { settledWith as settledWithText } from "../support/agent-view.ts";
 import { type Daemon, type Json, startDaemon } from "../support/daemon.ts";
+import { EDITOR_SPEC } from "../support/fork-fixtures.ts";
 import { pollUntil } from "../support/poll.ts";
 import { type Bridge, startBridge } from "./bridge-client.ts";
 
@@ -27,12 +29,7 @@ describe("tool bridge: forks, changes, adopt and waits against a live daemon", (
   });
 
   /** The agent's newest result text, once it is `text` (a prompt's turn settled). */
-  const settledWith = (agentId: string, text: string) =>
-    pollUntil(
-      async () => (await d.call("GET", `/agents/${agentId}/result`)).body.result,
-      (result) => result === text,
-      `${agentId}'s result`,
-    );
+  const settledWith = (agentId: string, text: string) => settledWithText(d.call, agentId, text);
 
   it("lists the four tools with their routes' fields, the service's defaults, and descriptions that lead from one to the next", async () => {
     const { tools } = await bridge.client.listTools();
@@ -134,19 +131,7 @@ describe("tool bridge: forks, changes, adopt and waits against a live daemon", (
     const forked = await bridge.tool("swarm_fork_agent", {
       agentId: lead,
       prompts: ["make it so"],
-      spec: {
-        name: "editor",
-        script: [
-          {
-            tool: "bash",
-            args: {
-              command:
-                "echo child >> /work/shared.txt; echo new > /work/new.txt; rm /work/gone.txt; ln -s shared.txt /work/link",
-            },
-          },
-          { text: "edited: {{lastUserMessage}}" },
-        ],
-      },
+      spec: EDITOR_SPEC,
     });
     assert.equal(forked.isError, false, forked.text);
     const [editor] = forked.data.agentIds as [string];

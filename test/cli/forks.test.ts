@@ -2,7 +2,9 @@ import assert from "node:assert/strict";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { settledWith as settledWithText } from "../support/agent-view.ts";
 import { type Daemon, type Json, startDaemon } from "../support/daemon.ts";
+import { EDITOR_SPEC } from "../support/fork-fixtures.ts";
 import { pollUntil } from "../support/poll.ts";
 import { swarm, swarmInProcess, tempDir } from "./helpers.ts";
 
@@ -26,12 +28,7 @@ describe("swarm fork, changes, adopt and wait against a live daemon", () => {
   });
 
   /** The agent's newest result text, once it is `text` (a prompt's turn settled). */
-  const settledWith = (agentId: string, text: string) =>
-    pollUntil(
-      async () => (await d.call("GET", `/agents/${agentId}/result`)).body.result,
-      (result) => result === text,
-      `${agentId}'s result`,
-    );
+  const settledWith = (agentId: string, text: string) => settledWithText(d.call, agentId, text);
 
   it("forks tries from an idle root, waits for all and for the first, shows a child's changes, adopts them (a conflict, then --theirs)", async () => {
     // Turn 1 writes the files the children start from; turn 2 edits one after the fork; turn 3
@@ -57,22 +54,7 @@ describe("swarm fork, changes, adopt and wait against a live daemon", () => {
     await settledWith(lead, "ready");
 
     const editorSpec = join(dir, "editor.json");
-    writeFileSync(
-      editorSpec,
-      JSON.stringify({
-        name: "editor",
-        script: [
-          {
-            tool: "bash",
-            args: {
-              command:
-                "echo child >> /work/shared.txt; echo new > /work/new.txt; rm /work/gone.txt; ln -s shared.txt /work/link",
-            },
-          },
-          { text: "edited: {{lastUserMessage}}" },
-        ],
-      }),
-    );
+    writeFileSync(editorSpec, JSON.stringify(EDITOR_SPEC));
     const forked = await swarm(["fork", lead, "--prompt", "make\nit so", "--spec", editorSpec, "--json"], env);
     assert.equal(forked.code, 0, forked.stderr);
     const { agentIds } = json(forked.stdout);

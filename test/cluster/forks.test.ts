@@ -14,12 +14,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { isSwarmError } from "../../src/errors.ts";
-import { openClusterEngines } from "../../src/sandbox/cluster/cluster-engines.ts";
-import { ownerIdOf } from "../../src/sandbox/docker/labels.ts";
 import type { ForkSource, ProvisionRequest, SandboxRuntime } from "../../src/sandbox/runtime.ts";
 import type { WorkTree } from "../../src/sandbox/work-tree.ts";
 import { runForkContract } from "../sandbox/fork-contract.ts";
-import { clusterSettingsFromEnv, createTestClusterRuntime, execIn, readWork } from "../support/cluster-runtime.ts";
+import { clusterLeftovers, createTestClusterRuntime, execIn, readWork } from "../support/cluster-runtime.ts";
 import { createTestHarnessClient, type TestHarnessClient } from "../support/harness-client.ts";
 import { scriptGateway } from "../support/script-gateway.ts";
 import { type ClusterSettings, setAvailability, whenCluster } from "../support/test-cluster.ts";
@@ -31,30 +29,7 @@ const signal = () => AbortSignal.timeout(120_000);
  * volumes labelled with its owner on every node, and fork point records in it.
  */
 async function forkLeaks(dataDir: string): Promise<string[]> {
-  const settings = clusterSettingsFromEnv()!;
-  const engines = openClusterEngines(settings);
-  const label = [`swarmd.owner=${ownerIdOf(dataDir)}`];
-  const found: string[] = [];
-  for (const s of await engines.manager.listServices({ filters: { label } })) found.push(`service ${s.Spec?.Name}`);
-  const deadline = Date.now() + 20_000;
-  for (const nodeId of Object.keys(settings.nodes)) {
-    const node = engines.node(nodeId);
-    for (;;) {
-      const containers = await node.listContainers({ all: true, filters: { label } });
-      const { Volumes } = await node.listVolumes({ filters: { label } });
-      const left = [
-        ...containers.map(
-          (c) => `container ${c.Names.join(",")} (${c.Labels["swarmd.helper"] ?? "sandbox"}) on ${nodeId}`,
-        ),
-        ...(Volumes ?? []).map((v) => `volume ${v.Name} on ${nodeId}`),
-      ];
-      if (left.length === 0 || Date.now() > deadline) {
-        found.push(...left);
-        break;
-      }
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  }
+  const found = await clusterLeftovers(dataDir);
   const bases = await readdir(join(dataDir, "forks", "bases")).catch(() => []);
   found.push(...bases.map((id) => `fork point record ${id}`));
   return found;

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { createDockerRuntime } from "../../src/sandbox/docker/docker-runtime.ts";
 import { createMemoryRuntime } from "../../src/sandbox/memory/memory-runtime.ts";
 import { createProcessRuntime } from "../../src/sandbox/process/process-runtime.ts";
+import type { SandboxRuntime } from "../../src/sandbox/runtime.ts";
 import { whenDocker } from "../support/docker-engine.ts";
 import { mountsUnder, mountTypeAt, runForkContract } from "./fork-contract.ts";
 
@@ -25,30 +26,27 @@ runForkContract("simulated", async () => {
   };
 });
 
-runForkContract("process", async () => {
-  const dataDir = await mkdtemp(join(tmpdir(), "swarmd-forks-"));
-  const make = () => createProcessRuntime({ dataDir, logger: quiet });
+/** A host runtime (its sandboxes' folders under `<dataDir>/sandboxes`) on a data folder of its own. */
+const hostSetup = (prefix: string, make: (dataDir: string) => SandboxRuntime) => async () => {
+  const dataDir = await mkdtemp(join(tmpdir(), prefix));
   return {
-    runtime: make(),
-    reopen: async () => make(),
+    runtime: make(dataDir),
+    reopen: async () => make(dataDir),
     cleanup: () => rm(dataDir, { recursive: true, force: true }),
-    workDir: (id) => join(dataDir, "sandboxes", id, "work"),
+    workDir: (id: string) => join(dataDir, "sandboxes", id, "work"),
     mounts: () => mountsUnder(dataDir),
-    workMount: (id) => mountTypeAt(realpathSync(join(dataDir, "sandboxes", id, "work"))),
+    workMount: (id: string) => mountTypeAt(realpathSync(join(dataDir, "sandboxes", id, "work"))),
   };
-});
+};
+
+runForkContract(
+  "process",
+  hostSetup("swarmd-forks-", (dataDir) => createProcessRuntime({ dataDir, logger: quiet })),
+);
 
 await whenDocker("docker runtime forks", () =>
-  runForkContract("docker", async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), "swarmd-forks-docker-"));
-    const make = () => createDockerRuntime({ dataDir });
-    return {
-      runtime: make(),
-      reopen: async () => make(),
-      cleanup: () => rm(dataDir, { recursive: true, force: true }),
-      workDir: (id) => join(dataDir, "sandboxes", id, "work"),
-      mounts: () => mountsUnder(dataDir),
-      workMount: (id) => mountTypeAt(realpathSync(join(dataDir, "sandboxes", id, "work"))),
-    };
-  }),
+  runForkContract(
+    "docker",
+    hostSetup("swarmd-forks-docker-", (dataDir) => createDockerRuntime({ dataDir })),
+  ),
 );

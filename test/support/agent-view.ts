@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import type { Daemon, Json } from "./daemon.ts";
+import { pollUntil } from "./poll.ts";
 
 /**
  * Spawn a scripted child under `parentAgentId` (kept alive unless `extra` says otherwise) and
@@ -42,3 +43,11 @@ export async function viewWhen(
 /** The agent's view once it hibernated. */
 export const asleep = (call: Daemon["call"], agentId: string) =>
   viewWhen(call, agentId, (v) => v.hibernated === true, "hibernated");
+
+/** The agent's newest result text once it is `text` (a prompt's turn settled with it). */
+export const settledWith = (call: Daemon["call"], agentId: string, text: string) =>
+  pollUntil(
+    async () => (await call("GET", `/agents/${agentId}/result`)).body.result,
+    (result) => result === text,
+    `${agentId}'s result`,
+  );

@@ -87,3 +87,36 @@ export async function readWork(dataDir: string, sandboxId: string, file: string)
   const size = Number.parseInt(tar.subarray(124, 136).toString("latin1").replace(/\0.*$/, "").trim(), 8);
   return tar.subarray(512, 512 + size).toString("utf8");
 }
+
+/**
+ * Services, containers and volumes labelled with the data folder's owner (and `extraLabels`) that
+ * are still on the manager and the nodes. A closed sandbox's container and volumes go shortly after
+ * its service (the node's engine removes them), so each node is looked at for up to 20 s.
+ */
+export async function clusterLeftovers(dataDir: string, extraLabels: string[] = []): Promise<string[]> {
+  const settings = clusterSettingsFromEnv()!;
+  const engines = openClusterEngines(settings);
+  const label = [`swarmd.owner=${ownerIdOf(dataDir)}`, ...extraLabels];
+  const found: string[] = [];
+  for (const s of await engines.manager.listServices({ filters: { label } })) found.push(`service ${s.Spec?.Name}`);
+  const deadline = Date.now() + 20_000;
+  for (const nodeId of Object.keys(settings.nodes)) {
+    const node = engines.node(nodeId);
+    for (;;) {
+      const containers = await node.listContainers({ all: true, filters: { label } });
+      const { Volumes } = await node.listVolumes({ filters: { label } });
+      const left = [
+        ...containers.map(
+          (c) => `container ${c.Names.join(",")} (${c.Labels["swarmd.helper"] ?? "sandbox"}) on ${nodeId}`,
+        ),
+        ...(Volumes ?? []).map((v) => `volume ${v.Name} on ${nodeId}`),
+      ];
+      if (left.length === 0 || Date.now() > deadline) {
+        found.push(...left);
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+  return found;
+}

@@ -59,6 +59,11 @@ const usage = (agentId: string, callId: string, at: number) =>
     },
     at,
   );
+/** Agent a1's `ls` through bash, 1210 to 1300. */
+const bashCall = (isError: boolean, output: string) => [
+  ev("tool_start", "a1", { hseq: 2, harnessAt: 0, toolCallId: "t1", toolName: "bash", args: { command: "ls" } }, 1210),
+  ev("tool_end", "a1", { hseq: 3, harnessAt: 0, toolCallId: "t1", toolName: "bash", isError, output }, 1300),
+];
 const all = (f: SpanFold, events: LedgerEvent[]): SpanRecord[] => events.flatMap((e) => f.apply(e));
 
 describe("spans folded from ledger events", () => {
@@ -69,18 +74,7 @@ describe("spans folded from ledger events", () => {
       spawned("a1", 1000),
       ev("agent_start", "a1", { hseq: 1, harnessAt: 0 }, 1100),
       usage("a1", "c1", 1200),
-      ev(
-        "tool_start",
-        "a1",
-        { hseq: 2, harnessAt: 0, toolCallId: "t1", toolName: "bash", args: { command: "ls" } },
-        1210,
-      ),
-      ev(
-        "tool_end",
-        "a1",
-        { hseq: 3, harnessAt: 0, toolCallId: "t1", toolName: "bash", isError: true, output: "boom" },
-        1300,
-      ),
+      ...bashCall(true, "boom"),
       ev("handle_settled", "a1", { outcome: "success", resultRef: "fs://a1/result.md" }, 1400),
       ev("agent_ended", "a1", { outcome: "success", endedAt: 1500, error: null }, 1500),
     ]);
@@ -119,18 +113,7 @@ describe("spans folded from ledger events", () => {
       spawned("a1", 1000),
       ev("agent_start", "a1", { hseq: 1, harnessAt: 0 }, 1100),
       ev("agent_steered", "a1", { message: "secret plan" }, 1150),
-      ev(
-        "tool_start",
-        "a1",
-        { hseq: 2, harnessAt: 0, toolCallId: "t1", toolName: "bash", args: { command: "ls" } },
-        1210,
-      ),
-      ev(
-        "tool_end",
-        "a1",
-        { hseq: 3, harnessAt: 0, toolCallId: "t1", toolName: "bash", isError: false, output: "files" },
-        1300,
-      ),
+      ...bashCall(false, "files"),
       ev("handle_settled", "a1", { outcome: "success", resultRef: "x" }, 1400),
       ev("agent_ended", "a1", { outcome: "success", endedAt: 1500, error: null }, 1500),
     ];
