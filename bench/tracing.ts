@@ -201,7 +201,7 @@ async function main(): Promise<void> {
     ),
   );
   console.log(
-    `\n${exports} OTLP exports received; ${dropped} events dropped by the tracing thread; its last export came a median ${Math.round(median(catchUpMs))} ms after the last append.`,
+    `\n${exports} OTLP exports received; ${dropped} events dropped by the tracer; its last export came a median ${Math.round(median(catchUpMs))} ms after the last append.`,
   );
 }
 
