@@ -288,8 +288,17 @@ describe("the console opened from a snapshot", () => {
         "the second turn settled",
         60_000,
       );
-      await caughtUp(d, state);
-      const later = (await d.call("GET", `/runs/${run.runId}/timeline`)).body;
+      // The settled turn's last events may still be on their way: compare once the route and the
+      // fold stand at the same event.
+      let later: Json;
+      await until(
+        async () => {
+          later = (await d.call("GET", `/runs/${run.runId}/timeline`)).body;
+          return later.asOf === state.lastSeq;
+        },
+        "the fold and the route at the same event",
+        30_000,
+      );
       assert.ok(state.timeline);
       assert.deepEqual(timelineAnswer(state.timeline), later);
       assert.equal(later.agents.find((a: Json) => a.agentId === kid).spans.at(-1).activity, "paused");
