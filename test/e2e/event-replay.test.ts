@@ -85,13 +85,18 @@ test("a client replaying from Last-Event-ID gets byte for byte the frames live c
     { type: "tool_end", agentId: rootAgentId, data: { output: "z".repeat(300_000) } },
   ];
   await d.ledger.append(runId, odd);
-  // Pages of the replay, batches of the live path: a large batch, then single appends grouped.
-  const many = Array.from({ length: 2_500 }, (_, i) => ({
+  // Many pages of the replay; on the live path batches bigger than a socket's buffer, then single
+  // appends group-committed. Each waits for the live client; none is big enough that its frames
+  // beyond the buffer reach the slow-consumer limit (500) and cut it.
+  const many = Array.from({ length: 1_900 }, (_, i) => ({
     type: "tool_end",
     agentId: rootAgentId,
     data: { hseq: i, output: `line ${i} ${"x".repeat(i % 700)}` },
   }));
-  await d.ledger.append(runId, many.slice(0, 1_500));
+  for (let i = 0; i < 1_500; i += 300) {
+    await d.ledger.append(runId, many.slice(i, i + 300));
+    await live.until(d.ledger.lastSeq(runId));
+  }
   await Promise.all(many.slice(1_500).map((e) => d.ledger.append(runId, [e])));
   const last = d.ledger.lastSeq(runId);
   await live.until(last);

@@ -46,9 +46,8 @@ export type CloseReason = "client" | "slow-consumer" | "shutdown" | "error" | "r
  * - Backpressure is the socket's own, counting the frames of `#out` as written: the client is
  *   blocked once they would fill the response's buffer or a write has filled it, until `drain`.
  *   While blocked (or while persisted events wait), ephemeral events are dropped for this
- *   connection and persisted ones queue; `slowConsumerLimit` queued while the socket is still full
- *   from an earlier tick closes the connection (a batch bigger than the buffer does not, it waits
- *   for `drain`). The client reconnects with `Last-Event-ID` and the ledger fills the hole.
+ *   connection and persisted ones queue; `slowConsumerLimit` queued while blocked closes the
+ *   connection. The client reconnects with `Last-Event-ID` and the ledger fills the hole.
  * - The replay sends the ledger's stored text as frames without parsing it (`storedFrame`), a page
  *   at a time, and waits for `drain` whenever the client is blocked.
  * - If the queue fills during a replay the client is keeping up with, the queue is dropped: the
@@ -183,9 +182,7 @@ export class EventStream {
     }
     this.#queue.push(e);
     if (this.#queue.length < this.#o.slowConsumerLimit) return;
-    // Only a socket that stayed full since an earlier write says the client is not reading; a big
-    // batch that fills the buffer in this tick is written as the client drains it.
-    if (this.#o.raw.writableNeedDrain) {
+    if (this.#blocked) {
       this.#o.log.warn(
         { runId: this.#o.runId, lag: this.#queue.length },
         "event stream client is not reading; closing",
