@@ -63,7 +63,7 @@ export class EventStream {
   #unsubscribe: (() => void) | undefined;
   #drainWaiters: Array<() => void> = [];
   #onClose: Array<(reason: CloseReason) => void> = [];
-  /** Frames sent in this tick, not yet written, and their length. */
+  /** Frames sent in this tick, not yet written, and their length (characters, near enough to bytes). */
   #out: string[] = [];
   #outLength = 0;
 
@@ -113,8 +113,10 @@ export class EventStream {
   close(reason: CloseReason): void {
     if (this.#closed) return;
     // Frames sent before the close still go out, unless there is no one left to read them.
-    if (reason === "client" || reason === "slow-consumer") this.#out = [];
-    else this.#writeOut();
+    if (reason === "client" || reason === "slow-consumer") {
+      this.#out = [];
+      this.#outLength = 0;
+    } else this.#writeOut();
     // A client that is not reading would never let the plugin's `end()` finish: cut it off instead.
     const cutOff = reason === "slow-consumer" || (reason !== "client" && this.#blocked);
     this.#closed = true;
