@@ -113,7 +113,7 @@ test("a client replaying from Last-Event-ID gets byte for byte the frames live c
   assert.ok(replay.frames.some((f) => f.includes("\nevent: oddname\n")));
 });
 
-test("a client that stops reading is cut off; the others and the daemon's appends go on unslowed by it", {
+test("a client that stops reading is cut off while the others, reading, get every event and the appends all commit", {
   timeout: 120_000,
 }, async (t) => {
   const d = await startDaemon({ slowConsumerLimit: 50 });
