@@ -20,8 +20,8 @@ export function benchEvents(agentId: string, from: number, count: number): NewEv
 }
 
 /**
- * The SSE frame the daemon sends for a persisted event (src/http/sse/sse-message.ts through
- * @fastify/sse's formatter), byte for byte, so the bare baseline pushes the same frames.
+ * The SSE frame the daemon sends for a persisted event (`persistedFrame` in
+ * src/http/sse/sse-frame.ts), byte for byte, so the bare baseline pushes the same frames.
  */
 export function frameOf(e: LedgerEvent): string {
   return `id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify({ ...e.data, agentId: e.agentId, seq: e.seq, at: e.at })}\n\n`;

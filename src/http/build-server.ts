@@ -156,13 +156,9 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   mcpRoutes(app, { sessions, allowedHosts: config.allowedHosts });
   openApiRoutes(app);
   consolePage(app, config.consoleDir);
-  // The plugin hooks `onRoute` when it loads, so the event routes are registered after it.
-  // Messages carry their data already serialized (once per event, shared by every stream): see
-  // sse-message.ts. Anything else is serialized as the plugin would.
-  app.register(fastifySSE, {
-    heartbeatInterval: config.heartbeatMs ?? SPEC_HEARTBEAT_MS,
-    serializer: (data: unknown) => (typeof data === "string" ? data : JSON.stringify(data)),
-  });
+  // The plugin hooks `onRoute` when it loads, so the event routes are registered after it. It
+  // writes the head and the heartbeat; the frames are the stream's own (sse/event-stream.ts).
+  app.register(fastifySSE, { heartbeatInterval: config.heartbeatMs ?? SPEC_HEARTBEAT_MS });
   app.register(async (scope) => {
     eventRoutes(scope, {
       swarm: deps.swarm,

@@ -12,6 +12,12 @@ export interface EventSource {
    * time (a source held in memory may ignore it).
    */
   iterate(runId: string, afterSeq: number, pageSize?: number): AsyncIterable<LedgerEvent>;
+  /**
+   * One page of the same events as stored JSON text (`storedEventJson`), none above `lastSeq` at
+   * the call: at least one when there is one, at most `limit`, and no more than about `maxBytes`
+   * after the first. A short page is not the end: the end is the `lastSeq` seen before the call.
+   */
+  readStored(runId: string, afterSeq: number, limit: number, maxBytes: number): Promise<string[]>;
   /** Highest committed `seq` of the run (0 when empty). */
   lastSeq(runId: string): number;
   /**

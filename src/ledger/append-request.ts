@@ -1,6 +1,7 @@
 import { SwarmError } from "../errors.ts";
 import type { IndexChanges, IndexPut, LedgerEvent, NewEvent } from "./ledger.ts";
 import { isValidRunId } from "./ledger-keys.ts";
+import { storedEventJson } from "./stored-event.ts";
 
 /** An event validated and serialised at call time, waiting for its seq. */
 export interface PreparedEvent {
@@ -47,9 +48,9 @@ export function prepareAppend(
 }
 
 /**
- * The stored JSON of an event and the event as a later `read` will return it. Built by
- * concatenation so `data` is serialised once; parsed back so live listeners and the caller see
- * exactly what a replay sees.
+ * The stored JSON of an event (`storedEventJson`) and the event as a later `read` will return it.
+ * `data` is serialised once; parsed back so live listeners and the caller see exactly what a
+ * replay sees.
  */
 export function storeEvent(
   runId: string,
@@ -58,7 +59,7 @@ export function storeEvent(
   commitAt: number,
 ): { value: string; event: LedgerEvent } {
   const at = e.at ?? commitAt;
-  const value = `{"runId":${JSON.stringify(runId)},"seq":${seq},"type":${JSON.stringify(e.type)},"agentId":${JSON.stringify(e.agentId)},"at":${at},"data":${e.dataJson}}`;
+  const value = storedEventJson(runId, seq, e.type, e.agentId, at, e.dataJson);
   return { value, event: JSON.parse(value) as LedgerEvent };
 }
 

@@ -106,6 +106,15 @@ export interface Ledger {
   read(runId: string, afterSeq: number, limit?: number): Promise<LedgerEvent[]>;
 
   /**
+   * `read` without the parse, for readers that pass events on as JSON: the text of each event as
+   * stored (`storedEventJson` in `stored-event.ts`, whose `storedEventHead` reads it). With
+   * `maxBytes`, one read from storage that stops once the page holds more than that many bytes
+   * (it holds at least one event), so it may be shorter than `limit` before the run's end: the
+   * caller reads on until it has the `lastSeq` it saw before the call.
+   */
+  readStored(runId: string, afterSeq: number, limit?: number, maxBytes?: number): Promise<string[]>;
+
+  /**
    * All persisted events after `afterSeq`, in order, paging with `read` (so no LevelDB iterator
    * stays open while a slow consumer holds the loop) in pages of `pageSize` (default 1000): a
    * consumer that reads slowly holds one page in memory. Ends at the first short page; events

@@ -312,14 +312,29 @@ class LevelLedger implements Ledger {
   }
 
   async read(runId: string, afterSeq: number, limit = DEFAULT_READ_LIMIT): Promise<LedgerEvent[]> {
+    const values = await this.readStored(runId, afterSeq, limit);
+    return values.map((v) => JSON.parse(v) as LedgerEvent);
+  }
+
+  async readStored(runId: string, afterSeq: number, limit = DEFAULT_READ_LIMIT, maxBytes?: number): Promise<string[]> {
     this.#assertOpen();
     const upTo = this.lastSeq(runId);
     const from = Math.max(0, Math.floor(afterSeq));
     if (from >= upTo || !(limit > 0)) return [];
-    const values = await this.#guard(() =>
-      this.#events.values({ gt: eventKey(runId, from), lte: eventKey(runId, upTo), limit: Math.floor(limit) }).all(),
-    );
-    return values.map((v) => JSON.parse(v) as LedgerEvent);
+    const range = { gt: eventKey(runId, from), lte: eventKey(runId, upTo), limit: Math.floor(limit) };
+    if (maxBytes === undefined) return this.#guard(() => this.#events.values(range).all());
+    // classic-level stops a `nextv` once it read more than `highWaterMarkBytes`: one trip to the
+    // storage thread per page, where `all()` takes one per 16 KiB. The sublevel passes the option
+    // on; its abstract-level types do not list it, hence the object apart.
+    const options = { ...range, highWaterMarkBytes: Math.max(0, Math.floor(maxBytes)) };
+    return this.#guard(async () => {
+      const values = this.#events.values(options);
+      try {
+        return await values.nextv(range.limit);
+      } finally {
+        await values.close();
+      }
+    });
   }
 
   async *iterate(runId: string, afterSeq: number, pageSize = ITERATE_PAGE): AsyncIterable<LedgerEvent> {

@@ -6,7 +6,7 @@ import { compactTokens, compactUsd } from "../../src/cli/spend-format.ts";
 import { renderTree, treeJson } from "../../src/cli/tree-render.ts";
 import { parseFrame } from "../../src/client/event-stream.ts";
 import { trackRun } from "../../src/client/run-tracker.ts";
-import { persistedMessage } from "../../src/http/sse/sse-message.ts";
+import { persistedFrame } from "../../src/http/sse/sse-frame.ts";
 import type { AgentView, Usage } from "../../src/swarm-api.ts";
 import { totalTokens } from "../../src/views/run-view.ts";
 import { type Daemon, type Json, startDaemon, waitForState } from "../support/daemon.ts";
@@ -124,8 +124,7 @@ describe("swarm tree rendering", () => {
     });
     // As the client gets them: written by the daemon's SSE serializer, read back by the client's parser.
     const streamed = (seq: number, type: string, agentId: string, data: Record<string, unknown>) => {
-      const message = persistedMessage({ runId: "r_1", seq, type, agentId, at: 2, data });
-      const event = parseFrame(`id: ${message.id}\nevent: ${message.event}\ndata: ${String(message.data)}`);
+      const event = parseFrame(persistedFrame({ runId: "r_1", seq, type, agentId, at: 2, data }).trimEnd());
       assert.ok(event);
       return event;
     };

@@ -2,6 +2,7 @@ import { setImmediate as tick } from "node:timers/promises";
 import type { FastifyInstance } from "fastify";
 import { buildServer, type ServerConfig } from "../../src/http/build-server.ts";
 import type { EventSource, LedgerEvent, LiveEvent } from "../../src/http/event-source.ts";
+import { storedEventJson } from "../../src/ledger/stored-event.ts";
 import type { AgentView, NodeView, PermissionView, ResultView, RunSummary, SwarmApi } from "../../src/swarm-api.ts";
 
 export const RUN_ID = "r_1";
@@ -268,6 +269,22 @@ export function createFakeEvents(options: { snapshot?: boolean } = {}) {
         const e = events[i];
         if (e) yield e;
       }
+    },
+    async readStored(runId, afterSeq, limit, maxBytes) {
+      const events = ledger(runId);
+      const end = Math.min(events.length, afterSeq + limit);
+      // A tick per event read, as `iterate` takes: appends made meanwhile are in this page too,
+      // unless it reads a snapshot as the ledger does (none above lastSeq at the call).
+      for (let i = afterSeq; i < end; i++) await tick();
+      const page: string[] = [];
+      let bytes = 0;
+      for (const e of events.slice(afterSeq, options.snapshot ? end : afterSeq + limit)) {
+        if (bytes > maxBytes) break;
+        const json = storedEventJson(e.runId, e.seq, e.type, e.agentId, e.at, JSON.stringify(e.data));
+        page.push(json);
+        bytes += Buffer.byteLength(json);
+      }
+      return page;
     },
     lastSeq: (runId) => ledger(runId).length,
     subscribe(runId, listener) {

@@ -175,6 +175,39 @@ test("read and iterate page through 100,000 events in order", async (t) => {
   assert.deepEqual(seqs(await collect(ledger.iterate("big", total - 128, 64))), range(total - 127, total));
 });
 
+test("readStored gives the text read parses, in pages cut by maxBytes but never empty", async (t) => {
+  const { ledger } = await open(t);
+  const big = "y".repeat(10_000);
+  await ledger.append("r", [ev("small", { n: 1 }), ev("big", { big }, "a_1"), ev("small", { n: 3 }), ev("small")]);
+  await ledger.append("other", [ev("noise")]);
+  const all = await ledger.read("r", 0);
+  assert.deepEqual(
+    (await ledger.readStored("r", 0)).map((json) => JSON.parse(json)),
+    all,
+  );
+  // A page holds events until it has more than maxBytes: the big one ends the first page.
+  const first = await ledger.readStored("r", 0, 1000, 100);
+  assert.deepEqual(
+    first.map((json) => (JSON.parse(json) as LedgerEvent).seq),
+    [1, 2],
+  );
+  // A page is never empty while events remain, whatever maxBytes says.
+  assert.deepEqual(
+    (await ledger.readStored("r", 1, 1000, 0)).map((json) => (JSON.parse(json) as LedgerEvent).seq),
+    [2],
+  );
+  assert.deepEqual(
+    (await ledger.readStored("r", 2, 1000, 100_000)).map((json) => (JSON.parse(json) as LedgerEvent).seq),
+    [3, 4],
+  );
+  assert.deepEqual(
+    (await ledger.readStored("r", 0, 2, 100_000)).map((json) => (JSON.parse(json) as LedgerEvent).seq),
+    [1, 2],
+  );
+  assert.deepEqual(await ledger.readStored("r", 4, 1000, 100), []);
+  assert.deepEqual(await ledger.readStored("unknown", 0, 1000, 100), []);
+});
+
 test("index puts and deletes commit in the same batch as their events", async (t) => {
   const dir = await tempDir();
   const ledger = await openLedger(dir);

@@ -6,7 +6,7 @@ import { parseOrThrow } from "../../validation.ts";
 import type { EventSource } from "../event-source.ts";
 import { runIdParam } from "../path-params.ts";
 import { EventStream } from "../sse/event-stream.ts";
-import { SSE_HEADERS } from "../sse/sse-message.ts";
+import { SSE_HEADERS } from "../sse/sse-frame.ts";
 
 export interface EventRouteDeps {
   swarm: SwarmApi;

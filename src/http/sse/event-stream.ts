@@ -1,19 +1,19 @@
 import type { ServerResponse } from "node:http";
-import type { SSEMessage, SSEReplyInterface } from "@fastify/sse";
+import type { SSEReplyInterface } from "@fastify/sse";
 import type { FastifyBaseLogger } from "fastify";
 import type { EventSource, LedgerEvent, LiveEvent } from "../event-source.ts";
-import { ephemeralMessage, persistedMessage } from "./sse-message.ts";
+import { ephemeralFrame, persistedFrame, storedFrame } from "./sse-frame.ts";
 
 export interface EventStreamOptions {
   runId: string;
   /** Replay persisted events with `seq > afterSeq` before going live. */
   afterSeq: number;
   events: EventSource;
-  /** `reply.sse`: writes the head, every frame and the heartbeat, and ends the response. */
+  /** `reply.sse`: writes the head and the heartbeat, reads `Last-Event-ID`, ends the response. */
   sse: SSEReplyInterface;
   /**
-   * `reply.raw`, the response under `sse`: read for backpressure (`writableNeedDrain`, `drain`),
-   * and destroyed to cut off a client that is not reading. Frames never go through it.
+   * `reply.raw`, the response under `sse`: frames are written to it, its backpressure read
+   * (`writableNeedDrain`, `drain`), and it is destroyed to cut off a client that is not reading.
    */
   raw: ServerResponse;
   /** Persisted events held back from a client that is not reading before the connection is cut. */
@@ -24,11 +24,13 @@ export interface EventStreamOptions {
 }
 
 /**
- * Persisted events read from the ledger at a time during a replay. The ledger's default page is a
- * thousand, held for as long as this client takes to read it: a hundred clients reconnecting to a
- * run of big tool outputs would hold gigabytes.
+ * What a replay reads from the ledger at a time, and holds for as long as this client takes to
+ * read it: bounded in bytes, since a hundred clients reconnecting to a run of big tool outputs
+ * would hold gigabytes in pages of a thousand; large enough that small events take few trips to
+ * the storage thread.
  */
-const REPLAY_PAGE = 64;
+const REPLAY_PAGE = 1000;
+const REPLAY_PAGE_BYTES = 256 * 1024;
 
 /** Why a stream closed; `run-removed`: its run was purged, so there is nothing more to send. */
 export type CloseReason = "client" | "slow-consumer" | "shutdown" | "error" | "run-removed";
@@ -39,26 +41,31 @@ export type CloseReason = "client" | "slow-consumer" | "shutdown" | "error" | "r
  *
  * - Subscribes before replaying; live persisted events wait in `queue` and are sent only when
  *   their seq is above the last one sent, so the seam is deduplicated by seq.
- * - Backpressure is the socket's own: `@fastify/sse` writes synchronously inside `send()`, so the
- *   response's `writableNeedDrain` right after it says whether the client is blocked, until
- *   `drain`. While blocked (or while persisted events wait), ephemeral events are dropped for this
+ * - Frames sent in one tick (a committed batch, a replayed page) go out as one write at its end
+ *   (`#out`): a socket write per frame cost more than the frames themselves.
+ * - Backpressure is the socket's own, counting the frames of `#out` as written: the client is
+ *   blocked once they would fill the response's buffer or a write has filled it, until `drain`.
+ *   While blocked (or while persisted events wait), ephemeral events are dropped for this
  *   connection and persisted ones queue; `slowConsumerLimit` queued while blocked closes the
- *   connection. The client reconnects with `Last-Event-ID` and the ledger fills the hole. Nothing
- *   is sent while blocked, so at most one of the plugin's sends ever waits for `drain`.
- * - If the queue fills during a replay the client is keeping up with, the queue is dropped and the
- *   replay reads the ledger once more from where it got to: the ledger already holds those events.
+ *   connection. The client reconnects with `Last-Event-ID` and the ledger fills the hole.
+ * - The replay sends the ledger's stored text as frames without parsing it (`storedFrame`), a page
+ *   at a time, and waits for `drain` whenever the client is blocked.
+ * - If the queue fills during a replay the client is keeping up with, the queue is dropped: the
+ *   replay reads on until it has the run's last seq, and the ledger already holds those events.
  */
 export class EventStream {
   readonly #o: EventStreamOptions;
   #lastSent: number;
   #queue: LedgerEvent[] = [];
   #live = false;
-  #overflowed = false;
   #closed = false;
   #droppedEphemeral = 0;
   #unsubscribe: (() => void) | undefined;
   #drainWaiters: Array<() => void> = [];
   #onClose: Array<(reason: CloseReason) => void> = [];
+  /** Frames sent in this tick, not yet written, and their length (characters, near enough to bytes). */
+  #out: string[] = [];
+  #outLength = 0;
 
   constructor(options: EventStreamOptions) {
     this.#o = options;
@@ -105,6 +112,11 @@ export class EventStream {
   /** Idempotent. Unsubscribes, stops the heartbeat and ends or destroys the response. */
   close(reason: CloseReason): void {
     if (this.#closed) return;
+    // Frames sent before the close still go out, unless there is no one left to read them.
+    if (reason === "client" || reason === "slow-consumer") {
+      this.#out = [];
+      this.#outLength = 0;
+    } else this.#writeOut();
     // A client that is not reading would never let the plugin's `end()` finish: cut it off instead.
     const cutOff = reason === "slow-consumer" || (reason !== "client" && this.#blocked);
     this.#closed = true;
@@ -124,22 +136,36 @@ export class EventStream {
     for (const callback of this.#onClose.splice(0)) callback(reason);
   }
 
-  /** Bytes are waiting for the client: set by any write that filled the buffer, heartbeats included. */
+  /**
+   * Bytes are waiting for the client: set by any write that filled the buffer, heartbeats included,
+   * or by frames of this tick that will fill it when written.
+   */
   get #blocked(): boolean {
-    return this.#o.raw.writableNeedDrain;
+    const raw = this.#o.raw;
+    return (
+      raw.writableNeedDrain ||
+      (this.#outLength > 0 && raw.writableLength + this.#outLength >= raw.writableHighWaterMark)
+    );
   }
 
+  /** Ends once it sent the run's `lastSeq`, in the tick the stream goes live: nothing falls between. */
   async #replay(): Promise<void> {
     const { events, runId } = this.#o;
-    do {
-      this.#overflowed = false;
-      for await (const e of events.iterate(runId, this.#lastSent, REPLAY_PAGE)) {
-        if (this.#closed) return;
-        if (e.seq > this.#lastSent) this.#sendPersisted(e);
-        if (this.#blocked) await this.#drained();
-        if (this.#closed) return;
+    while (this.#lastSent < events.lastSeq(runId)) {
+      const page = await events.readStored(runId, this.#lastSent, REPLAY_PAGE, REPLAY_PAGE_BYTES);
+      if (this.#closed || page.length === 0) return;
+      for (const json of page) {
+        const { seq, frame } = storedFrame(json);
+        if (seq <= this.#lastSent) continue;
+        this.#send(frame);
+        this.#lastSent = seq;
+        if (this.#blocked) {
+          this.#writeOut();
+          if (this.#o.raw.writableNeedDrain) await this.#drained();
+          if (this.#closed) return;
+        }
       }
-    } while (this.#overflowed && !this.#closed);
+    }
   }
 
   #onLive(e: LiveEvent): void {
@@ -148,7 +174,7 @@ export class EventStream {
       if (this.#blocked || this.#queue.length > 0) {
         this.#droppedEphemeral++;
         this.#o.onEphemeralDropped?.();
-      } else this.#send(ephemeralMessage(e));
+      } else this.#send(ephemeralFrame(e));
       return;
     }
     if (e.seq <= this.#lastSent) return;
@@ -166,8 +192,7 @@ export class EventStream {
       this.close("slow-consumer");
       return;
     }
-    this.#queue = [];
-    this.#overflowed = true;
+    if (!this.#live) this.#queue = [];
   }
 
   #onDrain(): void {
@@ -183,18 +208,26 @@ export class EventStream {
   }
 
   #sendPersisted(e: LedgerEvent): void {
-    this.#send(persistedMessage(e));
+    this.#send(persistedFrame(e));
     this.#lastSent = e.seq;
   }
 
-  #send(message: SSEMessage): void {
-    // The write happens inside this call; the promise settles later only when it waits for drain,
-    // and rejects only for a closed connection, which `#closed` already keeps out.
-    this.#o.sse.send(message).catch((err: unknown) => {
-      this.#o.log.error({ err, runId: this.#o.runId }, "event stream send failed");
-      this.close("error");
-    });
+  /** Sent: written with the rest of this tick's frames, in order. */
+  #send(frame: string): void {
+    if (this.#out.length === 0) process.nextTick(this.#writeOut);
+    this.#out.push(frame);
+    this.#outLength += frame.length;
   }
+
+  /** Write the frames sent so far as one chunk; the response holds them if the socket is full. */
+  readonly #writeOut = (): void => {
+    const out = this.#out;
+    if (out.length === 0) return;
+    this.#out = [];
+    this.#outLength = 0;
+    if (this.#closed || this.#o.raw.destroyed) return;
+    this.#o.raw.write(out.length === 1 ? (out[0] as string) : out.join(""));
+  };
 
   #drained(): Promise<void> {
     return new Promise((resolve) => this.#drainWaiters.push(resolve));
