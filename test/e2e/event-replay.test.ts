@@ -85,9 +85,16 @@ test("a client replaying from Last-Event-ID gets byte for byte the frames live c
     { type: "tool_end", agentId: rootAgentId, data: { output: "z".repeat(300_000) } },
   ];
   await d.ledger.append(runId, odd);
-  // Many pages of the replay; on the live path batches bigger than a socket's buffer, then single
-  // appends group-committed. Each waits for the live client; none is big enough that its frames
-  // beyond the buffer reach the slow-consumer limit (500) and cut it.
+  // Many pages of the replay; on the live path one commit far past the slow-consumer limit (500)
+  // and a socket's buffer (a subtree stop of a big run writes such), batches bigger than the
+  // buffer, then single appends group-committed. The live client reads: it is never cut.
+  const huge = Array.from({ length: 2_000 }, (_, i) => ({
+    type: "agent_state_changed",
+    agentId: rootAgentId,
+    data: { n: i, from: "running", to: "paused" },
+  }));
+  await d.ledger.append(runId, huge);
+  await live.until(d.ledger.lastSeq(runId));
   const many = Array.from({ length: 1_900 }, (_, i) => ({
     type: "tool_end",
     agentId: rootAgentId,

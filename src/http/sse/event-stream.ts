@@ -46,8 +46,9 @@ export type CloseReason = "client" | "slow-consumer" | "shutdown" | "error" | "r
  * - Backpressure is the socket's own, counting the frames of `#out` as written: the client is
  *   blocked once they would fill the response's buffer or a write has filled it, until `drain`.
  *   While blocked (or while persisted events wait), ephemeral events are dropped for this
- *   connection and persisted ones queue; `slowConsumerLimit` queued while blocked closes the
- *   connection. The client reconnects with `Last-Event-ID` and the ledger fills the hole.
+ *   connection and persisted ones queue; `slowConsumerLimit` queued while the socket is full from
+ *   an earlier write closes the connection: a client that reads is never cut for the size of one
+ *   commit, one that does not is cut at the next event after it. The client reconnects with `Last-Event-ID` and the ledger fills the hole.
  * - The replay sends the ledger's stored text as frames without parsing it (`storedFrame`), a page
  *   at a time, and waits for `drain` whenever the client is blocked.
  * - If the queue fills during a replay the client is keeping up with, the queue is dropped: the
@@ -184,7 +185,10 @@ export class EventStream {
     }
     this.#queue.push(e);
     if (this.#queue.length < this.#o.slowConsumerLimit) return;
-    if (this.#blocked) {
+    // Not reading is shown by the socket staying full from an earlier write. Frames of this tick
+    // that would fill it prove nothing: one commit of thousands of events (a subtree stop of a big
+    // run) queues them for a client that is reading, and they go out at its next drain.
+    if (this.#o.raw.writableNeedDrain) {
       this.#o.log.warn(
         { runId: this.#o.runId, lag: this.#queue.length },
         "event stream client is not reading; closing",
