@@ -14,10 +14,10 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Json } from "../test/support/daemon.ts";
 import { type DaemonProcess, spawnDaemon } from "../test/support/daemon-process.ts";
 import { openEvents, type SseConnection } from "../test/support/sse-client.ts";
-import { setTimeout as sleep } from "node:timers/promises";
 import { fmtMiB, fmtMs, fmtRate, fmtRatio, markdownTable, median, quantile, since } from "./stats.ts";
 import { timeBareXState, type XStateTimings } from "./xstate-baseline.ts";
 
