@@ -79,13 +79,6 @@ interface Cascade {
 
 const cascade = (request: ControlRequest): Cascade => ({ request, wave: 0, pending: {}, unanswered: 0, results: [] });
 
-/**
- * The run supervisor: owns the run's agent actors, starts `waitFor` children when their
- * dependencies settle, tells parents when children end, and carries out control requests one at a
- * time. A cascade is a state that sends to every member of one wave (one depth of the subtree),
- * waits for each of their answers, then moves to the next wave, so the order of the waves (parents
- * first for pause, leaves first for stop and resume) is the order things happen in between depths.
- */
 /** What the agent is sent for its part of the request. */
 function controlEvent(request: ControlRequest, member: ControlMember): AgentEvent {
   switch (request.op) {
@@ -104,6 +97,13 @@ function controlEvent(request: ControlRequest, member: ControlMember): AgentEven
   }
 }
 
+/**
+ * The run supervisor: owns the run's agent actors, starts `waitFor` children when their
+ * dependencies settle, tells parents when children end, and carries out control requests one at a
+ * time. A cascade is a state that sends to every member of one wave (one depth of the subtree),
+ * waits for each of their answers, then moves to the next wave, so the order of the waves (parents
+ * first for pause, leaves first for stop and resume) is the order things happen in between depths.
+ */
 export const runMachine = setup({
   types: {
     context: {} as RunContext,

@@ -256,6 +256,35 @@ describe("run machine", () => {
     assert.equal(r.done[1]?.results[0]?.outcome, "applied");
   });
 
+  it("in a wave, records only the member that never answers as failed, in the wave's order", async () => {
+    const fx = fakeEffects();
+    const r = startRun(fx, undefined, 5_000);
+    r.add({ agentId: "a" });
+    r.add({ agentId: "b" });
+    await flush();
+    r.run.send({
+      type: "control",
+      request: { requestId: "first", op: "pause", waves: [[{ agentId: "b", by: "operator" }]] },
+    });
+    await flush();
+    fx.holdFreeze(new Promise<void>(() => undefined)); // a's freeze hangs; b is already paused
+    const waves = [
+      [
+        { agentId: "a", by: "cascade" as const },
+        { agentId: "b", by: "cascade" as const },
+      ],
+    ];
+    r.run.send({ type: "control", request: { requestId: "hung", op: "pause", waves } });
+    await flush();
+    assert.equal(r.done.length, 1, "b answered, a may still answer");
+    r.clock.increment(5_000);
+    await flush();
+    assert.deepEqual(r.done[1]?.results, [
+      { agentId: "a", outcome: "failed", error: "no answer from agent a within 5000 ms" },
+      { agentId: "b", outcome: "noop" },
+    ]);
+  });
+
   it("waits 60 s for a member by default", async () => {
     const fx = fakeEffects();
     const r = startRun(fx);
