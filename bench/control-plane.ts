@@ -4,23 +4,29 @@
  * one run: a root and BENCH_CONTROL_AGENTS − 1 idle scripted children spawned over HTTP, then a
  * subtree pause, resume and stop of all of them from the root. Beside it, in this process, bare
  * XState actors of a trivial machine are created and sent the same events: the floor under a
- * control plane that runs one machine per agent.
+ * control plane that runs one machine per agent. Meanwhile, the control latency one agent sees:
+ * the first child (the probe) is paused and resumed in turn, each timed to its 202, while the
+ * others start, and again once all of them run.
  * Not a test: nothing is asserted. `npx tsx bench/control-plane.ts`.
  * BENCH_CONTROL_AGENTS (1000), BENCH_CONTROL_CONCURRENCY (32 spawn requests in flight),
- * BENCH_CONTROL_REPS (3, a fresh daemon each).
+ * BENCH_CONTROL_REPS (3, a fresh daemon each), BENCH_CONTROL_PROBES (200 controls of the probe at rest).
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Json } from "../test/support/daemon.ts";
 import { type DaemonProcess, spawnDaemon } from "../test/support/daemon-process.ts";
 import { openEvents, type SseConnection } from "../test/support/sse-client.ts";
-import { fmtMiB, fmtMs, fmtRate, fmtRatio, markdownTable, median, since } from "./stats.ts";
+import { fmtMiB, fmtMs, fmtRate, fmtRatio, markdownTable, median, quantile, since } from "./stats.ts";
 import { timeBareXState, type XStateTimings } from "./xstate-baseline.ts";
 
 const AGENTS = Number(process.env.BENCH_CONTROL_AGENTS ?? 1000);
 const CONCURRENCY = Number(process.env.BENCH_CONTROL_CONCURRENCY ?? 32);
 const REPS = Number(process.env.BENCH_CONTROL_REPS ?? 3);
+const PROBES = Number(process.env.BENCH_CONTROL_PROBES ?? 200);
+/** The pause between two controls of the probe: it is one agent's operator, not a load generator. */
+const PROBE_GAP_MS = 20;
 const IDLE = { name: "idle", script: [] };
 
 interface DaemonTimings {
@@ -33,6 +39,10 @@ interface DaemonTimings {
   stopMs: number;
   /** Daemon RSS growth per agent once all run, bytes. */
   rssPerAgent: number;
+  /** Pause or resume of the probe, to its 202, while the other agents are spawned and start. */
+  probeStarting: number[];
+  /** The same once every agent runs. */
+  probeAtRest: number[];
 }
 
 async function main(): Promise<void> {
@@ -83,23 +93,32 @@ async function timeDaemon(): Promise<DaemonTimings> {
     const events = await openEvents(d.url, runId);
     try {
       const running = countRunning(events);
-      let next = 1;
+      const spawnOne = async () => {
+        const reply = await d.call("POST", `/runs/${runId}/agents`, {
+          parentAgentId: rootAgentId,
+          spec: IDLE,
+          keepAlive: true,
+        });
+        if (reply.status !== 202) throw new Error(`spawn answered ${reply.status}: ${JSON.stringify(reply.body)}`);
+        return reply.body.agentId as string;
+      };
+      const probeId = await spawnOne();
+      let next = 2;
       const spawnSome = async () => {
         while (next < AGENTS) {
           next++;
-          const reply = await d.call("POST", `/runs/${runId}/agents`, {
-            parentAgentId: rootAgentId,
-            spec: IDLE,
-            keepAlive: true,
-          });
-          if (reply.status !== 202) throw new Error(`spawn answered ${reply.status}: ${JSON.stringify(reply.body)}`);
+          await spawnOne();
         }
       };
+      const starting = probe(d, probeId, () => running() < AGENTS);
       await Promise.all(Array.from({ length: CONCURRENCY }, spawnSome));
       const acceptMs = since(start);
       await events.waitUntil(() => running() >= AGENTS, 1_800_000, `${AGENTS} agents running`);
       const spawnMs = since(start);
       const rssPerAgent = (rssOf(d) - rssBefore) / AGENTS;
+      const probeStarting = await starting;
+      let left = PROBES;
+      const probeAtRest = await probe(d, probeId, () => left-- > 0);
       const control = async (op: string) => {
         const t = performance.now();
         const reply = await d.call("POST", `/agents/${rootAgentId}/${op}`, { scope: "subtree" });
@@ -112,7 +131,7 @@ async function timeDaemon(): Promise<DaemonTimings> {
       const pauseMs = await control("pause");
       const resumeMs = await control("resume");
       const stopMs = await control("stop");
-      return { spawnMs, acceptMs, pauseMs, resumeMs, stopMs, rssPerAgent };
+      return { spawnMs, acceptMs, pauseMs, resumeMs, stopMs, rssPerAgent, probeStarting, probeAtRest };
     } finally {
       events.close();
     }
@@ -121,6 +140,24 @@ async function timeDaemon(): Promise<DaemonTimings> {
     await d.kill("SIGKILL");
     rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Pause and resume the probe in turn while `more()` says so, each timed to its 202; it ends
+ * running (resumed), so the subtree controls after it find every agent as the others.
+ */
+async function probe(d: DaemonProcess, agentId: string, more: () => boolean): Promise<number[]> {
+  const times: number[] = [];
+  for (let paused = false; paused || more(); paused = !paused) {
+    const op = paused ? "resume" : "pause";
+    const t = performance.now();
+    const reply = await d.call("POST", `/agents/${agentId}/${op}`, {});
+    times.push(since(t));
+    if (reply.status !== 202)
+      throw new Error(`${op} of the probe answered ${reply.status}: ${JSON.stringify(reply.body)}`);
+    await sleep(PROBE_GAP_MS);
+  }
+  return times;
 }
 
 /** The number of agents the stream has seen reach `running`, read incrementally (the stream only grows). */
@@ -187,11 +224,21 @@ function render(daemon: DaemonTimings[], bare: XStateTimings[], children: XState
       ),
     ],
   );
+  const all = (pick: (t: DaemonTimings) => number[]) => daemon.flatMap(pick);
+  const starting = all((t) => t.probeStarting);
+  const atRest = all((t) => t.probeAtRest);
+  const latency = markdownTable(
+    [`pause or resume of one agent among ${n}, to its 202`, "p50", "p99", "p99 / 50 ms target"],
+    [
+      [`while the others start (${starting.length})`, starting, quantile(starting, 0.99)] as const,
+      [`all running (${atRest.length})`, atRest, quantile(atRest, 0.99)] as const,
+    ].map(([label, samples, p99]) => [label, fmtMs(median(samples)), fmtMs(p99), fmtRatio(p99, 50)]),
+  );
   const notes = [
     `spawn requests answered 202 after ${fmtMs(med(daemon, (t) => t.acceptMs))} (${fmtRate((AGENTS / med(daemon, (t) => t.acceptMs)) * 1000, "spawns/s")});`,
     `daemon RSS growth ${fmtMiB(med(daemon, (t) => t.rssPerAgent))} per idle agent.`,
   ];
-  return `${table}\n\n${notes.join(" ")}`;
+  return `${table}\n\n${latency}\n\n${notes.join(" ")}`;
 }
 
 await main();

@@ -1,9 +1,9 @@
-import { assign, emit, enqueueActions, sendTo, setup } from "xstate";
+import { type ActorRefFrom, assign, createActor, emit, enqueueActions, setup } from "xstate";
 import type { MemberResult } from "../src/swarm-api.ts";
-import { agentMachine } from "./agent.machine.ts";
-import type { AgentInput, ControlOp, Delivery, EndReason, MemberReply, PausedBy } from "./agent.types.ts";
+import type { agentMachine } from "./agent.machine.ts";
+import type { AgentEvent, AgentInput, ControlOp, Delivery, EndReason, MemberReply, PausedBy } from "./agent.types.ts";
 
-/** One member of a control request, in the order the cascade must visit them. */
+/** One member of a control request. */
 export interface ControlMember {
   agentId: string;
   by: PausedBy;
@@ -12,7 +12,12 @@ export interface ControlMember {
 export interface ControlRequest {
   requestId: string;
   op: ControlOp;
-  members: ControlMember[];
+  /**
+   * The members in waves, in the order the cascade must visit them (one depth of the subtree
+   * each: parents first for a pause, leaves first for stop and resume). Every member of a wave gets
+   * the control together; the next wave starts once each of them answered.
+   */
+  waves: ControlMember[][];
   message?: string;
   /** A stop's reason, when it is not the operator's abort (a drain past its deadline). */
   reason?: EndReason;
@@ -26,12 +31,18 @@ export interface MemberAnswer extends MemberResult {
 /** How long the supervisor waits for one member's answer unless told otherwise. */
 export const DEFAULT_MEMBER_TIMEOUT_MS = 60_000;
 
+/** The agent machine with its effects provided: what a run makes its agents' actors from. */
+export type AgentLogic = typeof agentMachine;
+export type AgentRef = ActorRefFrom<AgentLogic>;
+
 export type RunEvent =
   /** `counted`: re-added after a restart, so its parent's restored `liveChildren` already counts it. */
-  | { type: "agent.add"; input: AgentInput; waitFor: string[]; counted?: boolean }
+  | { type: "agent.add"; agent: AgentRef; input: AgentInput; waitFor: string[]; counted?: boolean }
   | { type: "agent.settled"; agentId: string }
   | { type: "agent.ended"; agentId: string; parentAgentId: string | null }
   | { type: "control"; request: ControlRequest }
+  /** The run closes: every agent actor is stopped, as XState stops a parent's `children` (`stopRun`). */
+  | { type: "run.close" }
   | MemberReply;
 
 export type RunEmitted = { type: "control.done"; requestId: string; results: MemberAnswer[] };
@@ -40,22 +51,58 @@ interface RunContext {
   runId: string;
   /** How long one member may take to answer before it is recorded `failed` and the cascade moves on. */
   memberTimeoutMs: number;
-  /** Agents that have an actor here. Agents restored already ended, or refused by a budget, have none. */
-  actors: Record<string, true>;
+  /**
+   * The run's agent actors, by agentId. Agents restored already ended, or refused by a budget, have
+   * none. Held here, not in XState's `children`: see `addAgent`.
+   */
+  actors: Record<string, AgentRef>;
   /** Agents whose result settled or that ended: what `waitFor` waits for. */
   settled: Record<string, true>;
   /** Spawning agents and the agents they still wait for. */
   waiting: Record<string, string[]>;
   queue: ControlRequest[];
-  current: { request: ControlRequest; index: number; results: MemberAnswer[] } | null;
+  current: Cascade | null;
+}
+
+/** The request being carried out. Its fields change in place, one answer at a time (see `actors`). */
+interface Cascade {
+  request: ControlRequest;
+  /** The next wave to send. */
+  wave: number;
+  /** Members of the wave sent last that have not answered yet: agentId → their place in `results`. */
+  pending: Record<string, number>;
+  /** How many those are (counted, as enumerating `pending` after each answer made a wave quadratic). */
+  unanswered: number;
+  /** One answer per member, in the order of the request's waves. */
+  results: MemberAnswer[];
+}
+
+const cascade = (request: ControlRequest): Cascade => ({ request, wave: 0, pending: {}, unanswered: 0, results: [] });
+
+/** What the agent is sent for its part of the request. */
+function controlEvent(request: ControlRequest, member: ControlMember): AgentEvent {
+  switch (request.op) {
+    case "pause":
+      return { type: "control.pause", requestId: request.requestId, by: member.by };
+    case "resume":
+      return { type: "control.resume", requestId: request.requestId };
+    case "stop":
+      return {
+        type: "control.stop",
+        requestId: request.requestId,
+        ...(request.reason ? { reason: request.reason } : {}),
+      };
+    case "steer":
+      return { type: "control.steer", requestId: request.requestId, message: request.message ?? "" };
+  }
 }
 
 /**
  * The run supervisor: owns the run's agent actors, starts `waitFor` children when their
  * dependencies settle, tells parents when children end, and carries out control requests one at a
- * time. A cascade is a state that sends to one member, waits for its answer, then moves to the next,
- * so the order the request lists (parents first for pause, leaves first for stop and resume) is
- * the order things happen in.
+ * time. A cascade is a state that sends to every member of one wave (one depth of the subtree),
+ * waits for each of their answers, then moves to the next wave, so the order of the waves (parents
+ * first for pause, leaves first for stop and resume) is the order things happen in between depths.
  */
 export const runMachine = setup({
   types: {
@@ -64,52 +111,65 @@ export const runMachine = setup({
     events: {} as RunEvent,
     emitted: {} as RunEmitted,
   },
-  actors: { agent: agentMachine },
   delays: {
     memberTimeout: ({ context }) => context.memberTimeoutMs,
   },
   guards: {
-    cascadeDone: ({ context }) => !context.current || context.current.index >= context.current.request.members.length,
+    cascadeDone: ({ context }) => !context.current || context.current.wave >= context.current.request.waves.length,
+    waveAnswered: ({ context }) => !context.current || context.current.unanswered === 0,
     hasQueued: ({ context }) => context.queue.length > 0,
-    memberWithoutActor: ({ context }) => {
-      const member = context.current?.request.members[context.current.index];
-      return member !== undefined && !context.actors[member.agentId];
-    },
-    answersCurrent: ({ context, event }) => {
-      if (event.type !== "member.reply" || !context.current) return false;
-      const member = context.current.request.members[context.current.index];
-      return event.requestId === context.current.request.requestId && event.agentId === member?.agentId;
-    },
+    answersCurrent: ({ context, event }) =>
+      event.type === "member.reply" &&
+      event.requestId === context.current?.request.requestId &&
+      context.current.pending[event.agentId] !== undefined,
   },
   actions: {
-    sendToMember: sendTo(
-      ({ context }) => context.current?.request.members[context.current.index]?.agentId ?? "",
-      ({ context }) => {
-        const request = context.current!.request;
-        const member = request.members[context.current!.index]!;
-        switch (request.op) {
-          case "pause":
-            return { type: "control.pause" as const, requestId: request.requestId, by: member.by };
-          case "resume":
-            return { type: "control.resume" as const, requestId: request.requestId };
-          case "stop":
-            return {
-              type: "control.stop" as const,
-              requestId: request.requestId,
-              ...(request.reason ? { reason: request.reason } : {}),
-            };
-          case "steer":
-            return { type: "control.steer" as const, requestId: request.requestId, message: request.message ?? "" };
-        }
-      },
-    ),
+    // A wave of 10,000 members is sent, and answered, without copying the cascade per member.
+    sendWave: enqueueActions(({ context, enqueue }) => {
+      const current = context.current!;
+      const { request } = current;
+      for (const member of request.waves[current.wave] ?? []) {
+        const place = current.results.length;
+        // An agent without an actor has ended: it answers like every ended agent, `noop`.
+        current.results.push({ agentId: member.agentId, outcome: "noop" });
+        if (!context.actors[member.agentId]) continue;
+        current.pending[member.agentId] = place;
+        current.unanswered++;
+        enqueue.sendTo(context.actors[member.agentId]!, controlEvent(request, member));
+      }
+      current.wave++;
+    }),
+    recordAnswer: enqueueActions(({ context, event }) => {
+      if (event.type !== "member.reply") return;
+      const current = context.current!;
+      const { agentId, outcome, error, delivery } = event;
+      current.results[current.pending[agentId]!] = {
+        agentId,
+        outcome,
+        ...(error ? { error } : {}),
+        ...(delivery ? { delivery } : {}),
+      };
+      delete current.pending[agentId];
+      current.unanswered--;
+    }),
+    // A member that never answers (an effect that hangs, a lost reply) must not hang the run and
+    // every later control: past the timeout it is recorded `failed` and the cascade goes on.
+    failUnanswered: enqueueActions(({ context }) => {
+      const current = context.current!;
+      for (const [agentId, place] of Object.entries(current.pending)) {
+        const error = `no answer from agent ${agentId} within ${context.memberTimeoutMs} ms`;
+        current.results[place] = { agentId, outcome: "failed", error };
+      }
+      current.pending = {};
+      current.unanswered = 0;
+    }),
     releaseReady: enqueueActions(({ context, enqueue }) => {
       const ready = Object.entries(context.waiting).filter(([, deps]) => deps.every((dep) => context.settled[dep]));
       if (ready.length === 0) return;
       const waiting = { ...context.waiting };
       for (const [agentId] of ready) {
         delete waiting[agentId];
-        enqueue.sendTo(agentId, { type: "deps.settled" });
+        enqueue.sendTo(context.actors[agentId]!, { type: "deps.settled" });
       }
       enqueue.assign({ waiting });
     }),
@@ -129,14 +189,14 @@ export const runMachine = setup({
     "agent.add": {
       actions: [
         enqueueActions(({ context, event, enqueue }) => {
-          enqueue.spawnChild("agent", { id: event.input.agentId, input: event.input });
           // `actors` only grows, one key per agent: it is extended in place, as a copy
           // per spawn made a 10,000-agent run quadratic (nothing keeps an older snapshot's maps).
-          context.actors[event.input.agentId] = true;
+          context.actors[event.input.agentId] = event.agent;
           if (event.input.start.state === "spawning")
             enqueue.assign({ waiting: { ...context.waiting, [event.input.agentId]: event.waitFor } });
           const parent = event.input.parentAgentId;
-          if (parent && !event.counted && context.actors[parent]) enqueue.sendTo(parent, { type: "child.spawned" });
+          const parentActor = parent ? context.actors[parent] : undefined;
+          if (parentActor && !event.counted) enqueue.sendTo(parentActor, { type: "child.spawned" });
         }),
         "releaseReady",
       ],
@@ -150,14 +210,19 @@ export const runMachine = setup({
         "releaseReady",
       ],
     },
+    "run.close": {
+      actions: enqueueActions(({ context, enqueue }) => {
+        for (const agent of Object.values(context.actors)) enqueue.stopChild(agent);
+      }),
+    },
     "agent.ended": {
       actions: [
         enqueueActions(({ context, event }) => {
           context.settled[event.agentId] = true;
         }),
         enqueueActions(({ context, event, enqueue }) => {
-          const parent = event.parentAgentId;
-          if (parent && context.actors[parent]) enqueue.sendTo(parent, { type: "child.ended" });
+          const parent = event.parentAgentId ? context.actors[event.parentAgentId] : undefined;
+          if (parent) enqueue.sendTo(parent, { type: "child.ended" });
         }),
         "releaseReady",
       ],
@@ -167,10 +232,7 @@ export const runMachine = setup({
   states: {
     ready: {
       on: {
-        control: {
-          target: "working",
-          actions: assign({ current: ({ event }) => ({ request: event.request, index: 0, results: [] }) }),
-        },
+        control: { target: "working", actions: assign({ current: ({ event }) => cascade(event.request) }) },
       },
     },
     working: {
@@ -182,65 +244,14 @@ export const runMachine = setup({
         next: {
           always: [
             { guard: "cascadeDone", target: "#run.finish" },
-            // An agent without an actor has ended: it answers like every ended agent, `noop`.
-            {
-              guard: "memberWithoutActor",
-              target: "next",
-              reenter: true,
-              actions: assign({
-                current: ({ context }) => {
-                  const current = context.current!;
-                  const agentId = current.request.members[current.index]!.agentId;
-                  return {
-                    ...current,
-                    index: current.index + 1,
-                    results: [...current.results, { agentId, outcome: "noop" as const }],
-                  };
-                },
-              }),
-            },
-            { target: "waiting", actions: "sendToMember" },
+            { target: "waiting", actions: "sendWave" },
           ],
         },
-        // A member that never answers (an effect that hangs, a lost reply) must not hang the run
-        // and every later control: past the timeout it is recorded `failed` and the cascade goes on.
+        // The timeout counts from when the wave was sent: each member has as long as it had alone.
         waiting: {
-          after: {
-            memberTimeout: {
-              target: "next",
-              actions: assign({
-                current: ({ context }) => {
-                  const current = context.current!;
-                  const agentId = current.request.members[current.index]!.agentId;
-                  const error = `no answer from agent ${agentId} within ${context.memberTimeoutMs} ms`;
-                  return {
-                    ...current,
-                    index: current.index + 1,
-                    results: [...current.results, { agentId, outcome: "failed" as const, error }],
-                  };
-                },
-              }),
-            },
-          },
-          on: {
-            "member.reply": {
-              guard: "answersCurrent",
-              target: "next",
-              actions: assign({
-                current: ({ context, event }) => {
-                  const current = context.current!;
-                  const { agentId, outcome, error, delivery } = event;
-                  const result: MemberAnswer = {
-                    agentId,
-                    outcome,
-                    ...(error ? { error } : {}),
-                    ...(delivery ? { delivery } : {}),
-                  };
-                  return { ...current, index: current.index + 1, results: [...current.results, result] };
-                },
-              }),
-            },
-          },
+          always: { guard: "waveAnswered", target: "next" },
+          after: { memberTimeout: { target: "next", actions: "failUnanswered" } },
+          on: { "member.reply": { guard: "answersCurrent", actions: "recordAnswer" } },
         },
       },
     },
@@ -255,7 +266,7 @@ export const runMachine = setup({
           guard: "hasQueued",
           target: "working",
           actions: assign({
-            current: ({ context }) => ({ request: context.queue[0]!, index: 0, results: [] }),
+            current: ({ context }) => cascade(context.queue[0]!),
             queue: ({ context }) => context.queue.slice(1),
           }),
         },
@@ -264,3 +275,29 @@ export const runMachine = setup({
     },
   },
 });
+
+export type RunActor = ReturnType<typeof createActor<typeof runMachine>>;
+
+/**
+ * Give an agent its actor and hand it to the run: the run actor is its parent (the agent's
+ * answers, settles and ends go to it) and holds it in `actors`, and stopping the run stops it
+ * (`stopRun`). It is made here rather than with XState's `spawnChild`, because XState copies the
+ * parent's `children` map on every spawn and stop: one run of 10,000 agents spent 27 s in those
+ * copies alone. Started once the run has it, as `spawnChild` starts a child after the spawning step.
+ */
+export function addAgent(
+  run: RunActor,
+  logic: AgentLogic,
+  add: { input: AgentInput; waitFor: string[]; counted?: boolean },
+): AgentRef {
+  const agent = createActor(logic, { id: add.input.agentId, parent: run, input: add.input });
+  run.send({ type: "agent.add", agent, ...add });
+  agent.start();
+  return agent;
+}
+
+/** Stop every agent actor the run holds (what XState does for a parent's `children`), then the run actor. */
+export function stopRun(run: RunActor): void {
+  run.send({ type: "run.close" });
+  run.stop();
+}

@@ -25,16 +25,17 @@ export function parentsFirst(rootId: string, parents: ParentMap): string[] {
   return order;
 }
 
-/** The agent and everything under it, every child before its parent (stop and resume order). */
-export function leavesFirst(rootId: string, parents: ParentMap): string[] {
+/**
+ * The agent and everything under it by depth: the agent, then its children, then theirs, each
+ * depth in spawn order. A cascade sends to one depth at a time: in this order for a pause (parents
+ * before their children), reversed for a stop or resume (children before their parents).
+ */
+export function byDepth(rootId: string, parents: ParentMap): string[][] {
   const children = childrenOf(parents);
-  const order: string[] = [];
-  const visit = (id: string) => {
-    for (const child of children.get(id) ?? []) visit(child);
-    order.push(id);
-  };
-  visit(rootId);
-  return order;
+  const levels: string[][] = [];
+  for (let level = [rootId]; level.length > 0; level = level.flatMap((id) => children.get(id) ?? []))
+    levels.push(level);
+  return levels;
 }
 
 /** The agent's ancestors, nearest first. */

@@ -1,5 +1,5 @@
 import type { Budget } from "../../machines/budget.ts";
-import { ancestorsOf, leavesFirst, type ParentMap, parentsFirst } from "../../machines/tree.ts";
+import { ancestorsOf, byDepth, type ParentMap, parentsFirst } from "../../machines/tree.ts";
 import { SwarmError } from "../../src/errors.ts";
 import type { ForkSource } from "../../src/sandbox/runtime.ts";
 import type { AgentSpec } from "../../src/spec/agent-spec.ts";
@@ -119,9 +119,9 @@ export class AgentTable {
     return parentsFirst(agentId, this.#parents);
   }
 
-  /** The agent and everything under it, children first (stop and resume order). */
-  leavesFirst(agentId: string): string[] {
-    return leavesFirst(agentId, this.#parents);
+  /** The agent and everything under it, one list per depth, the agent's first. */
+  byDepth(agentId: string): string[][] {
+    return byDepth(agentId, this.#parents);
   }
 
   budgetOf(agentId: string): Budget | undefined {

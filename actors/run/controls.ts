@@ -11,7 +11,7 @@ export interface ControlDeps {
     Supervisor,
     "carryOut" | "requireLive" | "requireNotDraining" | "status" | "isLive" | "hasPendingPause"
   >;
-  tree: Pick<AgentTable, "parentsFirst" | "leavesFirst">;
+  tree: Pick<AgentTable, "byDepth">;
   /** Resolves once every ledger write made so far is committed (or failed and logged). */
   flushed(): Promise<unknown>;
   /** Release whatever is left of an ended agent's sandbox. */
@@ -24,9 +24,9 @@ const strip = (results: MemberAnswer[]): MemberResult[] =>
   results.map(({ agentId, outcome, error }) => ({ agentId, outcome, ...(error ? { error } : {}) }));
 
 /**
- * Pause, resume, stop and steer (spec §4.8 to §4.10): who the members are and in which order, then
- * the run machine carries the request out member by member, and the answer waits for the ledger
- * writes it caused, so it and a following snapshot agree.
+ * Pause, resume, stop and steer (spec §4.8 to §4.11): who the members are and in which order (one
+ * wave per depth), then the run machine carries the request out wave by wave, and the answer waits
+ * for the ledger writes it caused, so it and a following snapshot agree.
  */
 export class Controls {
   constructor(private readonly deps: ControlDeps) {}
@@ -47,7 +47,9 @@ export class Controls {
     if (status !== "paused" && !supervisor.hasPendingPause(agentId))
       throw new SwarmError("AGENT_NOT_PAUSED", `agent ${agentId} is not paused`);
     // Only paused members are resumed; the rest of the subtree is not affected.
-    const paused = this.#members(agentId, scope, "leavesFirst").filter((m) => m.agentId === agentId || held(m.agentId));
+    const paused = this.#members(agentId, scope, "leavesFirst").map((wave) =>
+      wave.filter((m) => m.agentId === agentId || held(m.agentId)),
+    );
     const results = await this.#carryOut("resume", paused);
     const own = results.find((r) => r.agentId === agentId);
     if (scope === "agent" && own?.outcome === "failed")
@@ -57,8 +59,8 @@ export class Controls {
 
   /** A spend cap ran out at `agentId`: its subtree is paused, parents first, it `budget` and the rest `cascade`. */
   async pauseForBudget(agentId: string): Promise<void> {
-    const members = this.#members(agentId, "subtree", "parentsFirst").map((m) =>
-      m.agentId === agentId ? { ...m, by: "budget" as const } : m,
+    const members = this.#members(agentId, "subtree", "parentsFirst").map((wave) =>
+      wave.map((m) => (m.agentId === agentId ? { ...m, by: "budget" as const } : m)),
     );
     await this.#carryOut("pause", members);
   }
@@ -72,16 +74,17 @@ export class Controls {
 
   /** Abort those of `ids` still live, leaves first under `rootId` (DELETE /runs/:runId, a drain's deadline). */
   async stopLive(rootId: string, ids: ReadonlySet<string> | null, reason?: EndReason): Promise<string[]> {
-    const live = this.deps.tree
-      .leavesFirst(rootId)
-      .filter((id) => (ids === null || ids.has(id)) && this.deps.supervisor.isLive(id));
+    const waves = this.deps.tree
+      .byDepth(rootId)
+      .reverse()
+      .map((level) => level.filter((id) => (ids === null || ids.has(id)) && this.deps.supervisor.isLive(id)));
     await this.#carryOut(
       "stop",
-      live.map((id) => ({ agentId: id, by: "operator" as const })),
+      waves.map((wave) => wave.map((id) => ({ agentId: id, by: "operator" as const }))),
       undefined,
       reason,
     );
-    return live;
+    return waves.flat();
   }
 
   /** Members a stop (or drain) found ended (`noop`): whatever is left of their sandboxes is released. */
@@ -93,7 +96,7 @@ export class Controls {
     this.deps.supervisor.requireLive(agentId);
     this.deps.supervisor.requireNotDraining(agentId);
     const text = scope === "subtree" ? this.deps.subtreeSteer(agentId, message) : message;
-    const results = await this.#carryOut("steer", [{ agentId, by: "operator" }], text);
+    const results = await this.#carryOut("steer", [[{ agentId, by: "operator" }]], text);
     const own = results[0];
     if (!own || own.outcome === "failed")
       throw new SwarmError("HARNESS_REJECTED", `the harness did not accept the message: ${own?.error ?? "no answer"}`);
@@ -103,21 +106,27 @@ export class Controls {
 
   async #carryOut(
     op: "pause" | "resume" | "stop" | "steer",
-    members: ControlMember[],
+    waves: ControlMember[][],
     message?: string,
     reason?: EndReason,
   ): Promise<MemberAnswer[]> {
-    const results = await this.deps.supervisor.carryOut(op, members, message, reason);
+    const results = await this.deps.supervisor.carryOut(op, waves, message, reason);
     await this.deps.flushed();
     return results;
   }
 
-  /** Live members of the subtree under `agentId` in the order the operation needs; the named agent is `operator`. */
-  #members(agentId: string, scope: Scope, order: "parentsFirst" | "leavesFirst"): ControlMember[] {
-    if (scope === "agent") return [{ agentId, by: "operator" }];
-    const ids = order === "parentsFirst" ? this.deps.tree.parentsFirst(agentId) : this.deps.tree.leavesFirst(agentId);
-    return ids
-      .filter((id) => id === agentId || this.deps.supervisor.isLive(id))
-      .map((id) => ({ agentId: id, by: (id === agentId ? "operator" : "cascade") as PausedBy }));
+  /**
+   * Live members of the subtree under `agentId`, one wave per depth in the order the operation
+   * needs (parents first or leaves first); the named agent is `operator`.
+   */
+  #members(agentId: string, scope: Scope, order: "parentsFirst" | "leavesFirst"): ControlMember[][] {
+    if (scope === "agent") return [[{ agentId, by: "operator" }]];
+    const levels = this.deps.tree.byDepth(agentId);
+    if (order === "leavesFirst") levels.reverse();
+    return levels.map((level) =>
+      level
+        .filter((id) => id === agentId || this.deps.supervisor.isLive(id))
+        .map((id) => ({ agentId: id, by: (id === agentId ? "operator" : "cascade") as PausedBy })),
+    );
   }
 }

@@ -1,9 +1,16 @@
 import { randomUUID } from "node:crypto";
-import { type Actor, createActor, type InspectionEvent } from "xstate";
+import { createActor, type InspectionEvent } from "xstate";
 import type { agentMachine } from "../../machines/agent.machine.ts";
 import type { AgentEvent, AgentInput, ControlOp, Drain, EndReason, Fact } from "../../machines/agent.types.ts";
 import { holdsPendingPause, isBetweenTurns, statusOf } from "../../machines/agent-status.ts";
-import { type ControlMember, type MemberAnswer, runMachine } from "../../machines/run.machine.ts";
+import {
+  addAgent,
+  type ControlMember,
+  type MemberAnswer,
+  type RunActor,
+  runMachine,
+  stopRun,
+} from "../../machines/run.machine.ts";
 import { SwarmError } from "../../src/errors.ts";
 import { type AgentStatus, isLive } from "../../src/swarm-api.ts";
 
@@ -28,10 +35,10 @@ export interface SupervisorDeps {
  * decision about a live agent is taken from here, never from a copy.
  */
 export class Supervisor {
-  readonly #actor: Actor<typeof runMachine>;
+  readonly #actor: RunActor;
 
   constructor(private readonly deps: SupervisorDeps) {
-    this.#actor = createActor(runMachine.provide({ actors: { agent: deps.agent } }), {
+    this.#actor = createActor(runMachine, {
       input: { runId: deps.runId, memberTimeoutMs: deps.memberTimeoutMs },
       inspect: deps.inspect,
     });
@@ -42,8 +49,8 @@ export class Supervisor {
 
   /** Give an agent its actor; `counted`: its parent's live children already count it (a restart). */
   add(input: AgentInput, waitFor: string[], counted = false): void {
-    this.#actor.send({ type: "agent.add", input, waitFor, counted });
-    this.#child(input.agentId)?.on("fact", ({ fact }) => this.deps.onFact(input.agentId, fact));
+    const agent = addAgent(this.#actor, this.deps.agent, { input, waitFor, counted });
+    agent.on("fact", ({ fact }) => this.deps.onFact(input.agentId, fact));
   }
 
   /** The agent's result settled (or it ended) without its machine saying so: what `waitFor` waits for. */
@@ -154,10 +161,11 @@ export class Supervisor {
 
   /**
    * Hand a control request to the run machine and wait for every member's answer (it records a
-   * member that does not answer in time as `failed`).
+   * member that does not answer in time as `failed`): the members of a wave together, wave after wave.
    */
-  carryOut(op: ControlOp, members: ControlMember[], message?: string, reason?: EndReason): Promise<MemberAnswer[]> {
-    if (members.length === 0) return Promise.resolve([]);
+  carryOut(op: ControlOp, waves: ControlMember[][], message?: string, reason?: EndReason): Promise<MemberAnswer[]> {
+    waves = waves.filter((wave) => wave.length > 0);
+    if (waves.length === 0) return Promise.resolve([]);
     const requestId = randomUUID();
     const done = new Promise<MemberAnswer[]>((resolve) => {
       const sub = this.#actor.on("control.done", (event) => {
@@ -166,15 +174,15 @@ export class Supervisor {
         resolve(event.results);
       });
     });
-    this.#actor.send({ type: "control", request: { requestId, op, members, message, ...(reason ? { reason } : {}) } });
+    this.#actor.send({ type: "control", request: { requestId, op, waves, message, ...(reason ? { reason } : {}) } });
     return done;
   }
 
   stop(): void {
-    this.#actor.stop();
+    stopRun(this.#actor);
   }
 
   #child(agentId: string) {
-    return this.#actor.getSnapshot().children[agentId];
+    return this.#actor.getSnapshot().context.actors[agentId];
   }
 }

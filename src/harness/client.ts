@@ -140,7 +140,8 @@ export function attachHarnessClient(socket: Duplex, after: number, handlers: Har
   socket.on("close", () => {
     closed = true;
     clearTimeout(resumeTimer);
-    fail(new SwarmError("HARNESS_UNREACHABLE", "the harness connection closed"));
+    // Made only when a request waits: an error's stack trace is the dearest part of a close.
+    if (pending.size > 0) fail(new SwarmError("HARNESS_UNREACHABLE", "the harness connection closed"));
     guarded("close", () => handlers.onClose?.());
   });
 

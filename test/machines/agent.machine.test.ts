@@ -62,14 +62,14 @@ describe("agent machine", () => {
     assert.ok(!h.commands.some((c) => c.type === "harness.abort"));
     r.run.send({
       type: "control",
-      request: { requestId: "p", op: "pause", members: [{ agentId: "a", by: "operator" }] },
+      request: { requestId: "p", op: "pause", waves: [[{ agentId: "a", by: "operator" }]] },
     });
     await flush();
     r.clock.increment(5_000); // paused time does not count
     assert.ok(!h.commands.some((c) => c.type === "harness.abort"));
     r.run.send({
       type: "control",
-      request: { requestId: "q", op: "resume", members: [{ agentId: "a", by: "operator" }] },
+      request: { requestId: "q", op: "resume", waves: [[{ agentId: "a", by: "operator" }]] },
     });
     await flush();
     r.clock.increment(1_000);
@@ -93,7 +93,7 @@ describe("agent machine", () => {
     r.add({ agentId: "a", prompt: "go", turnMaxMs: 1_000 });
     await flush();
     const h = fx.harnesses.get("a")!;
-    const agent = r.run.getSnapshot().children.a!;
+    const agent = r.agent("a")!;
     agent.send({ type: "gateway.hold" });
     await flush();
     assert.equal(r.stateOf("a"), '{"live":{"running":{"turn":"held"}}}');
@@ -118,17 +118,17 @@ describe("agent machine", () => {
     await flush();
     r.run.send({
       type: "control",
-      request: { requestId: "1", op: "pause", members: [{ agentId: "a", by: "operator" }] },
+      request: { requestId: "1", op: "pause", waves: [[{ agentId: "a", by: "operator" }]] },
     });
     await flush();
     r.run.send({
       type: "control",
-      request: { requestId: "2", op: "pause", members: [{ agentId: "a", by: "operator" }] },
+      request: { requestId: "2", op: "pause", waves: [[{ agentId: "a", by: "operator" }]] },
     });
     fx.failFreezeOf("b");
     r.run.send({
       type: "control",
-      request: { requestId: "3", op: "pause", members: [{ agentId: "b", by: "operator" }] },
+      request: { requestId: "3", op: "pause", waves: [[{ agentId: "b", by: "operator" }]] },
     });
     await flush();
     assert.deepEqual(
@@ -154,7 +154,7 @@ describe("agent machine", () => {
         .map((c) => c.type.slice("harness.".length));
     assert.deepEqual(holds(), ["release"], "running: nothing held");
     const control = (requestId: string, op: "pause" | "resume") =>
-      r.run.send({ type: "control", request: { requestId, op, members: [{ agentId: "a", by: "operator" }] } });
+      r.run.send({ type: "control", request: { requestId, op, waves: [[{ agentId: "a", by: "operator" }]] } });
     let thawed!: () => void;
     fx.holdFreeze(new Promise<void>((resolve) => (thawed = resolve)));
     control("1", "pause");
@@ -190,7 +190,7 @@ describe("agent machine", () => {
     await flush();
     r.run.send({
       type: "control",
-      request: { requestId: "st", op: "steer", members: [{ agentId: "a", by: "operator" }], message: "also this" },
+      request: { requestId: "st", op: "steer", waves: [[{ agentId: "a", by: "operator" }]], message: "also this" },
     });
     await flush();
     const harness = fx.harnesses.get("a")!;
@@ -225,7 +225,7 @@ describe("agent machine", () => {
     await flush();
     r.run.send({
       type: "control",
-      request: { requestId: "st", op: "steer", members: [{ agentId: "a", by: "operator" }], message: "m" },
+      request: { requestId: "st", op: "steer", waves: [[{ agentId: "a", by: "operator" }]], message: "m" },
     });
     await flush();
     fx.harnesses.get("a")!.send({ type: "harness.lost", error: "socket closed" });
@@ -247,15 +247,15 @@ describe("agent machine", () => {
     assert.equal(r.stateOf("w"), '{"live":"pausing"}');
     r.run.send({
       type: "control",
-      request: { requestId: "st", op: "steer", members: [{ agentId: "w", by: "operator" }], message: "later" },
+      request: { requestId: "st", op: "steer", waves: [[{ agentId: "w", by: "operator" }]], message: "later" },
     });
     r.run.send({
       type: "control",
-      request: { requestId: "p", op: "pause", members: [{ agentId: "w", by: "operator" }] },
+      request: { requestId: "p", op: "pause", waves: [[{ agentId: "w", by: "operator" }]] },
     });
     r.run.send({
       type: "control",
-      request: { requestId: "r", op: "resume", members: [{ agentId: "w", by: "operator" }] },
+      request: { requestId: "r", op: "resume", waves: [[{ agentId: "w", by: "operator" }]] },
     });
     await flush();
     assert.deepEqual(
@@ -287,7 +287,7 @@ describe("agent machine", () => {
     r.add({ agentId: "waiter", prompt: "x", start: "spawning" }, null, ["busy"]);
     await flush();
     const drain = { type: "drain" as const, drain: { subtree: false, deadline: 1 } };
-    for (const id of ["busy", "idle", "waiter"]) r.run.getSnapshot().children[id]!.send(drain);
+    for (const id of ["busy", "idle", "waiter"]) r.agent(id)!.send(drain);
     await flush();
     assert.equal(r.stateOf("busy"), '{"live":{"running":{"turn":"clock"}}}', "its turn goes on");
     // The waiter ends on the spot; the idle agent once its sandbox closed.
@@ -312,7 +312,7 @@ describe("agent machine", () => {
     const r = startRun(fx);
     r.add({ agentId: "a", prompt: "go", keepAlive: true });
     await flush();
-    r.run.getSnapshot().children.a!.send({ type: "drain", drain: { subtree: false, deadline: 1 } });
+    r.agent("a")!.send({ type: "drain", drain: { subtree: false, deadline: 1 } });
     fx.harnesses.get("a")!.send({ type: "harness.settled", outcome: "failed", text: null, error: "boom", hseq: 1 });
     await flush();
     assert.deepEqual(r.facts.at(-1), {
@@ -330,7 +330,7 @@ describe("agent machine", () => {
     r.add({ agentId: "d", prompt: "work", keepAlive: true }, "q");
     await flush();
     const send = (id: string, subtree: boolean) =>
-      r.run.getSnapshot().children[id]!.send({ type: "drain", drain: { subtree, deadline: 1 } });
+      r.agent(id)!.send({ type: "drain", drain: { subtree, deadline: 1 } });
     send("p", true);
     send("c", true);
     send("q", false);
@@ -351,7 +351,7 @@ describe("agent machine", () => {
     r.add({ agentId: "a", prompt: "go", turnMaxMs: 1_000 });
     await flush();
     const h = fx.harnesses.get("a")!;
-    const agent = r.run.getSnapshot().children.a!;
+    const agent = r.agent("a")!;
     agent.send({ type: "approval.hold" });
     await flush();
     r.clock.increment(60_000);
@@ -371,7 +371,7 @@ describe("agent machine", () => {
     r.add({ agentId: "a", prompt: "go", turnMaxMs: 1_000 });
     await flush();
     const h = fx.harnesses.get("a")!;
-    const agent = r.run.getSnapshot().children.a!;
+    const agent = r.agent("a")!;
     agent.send({ type: "node.unreachable" });
     await flush();
     r.clock.increment(60_000);

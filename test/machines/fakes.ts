@@ -8,11 +8,13 @@ import type {
   HarnessReportEvent,
   RestoredLive,
 } from "../../machines/agent.types.ts";
-import { type MemberAnswer, runMachine } from "../../machines/run.machine.ts";
+import { addAgent, type MemberAnswer, runMachine } from "../../machines/run.machine.ts";
 
 /** Effects of an agent machine replaced by in-memory fakes that record what was asked. */
 export function fakeEffects() {
   const calls: string[] = [];
+  /** Agents whose freeze began, in order (`calls` has those that finished). */
+  const freezing: string[] = [];
   const harnesses = new Map<string, { send: (e: HarnessReportEvent) => void; commands: HarnessCommandEvent[] }>();
   let failFreeze: string | undefined;
   let heldFreeze: Promise<void> | undefined;
@@ -36,6 +38,7 @@ export function fakeEffects() {
         });
       }),
       freeze: fromPromise(async ({ input }) => {
+        freezing.push(input.agentId);
         if (failFreeze === input.agentId) throw new Error("freezer broke");
         await heldFreeze;
         calls.push(`freeze:${input.agentId}`);
@@ -55,6 +58,7 @@ export function fakeEffects() {
   return {
     agent,
     calls,
+    freezing,
     harnesses,
     failFreezeOf: (id: string) => (failFreeze = id),
     /** Every freeze from now on finishes only once `until` resolves. */
@@ -79,7 +83,7 @@ export function startRun(
   clock = new SimulatedClock(),
   memberTimeoutMs?: number,
 ) {
-  const run = createActor(runMachine.provide({ actors: { agent: effects.agent } }), {
+  const run = createActor(runMachine, {
     input: { runId: "r_1", memberTimeoutMs },
     clock,
   });
@@ -89,8 +93,7 @@ export function startRun(
   run.start();
   const add = (input: AddFields, parentAgentId: string | null = null, waitFor: string[] = [], restored = false) => {
     const { restored: live, start, ...rest } = input;
-    run.send({
-      type: "agent.add",
+    const agent = addAgent(run, effects.agent, {
       waitFor,
       counted: restored,
       input: {
@@ -103,13 +106,14 @@ export function startRun(
         start: live ? { state: "live", restored: restoredLive(live) } : { state: start ?? "provisioning" },
       },
     });
-    const child = run.getSnapshot().children[input.agentId];
-    child?.on("fact", (e) => {
+    agent.on("fact", (e) => {
       facts.push({ agentId: e.agentId, fact: e.fact });
     });
   };
-  const stateOf = (agentId: string) => JSON.stringify(run.getSnapshot().children[agentId]?.getSnapshot().value);
-  return { run, clock, facts, done, add, stateOf };
+  /** The agent's actor, as the run holds it. */
+  const agent = (agentId: string) => run.getSnapshot().context.actors[agentId];
+  const stateOf = (agentId: string) => JSON.stringify(agent(agentId)?.getSnapshot().value);
+  return { run, clock, facts, done, add, agent, stateOf };
 }
 
 export const flush = () => new Promise((resolve) => setImmediate(resolve));

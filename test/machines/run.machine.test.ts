@@ -1,17 +1,56 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { leavesFirst, parentsFirst } from "../../machines/tree.ts";
+import { stopRun } from "../../machines/run.machine.ts";
+import { byDepth } from "../../machines/tree.ts";
 import { fakeEffects, flush, startRun } from "./fakes.ts";
 
 describe("run machine", () => {
   const parents = { root: null, a: "root", b: "root", a1: "a" } as const;
 
-  it("orders subtree members parents-first for pause and leaves-first for stop/resume", () => {
-    assert.deepEqual(parentsFirst("root", parents), ["root", "a", "a1", "b"]);
-    assert.deepEqual(leavesFirst("root", parents), ["a1", "a", "b", "root"]);
+  it("groups a subtree by depth, each depth in spawn order", () => {
+    assert.deepEqual(byDepth("root", parents), [["root"], ["a", "b"], ["a1"]]);
+    assert.deepEqual(byDepth("a", parents), [["a"], ["a1"]]);
   });
 
-  it("carries a cascade out one member at a time, in order, and queues requests behind it", async () => {
+  it("sends to every member of a wave together, and the next wave only once each of them answered", async () => {
+    const fx = fakeEffects();
+    const r = startRun(fx);
+    r.add({ agentId: "root" });
+    r.add({ agentId: "a" }, "root");
+    r.add({ agentId: "b" }, "root");
+    r.add({ agentId: "a1" }, "a");
+    await flush();
+    let release = () => {};
+    fx.holdFreeze(new Promise<void>((resolve) => (release = resolve)));
+    const waves = byDepth("root", parents).map((level) =>
+      level.map((agentId) => ({ agentId, by: agentId === "root" ? ("operator" as const) : ("cascade" as const) })),
+    );
+    r.run.send({ type: "control", request: { requestId: "p", op: "pause", waves } });
+    await flush();
+    assert.deepEqual(fx.freezing, ["root"], "the children wait for their parent's answer");
+    // The root's freeze ends; its children's freezes begin and hang until released again.
+    const first = release;
+    fx.holdFreeze(new Promise<void>((resolve) => (release = resolve)));
+    first();
+    await flush();
+    await flush();
+    assert.deepEqual(fx.freezing, ["root", "a", "b"], "a and b got the pause together");
+    assert.equal(r.done.length, 0);
+    release();
+    for (let i = 0; i < 4; i += 1) await flush();
+    assert.deepEqual(fx.freezing, ["root", "a", "b", "a1"], "a1 once a and b answered");
+    assert.deepEqual(
+      r.done[0]!.results.map((m) => [m.agentId, m.outcome]),
+      [
+        ["root", "applied"],
+        ["a", "applied"],
+        ["b", "applied"],
+        ["a1", "applied"],
+      ],
+    );
+  });
+
+  it("carries a cascade out wave by wave, in order, and queues requests behind it", async () => {
     const fx = fakeEffects();
     const r = startRun(fx);
     r.add({ agentId: "root" });
@@ -19,17 +58,16 @@ describe("run machine", () => {
     r.add({ agentId: "a1" }, "a");
     await flush();
     fx.calls.length = 0;
-    const members = parentsFirst("root", { root: null, a: "root", a1: "a" }).map((agentId, i) => ({
-      agentId,
-      by: i === 0 ? ("operator" as const) : ("cascade" as const),
-    }));
-    r.run.send({ type: "control", request: { requestId: "p", op: "pause", members } });
+    const waves = byDepth("root", { root: null, a: "root", a1: "a" }).map((level) =>
+      level.map((agentId) => ({ agentId, by: agentId === "root" ? ("operator" as const) : ("cascade" as const) })),
+    );
+    r.run.send({ type: "control", request: { requestId: "p", op: "pause", waves } });
     r.run.send({
       type: "control",
       request: {
         requestId: "s",
         op: "stop",
-        members: ["a1", "a", "root"].map((agentId) => ({ agentId, by: "operator" as const })),
+        waves: ["a1", "a", "root"].map((agentId) => [{ agentId, by: "operator" as const }]),
       },
     });
     await flush();
@@ -80,10 +118,7 @@ describe("run machine", () => {
       request: {
         requestId: "p",
         op: "pause",
-        members: [
-          { agentId: "root", by: "operator" },
-          { agentId: "w", by: "cascade" },
-        ],
+        waves: [[{ agentId: "root", by: "operator" }], [{ agentId: "w", by: "cascade" }]],
       },
     });
     await flush();
@@ -108,7 +143,7 @@ describe("run machine", () => {
     await flush();
     r.run.send({
       type: "control",
-      request: { requestId: "s", op: "stop", members: [{ agentId: "ended-parent", by: "operator" }] },
+      request: { requestId: "s", op: "stop", waves: [[{ agentId: "ended-parent", by: "operator" }]] },
     });
     await flush();
     assert.deepEqual(r.done[0]!.results, [{ agentId: "ended-parent", outcome: "noop" }]);
@@ -126,11 +161,10 @@ describe("run machine", () => {
     r.add({ agentId: "a1" }, "a");
     await flush();
     fx.failFreezeOf("a");
-    const members = parentsFirst("root", { root: null, a: "root", a1: "a" }).map((agentId, i) => ({
-      agentId,
-      by: i === 0 ? ("operator" as const) : ("cascade" as const),
-    }));
-    r.run.send({ type: "control", request: { requestId: "p", op: "pause", members } });
+    const waves = byDepth("root", { root: null, a: "root", a1: "a" }).map((level) =>
+      level.map((agentId) => ({ agentId, by: agentId === "root" ? ("operator" as const) : ("cascade" as const) })),
+    );
+    r.run.send({ type: "control", request: { requestId: "p", op: "pause", waves } });
     await flush();
     await flush();
     assert.deepEqual(r.done[0]!.results, [
@@ -158,10 +192,7 @@ describe("run machine", () => {
       request: {
         requestId: "s",
         op: "stop",
-        members: [
-          { agentId: "c", by: "operator" },
-          { agentId: "p", by: "operator" },
-        ],
+        waves: [[{ agentId: "c", by: "operator" }], [{ agentId: "p", by: "operator" }]],
       },
     });
     for (let i = 0; i < 4; i += 1) await flush();
@@ -172,7 +203,7 @@ describe("run machine", () => {
     assert.equal(r.stateOf("p"), '"done"', "p keeps the outcome it finished with");
     r.run.send({
       type: "control",
-      request: { requestId: "after", op: "pause", members: [{ agentId: "p", by: "operator" }] },
+      request: { requestId: "after", op: "pause", waves: [[{ agentId: "p", by: "operator" }]] },
     });
     await flush();
     assert.deepEqual(
@@ -204,11 +235,11 @@ describe("run machine", () => {
     r.add({ agentId: "b" });
     await flush();
     fx.holdFreeze(new Promise<void>(() => undefined)); // a freeze that hangs forever
-    const members = [{ agentId: "a", by: "operator" as const }];
-    r.run.send({ type: "control", request: { requestId: "hung", op: "pause", members } });
+    const waves = [[{ agentId: "a", by: "operator" as const }]];
+    r.run.send({ type: "control", request: { requestId: "hung", op: "pause", waves } });
     r.run.send({
       type: "control",
-      request: { requestId: "next", op: "stop", members: [{ agentId: "b", by: "operator" as const }] },
+      request: { requestId: "next", op: "stop", waves: [[{ agentId: "b", by: "operator" as const }]] },
     });
     await flush();
     assert.equal(r.done.length, 0, "nothing answers while the member may still reply");
@@ -225,6 +256,35 @@ describe("run machine", () => {
     assert.equal(r.done[1]?.results[0]?.outcome, "applied");
   });
 
+  it("in a wave, records only the member that never answers as failed, in the wave's order", async () => {
+    const fx = fakeEffects();
+    const r = startRun(fx, undefined, 5_000);
+    r.add({ agentId: "a" });
+    r.add({ agentId: "b" });
+    await flush();
+    r.run.send({
+      type: "control",
+      request: { requestId: "first", op: "pause", waves: [[{ agentId: "b", by: "operator" }]] },
+    });
+    await flush();
+    fx.holdFreeze(new Promise<void>(() => undefined)); // a's freeze hangs; b is already paused
+    const waves = [
+      [
+        { agentId: "a", by: "cascade" as const },
+        { agentId: "b", by: "cascade" as const },
+      ],
+    ];
+    r.run.send({ type: "control", request: { requestId: "hung", op: "pause", waves } });
+    await flush();
+    assert.equal(r.done.length, 1, "b answered, a may still answer");
+    r.clock.increment(5_000);
+    await flush();
+    assert.deepEqual(r.done[1]?.results, [
+      { agentId: "a", outcome: "failed", error: "no answer from agent a within 5000 ms" },
+      { agentId: "b", outcome: "noop" },
+    ]);
+  });
+
   it("waits 60 s for a member by default", async () => {
     const fx = fakeEffects();
     const r = startRun(fx);
@@ -233,7 +293,7 @@ describe("run machine", () => {
     fx.holdFreeze(new Promise<void>(() => undefined));
     r.run.send({
       type: "control",
-      request: { requestId: "hung", op: "pause", members: [{ agentId: "a", by: "operator" as const }] },
+      request: { requestId: "hung", op: "pause", waves: [[{ agentId: "a", by: "operator" as const }]] },
     });
     r.clock.increment(59_999);
     await flush();
@@ -241,5 +301,22 @@ describe("run machine", () => {
     r.clock.increment(1);
     await flush();
     assert.equal(r.done[0]?.results[0]?.outcome, "failed");
+  });
+
+  it("stopping the run stops every agent actor it holds, ended ones included", async () => {
+    const fx = fakeEffects();
+    const r = startRun(fx);
+    r.add({ agentId: "live" });
+    r.add({ agentId: "once", prompt: "p" });
+    await flush();
+    fx.harnesses.get("once")!.send({ type: "harness.settled", outcome: "success", text: "x", hseq: 1 });
+    await flush();
+    assert.equal(r.stateOf("once"), '"done"');
+    stopRun(r.run);
+    assert.equal(r.run.getSnapshot().status, "stopped");
+    assert.deepEqual(
+      ["live", "once"].map((id) => r.agent(id)?.getSnapshot().status),
+      ["stopped", "stopped"],
+    );
   });
 });
