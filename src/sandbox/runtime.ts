@@ -274,6 +274,12 @@ export interface SandboxRuntime {
    */
   whenReachable?(sandboxId: string, signal: AbortSignal): Promise<void>;
 
+  /**
+   * Close what the runtime made ahead of any agent (the process runtime's pool of sandboxes); the
+   * sandboxes agents have are left running. Optional: runtimes that make nothing ahead have none.
+   */
+  dispose?(): Promise<void>;
+
   /** Host path of the sandbox's control folder (socket, event log, spec). */
   controlDir(sandboxId: string): string;
 
