@@ -156,17 +156,20 @@ export function createSandboxPool(
         const dest = sandboxLayout(ctx.dataDir, req.sandboxId);
         // What only the usual path says (a taken id, a socket path too long): it says it.
         if (Buffer.byteLength(dest.socket) > MAX_SOCKET_PATH_BYTES || existsSync(dest.root)) return undefined;
-        for (let taken = ready.shift(); taken; taken = ready.shift()) {
-          fill();
-          try {
-            return await hand(taken, req, dest);
-          } catch (err) {
-            options.log(`pool: sandbox ${taken.record.sandboxId} could not be taken: ${errorMessage(err)}`);
-            await closePooled(taken.layout);
+        try {
+          for (let taken = ready.shift(); taken; taken = ready.shift()) {
+            try {
+              return await hand(taken, req, dest);
+            } catch (err) {
+              options.log(`pool: sandbox ${taken.record.sandboxId} could not be taken: ${errorMessage(err)}`);
+              await closePooled(taken.layout);
+            }
           }
+          return undefined;
+        } finally {
+          // After the take, not during it: making the next one competes for the same cores.
+          fill();
         }
-        fill();
-        return undefined;
       }),
 
     async whenFull(signal) {
