@@ -151,6 +151,37 @@ describe("process runtime: a pool of sandboxes started ahead", () => {
     assert.deepEqual(await pooledPids(dataDir), [pooled]);
   });
 
+  it("a child takes a pooled sandbox with a copy of its parent's files, its own to change", async (t) => {
+    const setup = pooledRuntime(t, 2);
+    const { rt, dataDir } = setup;
+    await rt.pool!.whenFull(signal());
+    const parent = await runAgent(setup, "echo from-parent > /work/f");
+    await rt.pool!.whenFull(signal());
+    const childId = randomUUID();
+    const child = {
+      sandboxId: childId,
+      runId: parent.runId,
+      agentId: "child",
+      spec: bash("cat /work/f; echo more >> /work/f && echo changed"),
+    };
+    await rt.fork(parent.sandboxId, child, signal());
+    const record = await readRecord(sandboxLayout(dataDir, childId));
+    assert.ok(record?.tag, "taken from the pool");
+    await rt.startHarness(childId, signal());
+    const client = createTestHarnessClient(await rt.connect(childId, signal()));
+    client.hello(0);
+    const { toolOutputs } = await client.prompt("go", 60_000);
+    client.close();
+    assert.deepEqual(toolOutputs.join("\n").trim().split("\n"), ["from-parent", "changed"]);
+    // A parent that is gone is refused as without a pool, and costs the pool nothing.
+    const ready = rt.pool!.ready();
+    await assert.rejects(
+      rt.fork("no-such-parent", { ...child, sandboxId: randomUUID() }, signal()),
+      (err: unknown) => (err as { code?: string }).code === "SANDBOX_NOT_FOUND",
+    );
+    assert.equal(rt.pool!.ready(), ready);
+  });
+
   it("limits are applied when it is taken", async (t) => {
     const setup = pooledRuntime(t);
     const { rt, dataDir } = setup;

@@ -28,7 +28,7 @@ import {
   statusOf,
   UNABORTABLE,
 } from "./runtime-context.ts";
-import { createSandbox, forkSandbox, whileFrozen } from "./sandbox-create.ts";
+import { copyParentWork, createSandbox, forkSandbox, whileFrozen } from "./sandbox-create.ts";
 import { closeLeftPool, createSandboxPool, type SandboxPool } from "./sandbox-pool.ts";
 import { sandboxesDir } from "./sandbox-layout.ts";
 import { type FreezerKind, isMissing, type SandboxRecord, writeRecord } from "./sandbox-record.ts";
@@ -205,7 +205,16 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
     dispose: async () => {
       await pool?.close();
     },
-    fork: (parentId, req, signal) => forkSandbox(ctx, parentId, req, signal),
+    async fork(parentId, req, signal) {
+      // A child copies its parent's files into a pooled sandbox as into a new one (a fork child's
+      // fork point is mounted at its start: it starts cold).
+      if (pool && !req.fork && pool.coldReason(req) === undefined) {
+        await liveRecord(ctx, parentId);
+        const taken = await pool.take(req, signal, copyParentWork(ctx, parentId, signal));
+        if (taken) return taken;
+      }
+      return forkSandbox(ctx, parentId, req, signal);
+    },
 
     async writeInputs(sandboxId, files, signal) {
       signal.throwIfAborted();

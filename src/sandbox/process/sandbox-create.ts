@@ -118,9 +118,16 @@ export async function forkSandbox(
     });
   }
   await liveRecord(ctx, parentId);
-  return createSandbox(ctx, req, signal, (layout) =>
-    whileFrozen(ctx, parentId, signal, (parent) => copyTree(parent.layout.work, layout.work, signal)),
-  );
+  return createSandbox(ctx, req, signal, copyParentWork(ctx, parentId, signal));
+}
+
+/** Fill a new sandbox's `work/` with a copy of the live parent's, the parent frozen meanwhile. */
+export function copyParentWork(
+  ctx: RuntimeContext,
+  parentId: string,
+  signal: AbortSignal,
+): (layout: SandboxLayout) => Promise<void> {
+  return (layout) => whileFrozen(ctx, parentId, signal, (parent) => copyTree(parent.layout.work, layout.work, signal));
 }
 
 /**

@@ -32,9 +32,14 @@ export interface SandboxPool {
    * Hand a ready sandbox to `req` (moved to `sandboxes/<sandboxId>/`, with its run's users, the
    * spec, its env for the tools and its limits applied), or `undefined` when none is ready or the
    * request needs what a pooled sandbox cannot be given afterwards (`coldReason`): the caller then
-   * makes one as usual.
+   * makes one as usual. `fillWork` puts files into its `/work` once it is the agent's (a child's copy of
+   * its parent's); when it fails, the sandbox is closed and its error thrown.
    */
-  take(req: ProvisionRequest, signal: AbortSignal): Promise<SandboxInfo | undefined>;
+  take(
+    req: ProvisionRequest,
+    signal: AbortSignal,
+    fillWork?: (layout: SandboxLayout) => Promise<void>,
+  ): Promise<SandboxInfo | undefined>;
   /** Why `req` cannot take a pooled sandbox, or `undefined` when it can. */
   coldReason(req: ProvisionRequest): string | undefined;
   /** Sandboxes ready to be taken now. */
@@ -149,7 +154,7 @@ export function createSandboxPool(
     },
     ready: () => ready.length,
 
-    take: (req, signal) =>
+    take: (req, signal, fillWork) =>
       ctx.lock(req.sandboxId, async () => {
         signal.throwIfAborted();
         if (closed || pool.coldReason(req) !== undefined || !isValidSandboxId(req.sandboxId)) return undefined;
@@ -159,10 +164,11 @@ export function createSandboxPool(
         try {
           for (let taken = ready.shift(); taken; taken = ready.shift()) {
             try {
-              return await hand(taken, req, dest);
+              return await hand(taken, req, dest, fillWork);
             } catch (err) {
-              options.log(`pool: sandbox ${taken.record.sandboxId} could not be taken: ${errorMessage(err)}`);
               await closePooled(taken.layout);
+              if (err instanceof FillFailed) throw err.cause;
+              options.log(`pool: sandbox ${taken.record.sandboxId} could not be taken: ${errorMessage(err)}`);
             }
           }
           return undefined;
@@ -208,7 +214,12 @@ export function createSandboxPool(
    * folder moves into `sandboxes/` (a daemon that dies between the two leaves it in the pool, which
    * the next daemon closes).
    */
-  async function hand({ layout, record }: Pooled, req: ProvisionRequest, dest: SandboxLayout): Promise<SandboxInfo> {
+  async function hand(
+    { layout, record }: Pooled,
+    req: ProvisionRequest,
+    dest: SandboxLayout,
+    fillWork?: (layout: SandboxLayout) => Promise<void>,
+  ): Promise<SandboxInfo> {
     if ((await statusOf(record)) !== "running") throw new Error("its harness is gone");
     const users = ctx.separateUsers ? usersForRun(req.runId) : undefined;
     const { [SANDBOX_TAG_VAR]: _tag, ...env } = req.env ?? {};
@@ -235,6 +246,9 @@ export function createSandboxPool(
       await chown(layout.control, users.harness, record.users.harness);
       await chmod(layout.control, 0o750);
     }
+    await fillWork?.(layout).catch((err: unknown) => {
+      throw new FillFailed(err);
+    });
     const agents: SandboxRecord = {
       ...record,
       sandboxId: req.sandboxId,
@@ -276,4 +290,11 @@ async function closePooled(layout: SandboxLayout): Promise<void> {
     await releaseLimits(record.limitCgroups ?? []).catch(() => undefined);
   }
   await rm(layout.root, { recursive: true, force: true }).catch(() => undefined);
+}
+
+/** The caller's `fill` failed: its error, not the pool's. */
+class FillFailed extends Error {
+  constructor(cause: unknown) {
+    super("fill failed", { cause });
+  }
 }
