@@ -79,7 +79,9 @@ describe("sandbox pool over HTTP (process runtime)", () => {
     const first = await run('echo "$FIRST"; echo left > /work/left; echo left > /tmp/left', { FIRST: "one" });
     assert.ok(first.record?.tag, "its sandbox was taken from the pool");
     assert.equal(first.result.trim(), "one");
-    const second = await run('echo "${FIRST:-none} $SECOND"; ls -A /work /tmp', { SECOND: "two" });
+    const second = await run('echo "$(printenv FIRST || echo none) $SECOND"; ls -A /work /tmp', {
+      SECOND: "two",
+    });
     assert.ok(second.record?.tag, "its sandbox was taken from the pool");
     assert.notEqual(second.record?.tag, first.record?.tag, "never the same sandbox twice");
     assert.deepEqual(

@@ -120,7 +120,7 @@ describe("process runtime: a pool of sandboxes started ahead", () => {
     await rt.pool!.whenFull(signal());
     const second = await runAgent(
       setup,
-      'echo "first=${FIRST_SECRET:-none}"; ls -A /work /tmp /inputs; cat /proc/net/unix | grep -c planted; ps -e -o comm= | sort | uniq | tr "\\n" " "',
+      'echo "first=$(printenv FIRST_SECRET || echo none)"; ls -A /work /tmp /inputs; cat /proc/net/unix | grep -c planted; ps -e -o comm= | sort | uniq | tr "\\n" " "',
       { env: { SECOND: "two" } },
     );
     const lines = second.output.trim().split("\n");

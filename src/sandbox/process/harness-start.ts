@@ -7,8 +7,8 @@ import { applyLimits, joinPrefix } from "./cgroup-limits.ts";
 import { harnessCommand } from "./harness-command.ts";
 import { exitOf, spawnDetached } from "./harness-launcher.ts";
 import { freezerOf, ownedRecord, type RuntimeContext, statusOf, UNABORTABLE } from "./runtime-context.ts";
-import { connectSandboxNetwork } from "./sandbox-network.ts";
 import type { SandboxLayout } from "./sandbox-layout.ts";
+import { connectSandboxNetwork } from "./sandbox-network.ts";
 import { type SandboxRecord, writeRecord } from "./sandbox-record.ts";
 
 /**

@@ -29,8 +29,8 @@ import {
   UNABORTABLE,
 } from "./runtime-context.ts";
 import { copyParentWork, createSandbox, forkSandbox, whileFrozen } from "./sandbox-create.ts";
-import { closeLeftPool, createSandboxPool, type SandboxPool } from "./sandbox-pool.ts";
 import { sandboxesDir } from "./sandbox-layout.ts";
+import { closeLeftPool, createSandboxPool, type SandboxPool } from "./sandbox-pool.ts";
 import { type FreezerKind, isMissing, type SandboxRecord, writeRecord } from "./sandbox-record.ts";
 
 /** Where the runtime reports what it decided (pino and console both fit). */
