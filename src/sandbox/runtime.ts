@@ -157,7 +157,9 @@ export interface SandboxRuntime {
   readonly networkRefusal?: string;
 
   /**
-   * Create an empty sandbox (empty `/work`, empty `/inputs`). Does not start the harness.
+   * Create an empty sandbox (empty `/work`, empty `/inputs`). Does not start the harness, unless it
+   * hands out one whose harness was started ahead (the process runtime's pool, docs/pool.md):
+   * `startHarness` then resolves at once.
    * Throws `SANDBOX_EXISTS` when `sandboxId` is already owned, `SANDBOX_PROVISION_FAILED` otherwise.
    */
   provision(req: ProvisionRequest, signal: AbortSignal): Promise<SandboxInfo>;

@@ -135,6 +135,20 @@ describe("process runtime: a pool of sandboxes started ahead", () => {
     assert.notEqual(second.record?.harness?.pid, planted.record?.harness?.pid, "never the same harness twice");
   });
 
+  it("the agent of a taken sandbox can neither read what its harness was handed nor write beside it", async (t) => {
+    const setup = pooledRuntime(t);
+    await setup.rt.pool!.whenFull(signal());
+    const { record, output } = await runAgent(
+      setup,
+      "cat /control/take.json; echo read=$?; ls /control; echo list=$?; touch /control/planted; echo write=$?",
+      { env: { SECRET: "s" } },
+    );
+    assert.ok(record?.tag, "taken from the pool");
+    const codes = output.split("\n").filter((l) => /^(read|list|write)=/.test(l));
+    assert.deepEqual(codes, ["read=1", "list=2", "write=1"]);
+    assert.doesNotMatch(output, /"harness"|"env"/, "nothing of take.json shows");
+  });
+
   it("what the pool's sandboxes cannot be given afterwards starts cold, and the pool keeps its sandbox", async (t) => {
     const setup = pooledRuntime(t);
     const { rt, dataDir } = setup;

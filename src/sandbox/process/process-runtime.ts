@@ -73,6 +73,7 @@ export interface ProcessRuntime extends SandboxRuntime {
   readonly diskWatch: DiskWatch;
   /** The sandboxes made ahead for agents to take, when the runtime keeps any. */
   readonly pool: SandboxPool | undefined;
+  dispose(): Promise<void>;
 }
 
 const stderrLogger: RuntimeLogger = {

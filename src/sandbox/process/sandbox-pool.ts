@@ -4,6 +4,7 @@ import { chmod, chown, mkdir, readdir, rename, rm, writeFile } from "node:fs/pro
 import { join } from "node:path";
 import { errorMessage } from "../../errors.ts";
 import { CONTROL_FILES } from "../../harness/protocol.ts";
+import { AgentSpecSchema } from "../../spec/agent-spec.ts";
 import {
   DEFAULT_SANDBOX_LIMITS,
   LOCAL_NODE_ID,
@@ -145,6 +146,8 @@ export function createSandboxPool(
   const pool: SandboxPool = {
     size,
     coldReason(req) {
+      // What the harness would refuse at its start is refused there, as without a pool.
+      if (!AgentSpecSchema.safeParse(req.spec).success) return "a spec its harness refuses";
       if (req.network) return "a networked spec";
       if (req.fork) return "a fork";
       const wanted = req.limits ?? DEFAULT_SANDBOX_LIMITS;
