@@ -5,7 +5,7 @@
  * (ii) the same on the docker runtime, beside raw `docker create` + `docker start -a` of the
  *     sandbox image running `node -e 0`;
  * (iii) fan-out: children spawned at once (`POST /runs/:runId/agents`) until all are `running`,
- *     beside as many bare `node -e 0` starts two at a time.
+ *     beside as many bare `node -e 0` starts two at a time (measured before and after it, averaged).
  * (i) and (iii) run without a pool (`SWARM_POOL_SIZE=0`), then with a pool of `BENCH_POOL`
  * sandboxes started ahead (default: `SWARM_POOL_SIZE`'s); before each timed start with a pool, the
  * pool is full again (its refill is not counted against either side).
@@ -214,13 +214,17 @@ async function main(): Promise<void> {
           for (const prompted of FANOUT_PROMPT ? [false, true] : [false]) {
             await full();
             process.stderr.write(`fan-out${named}: ${FANOUT} children${prompted ? " with a prompt each" : ""}\n`);
+            // The baseline before and after the fan-out, averaged: on a shared machine the load drifts
+            // over the minutes a fan-out takes, and one baseline on one side of it skews the ratio.
+            const before = await bareNodeBatch(FANOUT, 2);
             const ours = await fanOut(d, FANOUT, prompted);
-            const baseline = await bareNodeBatch(FANOUT, 2);
+            const after = await bareNodeBatch(FANOUT, 2);
+            const baseline = (before + after) / 2;
             for (const error of ours.errors.slice(0, 5)) console.log(`fan-out: a child failed: ${error}`);
             fanOutRows.push([
               `${prompted ? `${FANOUT} children, each with a one-step scripted prompt` : `${FANOUT} idle children (no prompt)`}${named}`,
               fmtMs(ours.allRunningMs),
-              `${fmtMs(baseline)} (${FANOUT} × \`node -e 0\`, two at a time)`,
+              `${fmtMs(baseline)} (${FANOUT} × \`node -e 0\`, two at a time; ${fmtMs(before)} before, ${fmtMs(after)} after)`,
               fmtRatio(ours.allRunningMs, baseline),
               `${fmtMs(median(ours.each))}, ${fmtMs(p90(ours.each))}`,
               String(ours.failed),
