@@ -158,9 +158,12 @@ describe("process runtime: a pool of sandboxes started ahead", () => {
     const limits = { ...DEFAULT_SANDBOX_LIMITS, tmpMiB: 16 };
     await rt.provision({ sandboxId, runId: "r", agentId: "a", spec: bash("true"), limits }, signal());
     assert.equal((await readRecord(sandboxLayout(dataDir, sandboxId)))?.harness, undefined, "not started yet: cold");
+    const fits = { sandboxId, runId: "r", agentId: "a", spec: bash("true") };
+    assert.equal(rt.pool!.coldReason(fits), undefined);
+    assert.equal(rt.pool!.coldReason({ ...fits, network: true }), "a networked spec");
     assert.equal(
-      rt.pool!.coldReason({ sandboxId, runId: "r", agentId: "a", spec: {}, network: true }),
-      "a networked spec",
+      rt.pool!.coldReason({ ...fits, spec: { name: "not a name!", script: [] } }),
+      "a spec its harness refuses",
     );
     assert.deepEqual(await pooledPids(dataDir), [pooled]);
   });

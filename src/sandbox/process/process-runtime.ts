@@ -194,7 +194,14 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
     return found.flatMap((f) => (f ? [f.record] : []));
   };
 
-  return {
+  /** An aborted call leaves nothing behind: a sandbox taken while the signal aborted is closed. */
+  const closeIfAborted = async (sandboxId: string, signal: AbortSignal) => {
+    if (!signal.aborted) return;
+    await runtime.close(sandboxId, UNABORTABLE);
+    throw signal.reason;
+  };
+
+  const runtime: ProcessRuntime = {
     kind: "process",
     harnessOutOfReach: ctx.separateUsers,
     diskWatch,
@@ -202,7 +209,12 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
     freezer: ctx.freezer,
 
     pool,
-    provision: async (req, signal) => (await pool?.take(req, signal)) ?? createSandbox(ctx, req, signal),
+    provision: async (req, signal) => {
+      const taken = await pool?.take(req, signal);
+      if (!taken) return createSandbox(ctx, req, signal);
+      await closeIfAborted(req.sandboxId, signal);
+      return taken;
+    },
     dispose: async () => {
       await pool?.close();
     },
@@ -212,7 +224,10 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
       if (pool && !req.fork && pool.coldReason(req) === undefined) {
         await liveRecord(ctx, parentId);
         const taken = await pool.take(req, signal, copyParentWork(ctx, parentId, signal));
-        if (taken) return taken;
+        if (taken) {
+          await closeIfAborted(req.sandboxId, signal);
+          return taken;
+        }
       }
       return forkSandbox(ctx, parentId, req, signal);
     },
@@ -343,4 +358,5 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
       return layout.control;
     },
   };
+  return runtime;
 }
