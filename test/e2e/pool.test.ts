@@ -163,6 +163,12 @@ describe("sandbox pool across a daemon killed and started again (SWARM_POOL_SIZE
         "its second turn",
       );
       await second.call("DELETE", `/runs/${created.body.runId}`);
+      // The run's sandbox closes after the answer: the daemon must not stop before it did.
+      await pollUntil(
+        async () => existsSync(sandboxLayout(dataDir, sandboxId).root) || alive(taken.harness!.pid),
+        (left) => !left,
+        "the taken sandbox to close with its run",
+      );
     } finally {
       await first.kill();
       await second?.kill("SIGTERM");
