@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import type { AgentUser } from "./agent-user.ts";
@@ -26,12 +26,15 @@ export type PoolTake = z.infer<typeof PoolTakeSchema>;
  * is missing or malformed: a pooled harness that no agent took makes no agent.
  */
 export function applyPoolTake(controlDir: string): { agentUser?: AgentUser } {
-  const take = PoolTakeSchema.parse(JSON.parse(readFileSync(join(controlDir, CONTROL_FILES.take), "utf8")));
+  const path = join(controlDir, CONTROL_FILES.take);
+  const take = PoolTakeSchema.parse(JSON.parse(readFileSync(path, "utf8")));
   Object.assign(process.env, take.env);
   if (take.harness) {
     if (!process.setgid || !process.setuid) throw new Error("this platform cannot change a process's user");
     process.setgid(take.harness.gid);
     process.setuid(take.harness.uid);
   }
+  // Read once: the control folder is now this user's, and a fork point copied from it need not carry the file.
+  rmSync(path, { force: true });
   return take.agent ? { agentUser: take.agent } : {};
 }

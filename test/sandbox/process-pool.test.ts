@@ -147,6 +147,11 @@ describe("process runtime: a pool of sandboxes started ahead", () => {
     const codes = output.split("\n").filter((l) => /^(read|list|write)=/.test(l));
     assert.deepEqual(codes, ["read=1", "list=2", "write=1"]);
     assert.doesNotMatch(output, /"harness"|"env"/, "nothing of take.json shows");
+    assert.equal(
+      existsSync(join(sandboxLayout(setup.dataDir, record.sandboxId).control, "take.json")),
+      false,
+      "read once and removed",
+    );
   });
 
   it("what the pool's sandboxes cannot be given afterwards starts cold, and the pool keeps its sandbox", async (t) => {

@@ -44,7 +44,12 @@ export function processSetup(options: Omit<ProcessRuntimeOptions, "dataDir">): (
     };
     return {
       runtime: make(),
-      reopen: async () => make(),
+      // A restarted service closes the pool of the one before; the old runtime object, still used by
+      // the suite for its sandboxes, must not hand out pooled sandboxes the new one is closing.
+      reopen: async () => {
+        for (const runtime of made) await runtime.pool?.close();
+        return make();
+      },
       cleanup: async () => {
         // A runtime with a pool closes the sandboxes it made ahead.
         for (const runtime of made) await runtime.dispose();
