@@ -5,19 +5,23 @@
  * (ii) the same on the docker runtime, beside raw `docker create` + `docker start -a` of the
  *     sandbox image running `node -e 0`;
  * (iii) fan-out: children spawned at once (`POST /runs/:runId/agents`) until all are `running`,
- *     beside as many bare `node -e 0` starts two at a time.
+ *     beside as many bare `node -e 0` starts two at a time (measured before and after it, averaged).
+ * (i) and (iii) run without a pool (`SWARM_POOL_SIZE=0`), then with a pool of `BENCH_POOL`
+ * sandboxes started ahead (default: `SWARM_POOL_SIZE`'s); before each timed start with a pool, the
+ * pool is full again (its refill is not counted against either side).
  * `running` is the agent's `agent_state_changed` in the ledger: its harness answers on its socket.
  * Not a test: nothing is asserted. `npx tsx bench/ready.ts`.
  *
  * BENCH_ONLY=ready,docker,fanout (default all), BENCH_READY_REPS (20) timed starts after
  * BENCH_WARMUP (2) untimed ones, BENCH_FANOUT (100 children), BENCH_FANOUT_PROMPT (1: a second
- * fan-out whose children each get a one-step scripted prompt; 0: idle children only).
+ * fan-out whose children each get a one-step scripted prompt; 0: idle children only), BENCH_POOL
+ * (pool size for the pooled rows; 0: no pooled rows).
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
-import { DEFAULT_START_CONCURRENCY } from "../src/config.ts";
+import { DEFAULT_POOL_SIZE, DEFAULT_START_CONCURRENCY } from "../src/config.ts";
 import { errorMessage } from "../src/errors.ts";
 import { createDockerRuntime } from "../src/sandbox/docker/docker-runtime.ts";
 import { defaultSandboxImage } from "../src/sandbox/docker/sandbox-image.ts";
@@ -33,6 +37,7 @@ const REPS = env("BENCH_READY_REPS", 20);
 const WARMUP = env("BENCH_WARMUP", 2);
 const FANOUT = env("BENCH_FANOUT", 100);
 const FANOUT_PROMPT = env("BENCH_FANOUT_PROMPT", 1) !== 0;
+const POOL = env("BENCH_POOL", DEFAULT_POOL_SIZE);
 const IDLE_SPEC = { name: "ready", script: [] };
 
 /** Spawn → exit of a bare `node -e 0`, in ms. */
@@ -80,9 +85,15 @@ interface Paired {
 }
 
 /** `WARMUP` + `REPS` rounds of one swarmd start and one baseline start, alternating who goes first. */
-async function paired(label: string, ours: () => Promise<number>, baseline: () => Promise<number>): Promise<Paired> {
+async function paired(
+  label: string,
+  ours: () => Promise<number>,
+  baseline: () => Promise<number>,
+  settle: () => Promise<void> = async () => undefined,
+): Promise<Paired> {
   const samples: Paired = { ours: [], baseline: [] };
   for (let i = 0; i < WARMUP + REPS; i++) {
+    await settle();
     const pair = i % 2 === 0 ? [await ours(), await baseline()] : [await baseline(), await ours()].reverse();
     if (i >= WARMUP) {
       samples.ours.push(pair[0]!);
@@ -165,47 +176,70 @@ async function main(): Promise<void> {
   );
   const scratch = mkdtempSync(join(tmpdir(), "swarmd-bench-"));
   const quiet = { info: () => undefined, warn: () => undefined };
-  const processRuntime = createProcessRuntime({ dataDir: join(scratch, "process"), logger: quiet });
   console.log(
-    `process runtime: isolation ${processRuntime.isolation}, freezer ${processRuntime.freezer}; sandbox starts at once: ${DEFAULT_START_CONCURRENCY} (SWARM_START_CONCURRENCY default)`,
+    `process runtime: sandbox starts at once: ${DEFAULT_START_CONCURRENCY} (SWARM_START_CONCURRENCY default); pooled rows: a pool of ${POOL} (SWARM_POOL_SIZE default ${DEFAULT_POOL_SIZE})`,
   );
   const rows: string[][] = [];
   const fanOutRows: string[][] = [];
-  let d: Daemon | undefined;
+  const notes: string[] = [];
   try {
-    if (only.has("ready") || only.has("fanout"))
-      d = await startDaemon({ dataDir: join(scratch, "process"), runtime: () => processRuntime });
-    if (d && only.has("ready")) {
-      const daemon = d;
-      rows.push(
-        row(
-          "process runtime (bubblewrap): POST /runs → root running",
-          await paired("process", () => postToRunning(daemon), bareNodeStart),
-          "(bare `node -e 0`, spawn → exit)",
-        ),
-      );
-    }
-    if (only.has("docker")) rows.push(await dockerRow(join(scratch, "docker")));
-    if (d && only.has("fanout")) {
-      for (const prompted of FANOUT_PROMPT ? [false, true] : [false]) {
-        process.stderr.write(`fan-out: ${FANOUT} children${prompted ? " with a prompt each" : ""}\n`);
-        const ours = await fanOut(d, FANOUT, prompted);
-        const baseline = await bareNodeBatch(FANOUT, 2);
-        for (const error of ours.errors.slice(0, 5)) console.log(`fan-out: a child failed: ${error}`);
-        fanOutRows.push([
-          prompted ? `${FANOUT} children, each with a one-step scripted prompt` : `${FANOUT} idle children (no prompt)`,
-          fmtMs(ours.allRunningMs),
-          `${fmtMs(baseline)} (${FANOUT} × \`node -e 0\`, two at a time)`,
-          fmtRatio(ours.allRunningMs, baseline),
-          `${fmtMs(median(ours.each))}, ${fmtMs(p90(ours.each))}`,
-          String(ours.failed),
-        ]);
+    for (const poolSize of POOL > 0 ? [0, POOL] : [0]) {
+      if (!only.has("ready") && !only.has("fanout")) break;
+      const dataDir = join(scratch, `process-${poolSize}`);
+      const runtime = createProcessRuntime({ dataDir, logger: quiet, pool: { size: poolSize } });
+      const d = await startDaemon({ dataDir, runtime: () => runtime });
+      const pool = runtime.pool;
+      const full = async () => {
+        await pool?.whenFull(AbortSignal.timeout(120_000));
+      };
+      const named = pool ? `, pool of ${poolSize}` : " (SWARM_POOL_SIZE=0)";
+      try {
+        if (poolSize === 0) console.log(`process runtime: isolation ${runtime.isolation}, freezer ${runtime.freezer}`);
+        if (only.has("ready")) {
+          rows.push(
+            row(
+              `process runtime (bubblewrap)${named}: POST /runs → root running`,
+              await paired(`process${named}`, () => postToRunning(d), bareNodeStart, full),
+              "(bare `node -e 0`, spawn → exit)",
+            ),
+          );
+        }
+        if (pool) {
+          await full();
+          notes.push(
+            `memory the pool holds (${poolSize} sandboxes ready, their cgroups' counters): ${(pool.memoryBytes() / 1024 ** 2).toFixed(1)} MiB`,
+          );
+        }
+        if (only.has("fanout")) {
+          for (const prompted of FANOUT_PROMPT ? [false, true] : [false]) {
+            await full();
+            process.stderr.write(`fan-out${named}: ${FANOUT} children${prompted ? " with a prompt each" : ""}\n`);
+            // The baseline before and after the fan-out, averaged: on a shared machine the load drifts
+            // over the minutes a fan-out takes, and one baseline on one side of it skews the ratio.
+            const before = await bareNodeBatch(FANOUT, 2);
+            const ours = await fanOut(d, FANOUT, prompted);
+            const after = await bareNodeBatch(FANOUT, 2);
+            const baseline = (before + after) / 2;
+            for (const error of ours.errors.slice(0, 5)) console.log(`fan-out: a child failed: ${error}`);
+            fanOutRows.push([
+              `${prompted ? `${FANOUT} children, each with a one-step scripted prompt` : `${FANOUT} idle children (no prompt)`}${named}`,
+              fmtMs(ours.allRunningMs),
+              `${fmtMs(baseline)} (${FANOUT} × \`node -e 0\`, two at a time; ${fmtMs(before)} before, ${fmtMs(after)} after)`,
+              fmtRatio(ours.allRunningMs, baseline),
+              `${fmtMs(median(ours.each))}, ${fmtMs(p90(ours.each))}`,
+              String(ours.failed),
+            ]);
+          }
+        }
+      } finally {
+        await d.stop();
       }
     }
+    if (only.has("docker")) rows.push(await dockerRow(join(scratch, "docker")));
   } finally {
-    await d?.stop();
     rmSync(scratch, { recursive: true, force: true });
   }
+  for (const note of notes) console.log(note);
   if (rows.length > 0) {
     console.log(
       `\n## Ready: POST → running\n\n${markdownTable([`median (p90), n=${REPS}`, "swarmd", "baseline", "swarmd / baseline"], rows)}`,

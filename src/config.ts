@@ -18,6 +18,13 @@ export const DEFAULT_HIBERNATE_AFTER_MS = 60_000;
  */
 export const DEFAULT_START_CONCURRENCY = Math.max(1, availableParallelism());
 
+/**
+ * Sandboxes the process runtime keeps made with their harness started, for agents to take
+ * (SWARM_POOL_SIZE): one per core, at most 4. Each holds an idle harness (about 40 MiB); a take
+ * starts the next one, and starts run one per core, so more than that would not be ready sooner.
+ */
+export const DEFAULT_POOL_SIZE = Math.min(4, Math.max(1, availableParallelism()));
+
 const Env = z.object({
   SWARM_HOST: z.string().min(1).default("127.0.0.1"),
   SWARM_PORT: z.coerce.number().int().min(0).max(65535).default(4600),
@@ -27,6 +34,7 @@ const Env = z.object({
   SWARM_MEMBER_TIMEOUT_MS: z.coerce.number().int().min(1).default(60_000),
   SWARM_HIBERNATE_AFTER_MS: z.coerce.number().int().min(0).default(DEFAULT_HIBERNATE_AFTER_MS),
   SWARM_START_CONCURRENCY: z.coerce.number().int().min(1).default(DEFAULT_START_CONCURRENCY),
+  SWARM_POOL_SIZE: z.coerce.number().int().min(0).max(256).default(DEFAULT_POOL_SIZE),
   SWARM_TOKEN: z.string().min(1).optional(),
   SWARM_BODY_LIMIT: z.coerce
     .number()
@@ -90,6 +98,8 @@ export interface Config {
   hibernateAfterMs: number;
   /** Sandbox and harness starts under way at once; the rest wait their turn (SWARM_START_CONCURRENCY). */
   startConcurrency: number;
+  /** Sandboxes the process runtime keeps started ahead for agents to take (SWARM_POOL_SIZE); 0: none. */
+  poolSize: number;
   token?: string;
   bodyLimitBytes: number;
   /** The tool bridge's sessions at `/mcp` (SWARM_MCP_MAX_SESSIONS, SWARM_MCP_SESSION_IDLE_MS). */
@@ -143,6 +153,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     memberTimeoutMs: e.SWARM_MEMBER_TIMEOUT_MS,
     hibernateAfterMs: e.SWARM_HIBERNATE_AFTER_MS,
     startConcurrency: e.SWARM_START_CONCURRENCY,
+    poolSize: e.SWARM_POOL_SIZE,
     token: e.SWARM_TOKEN,
     bodyLimitBytes: e.SWARM_BODY_LIMIT,
     mcp: { maxSessions: e.SWARM_MCP_MAX_SESSIONS, idleMs: e.SWARM_MCP_SESSION_IDLE_MS },

@@ -111,6 +111,8 @@ async function main(): Promise<void> {
     );
     await app.close();
     await service.close();
+    // Sandboxes started ahead that no agent took end with the daemon (a daemon killed leaves them to the next, which closes them).
+    await runtime.dispose?.();
     await ledger.close();
     await tracing?.close();
     process.exit(0);

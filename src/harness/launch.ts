@@ -30,6 +30,8 @@ export interface HarnessPaths {
   nodePath?: string;
   /** The user the agent's tools run as, when the harness runs as another. */
   agentUser?: { uid: number; gid: number };
+  /** Started ahead for the pool: its spec, users and env come when an agent takes it (pool-take.ts). */
+  pooled?: boolean;
 }
 
 /**
@@ -50,6 +52,7 @@ export function harnessArgv(paths: HarnessPaths): string[] {
     ...(paths.agentUser
       ? ["--agent-uid", String(paths.agentUser.uid), "--agent-gid", String(paths.agentUser.gid)]
       : []),
+    ...(paths.pooled ? ["--pooled"] : []),
   ];
 }
 

@@ -15,6 +15,7 @@ import { AgentSpecSchema } from "../spec/agent-spec.ts";
 import { openEventLog } from "./event-log.ts";
 import { createHostCalls } from "./host-calls.ts";
 import { lazyAgent } from "./lazy-agent.ts";
+import { applyPoolTake } from "./pool-take.ts";
 import { CONTROL_FILES } from "./protocol.ts";
 import { type HarnessServer, startHarnessServer } from "./server.ts";
 import { serveOverStdio } from "./stdio-mode.ts";
@@ -27,6 +28,7 @@ export async function main(): Promise<void> {
       "agent-uid": { type: "string" },
       "agent-gid": { type: "string" },
       stdio: { type: "boolean" },
+      pooled: { type: "boolean" },
     },
   });
   if (!values.control || !values.work) {
@@ -36,11 +38,14 @@ export async function main(): Promise<void> {
   const controlDir = values.control;
   const workDir = values.work;
   // Given when the harness runs as a user of its own: the agent's tools then run as this one.
-  const agentUser = values["agent-uid"]
+  let agentUser = values["agent-uid"]
     ? { uid: Number(values["agent-uid"]), gid: Number(values["agent-gid"] ?? values["agent-uid"]) }
     : undefined;
 
-  const spec = AgentSpecSchema.parse(JSON.parse(readFileSync(join(controlDir, CONTROL_FILES.spec), "utf8")));
+  const readSpec = () => AgentSpecSchema.parse(JSON.parse(readFileSync(join(controlDir, CONTROL_FILES.spec), "utf8")));
+  // A pooled harness (sandbox-pool.ts) starts before any agent has it: its spec, users and env come
+  // with the take, read when its agent is made (the daemon writes them before it first connects).
+  const spec = values.pooled ? undefined : readSpec();
   const log = openEventLog(join(controlDir, CONTROL_FILES.eventLog));
   const host = createHostCalls();
   let server: HarnessServer | undefined;
@@ -48,9 +53,10 @@ export async function main(): Promise<void> {
 
   const agent = lazyAgent(() =>
     import("./agent.ts")
-      .then(({ createHarnessAgent }) =>
-        createHarnessAgent({
-          spec,
+      .then(({ createHarnessAgent }) => {
+        if (values.pooled) agentUser = applyPoolTake(controlDir).agentUser ?? agentUser;
+        return createHarnessAgent({
+          spec: spec ?? readSpec(),
           controlDir,
           workDir,
           agentDir: join(controlDir, "pi"),
@@ -60,8 +66,8 @@ export async function main(): Promise<void> {
           emit(event, data) {
             server?.publish(log.append({ event, at: Date.now(), data }));
           },
-        }),
-      )
+        });
+      })
       .catch((err: unknown) => {
         // As when the agent was made before the socket answered: the harness ends, and the daemon finds why in its output.
         process.stderr.write(

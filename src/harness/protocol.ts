@@ -17,6 +17,8 @@ export const CONTROL_FILES = {
   /** The daemon's model gateway for this sandbox, and the model the harness is to call through it. */
   modelSocket: "model.sock",
   model: "model.json",
+  /** What a pooled harness takes on when its agent is made: its run's users, the spec's env (src/harness/pool-take.ts). */
+  take: "take.json",
 } as const;
 
 /** Longest accepted line from a client; longer lines are discarded and answered with an error. */

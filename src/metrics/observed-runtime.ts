@@ -41,6 +41,7 @@ export function observeRuntime(runtime: SandboxRuntime, observe: SandboxCallObse
     applyChanges: timed("apply_changes", (id, changes, signal) => runtime.applyChanges(id, changes, signal)),
     dropRun: timed("drop_run", (runId, signal) => runtime.dropRun(runId, signal)),
     controlDir: (id) => runtime.controlDir(id),
+    ...(runtime.dispose ? { dispose: runtime.dispose.bind(runtime) } : {}),
     ...(runtime.watch ? { watch: runtime.watch.bind(runtime) } : {}),
     ...(runtime.reachable ? { reachable: runtime.reachable.bind(runtime) } : {}),
     ...(runtime.whenReachable ? { whenReachable: runtime.whenReachable.bind(runtime) } : {}),

@@ -42,6 +42,7 @@ export async function createRuntime(
         dataDir: config.dataDir,
         isolation: config.isolation,
         bwrap: config.bwrap,
+        pool: { size: config.poolSize, limits: config.limits },
         logger: { warn: (message) => logger.warn(message), info: (message) => logger.info(message) },
       });
     } catch (err) {

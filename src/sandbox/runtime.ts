@@ -157,7 +157,9 @@ export interface SandboxRuntime {
   readonly networkRefusal?: string;
 
   /**
-   * Create an empty sandbox (empty `/work`, empty `/inputs`). Does not start the harness.
+   * Create an empty sandbox (empty `/work`, empty `/inputs`). Does not start the harness, unless it
+   * hands out one whose harness was started ahead (the process runtime's pool, docs/pool.md):
+   * `startHarness` then resolves at once.
    * Throws `SANDBOX_EXISTS` when `sandboxId` is already owned, `SANDBOX_PROVISION_FAILED` otherwise.
    */
   provision(req: ProvisionRequest, signal: AbortSignal): Promise<SandboxInfo>;
@@ -273,6 +275,12 @@ export interface SandboxRuntime {
    * when the sandbox was lost first (its node declared down or drained).
    */
   whenReachable?(sandboxId: string, signal: AbortSignal): Promise<void>;
+
+  /**
+   * Close what the runtime made ahead of any agent (the process runtime's pool of sandboxes); the
+   * sandboxes agents have are left running. Optional: runtimes that make nothing ahead have none.
+   */
+  dispose?(): Promise<void>;
 
   /** Host path of the sandbox's control folder (socket, event log, spec). */
   controlDir(sandboxId: string): string;

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { availableParallelism } from "node:os";
 import { resolve } from "node:path";
 import { describe, it } from "node:test";
 import { loadConfig } from "../../src/config.ts";
@@ -14,6 +15,7 @@ describe("configuration from the environment", () => {
     assert.equal(config.dataDir, resolve("./data"));
     assert.equal(config.turnMaxMs, 30 * 60 * 1000);
     assert.equal(config.memberTimeoutMs, 60_000);
+    assert.equal(config.poolSize, Math.min(4, availableParallelism()), "a pool of one sandbox per core, at most 4");
     assert.equal(config.token, undefined);
     assert.equal(config.inspect, false);
     assert.deepEqual(config.allowedHosts, []);
@@ -31,6 +33,7 @@ describe("configuration from the environment", () => {
       SWARM_MEMBER_TIMEOUT_MS: "7000",
       SWARM_HIBERNATE_AFTER_MS: "0",
       SWARM_START_CONCURRENCY: "3",
+      SWARM_POOL_SIZE: "0",
       SWARM_TOKEN: "s3cret",
       SWARM_BODY_LIMIT: "2048",
       SWARM_MCP_MAX_SESSIONS: "8",
@@ -62,6 +65,7 @@ describe("configuration from the environment", () => {
       memberTimeoutMs: 7000,
       hibernateAfterMs: 0,
       startConcurrency: 3,
+      poolSize: 0,
       token: "s3cret",
       bodyLimitBytes: 2048,
       mcp: { maxSessions: 8, idleMs: 60_000 },
@@ -104,6 +108,7 @@ describe("configuration from the environment", () => {
           SWARM_RUNTIME: "vm",
           SWARM_TURN_MAX_MS: "soon",
           SWARM_START_CONCURRENCY: "0",
+          SWARM_POOL_SIZE: "-1",
           SWARM_HIBERNATE_AFTER_MS: "-1",
           SWARM_LOG_FORMAT: "xml",
         }),
@@ -114,6 +119,7 @@ describe("configuration from the environment", () => {
           "SWARM_RUNTIME",
           "SWARM_TURN_MAX_MS",
           "SWARM_START_CONCURRENCY",
+          "SWARM_POOL_SIZE",
           "SWARM_HIBERNATE_AFTER_MS",
           "SWARM_LOG_FORMAT",
         ])

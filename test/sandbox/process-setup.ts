@@ -3,7 +3,11 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { hasEnvEntry, isAliveProc, listProcs, type ProcEntry } from "../../src/sandbox/process/proc-table.ts";
-import { createProcessRuntime, type ProcessRuntimeOptions } from "../../src/sandbox/process/process-runtime.ts";
+import {
+  createProcessRuntime,
+  type ProcessRuntime,
+  type ProcessRuntimeOptions,
+} from "../../src/sandbox/process/process-runtime.ts";
 import { sandboxTag } from "../../src/sandbox/process/sandbox-tag.ts";
 import type { SandboxContractSetup } from "./contract.ts";
 
@@ -32,14 +36,29 @@ export async function processLeaks(dataDir: string, sandboxId: string): Promise<
 export function processSetup(options: Omit<ProcessRuntimeOptions, "dataDir">): () => Promise<SandboxContractSetup> {
   return async () => {
     const dataDir = await mkdtemp(join(tmpdir(), "swarmd-process-"));
-    const make = () => createProcessRuntime({ dataDir, logger: quiet, ...options });
+    const made: ProcessRuntime[] = [];
+    const make = () => {
+      const runtime = createProcessRuntime({ dataDir, logger: quiet, ...options });
+      made.push(runtime);
+      return runtime;
+    };
     return {
       runtime: make(),
-      reopen: async () => make(),
-      cleanup: () => rm(dataDir, { recursive: true, force: true }),
+      // A restarted service closes the pool of the one before; the old runtime object, still used by
+      // the suite for its sandboxes, must not hand out pooled sandboxes the new one is closing.
+      reopen: async () => {
+        for (const runtime of made) await runtime.pool?.close();
+        return make();
+      },
+      cleanup: async () => {
+        // A runtime with a pool closes the sandboxes it made ahead.
+        for (const runtime of made) await runtime.dispose();
+        await rm(dataDir, { recursive: true, force: true });
+      },
       leaks: (id) => processLeaks(dataDir, id),
       processes: async (id) => (await taggedProcesses(id)).map((e) => `process ${e.pid} (${e.state})`),
       workDir: (id) => join(dataDir, "sandboxes", id, "work"),
+      startsAhead: (options.pool?.size ?? 0) > 0,
     };
   };
 }

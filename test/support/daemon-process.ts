@@ -26,6 +26,9 @@ export async function spawnDaemon(dataDir: string, env: Record<string, string> =
       SWARM_HOST: "127.0.0.1",
       SWARM_PORT: String(port),
       SWARM_LOG_LEVEL: "info",
+      // No pool unless a test asks for one (test/e2e/pool.test.ts): suites that SIGKILL the daemon and
+      // remove its data folder would leave its pooled sandboxes running, with no daemon to close them.
+      SWARM_POOL_SIZE: "0",
       ...env,
     },
     stdio: ["ignore", "pipe", "pipe"],

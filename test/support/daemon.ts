@@ -107,6 +107,7 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> 
     async stop() {
       await app.close();
       await service.close();
+      await runtime.dispose?.();
       for (const sandbox of await runtime.list(AbortSignal.timeout(30_000)))
         await runtime.close(sandbox.sandboxId, AbortSignal.timeout(30_000));
       await ledger.close();

@@ -25,6 +25,8 @@ export interface HarnessCommandOptions {
   layout: SandboxLayout;
   /** The bwrap binary; required when the record asks for bubblewrap. */
   bwrap: string | undefined;
+  /** A harness started ahead for the pool (sandbox-pool.ts): it reads its spec when taken. */
+  pooled?: boolean;
 }
 
 /**
@@ -94,6 +96,7 @@ export function harnessCommand(options: HarnessCommandOptions): HarnessCommand {
         swarmdRoot: bwrap.swarmdRoot,
         nodePath: bwrap.nodePath,
         agentUser,
+        pooled: options.pooled,
       }),
     ],
     hostEnv,

@@ -7,6 +7,7 @@ import { applyLimits, joinPrefix } from "./cgroup-limits.ts";
 import { harnessCommand } from "./harness-command.ts";
 import { exitOf, spawnDetached } from "./harness-launcher.ts";
 import { freezerOf, ownedRecord, type RuntimeContext, statusOf, UNABORTABLE } from "./runtime-context.ts";
+import type { SandboxLayout } from "./sandbox-layout.ts";
 import { connectSandboxNetwork } from "./sandbox-network.ts";
 import { type SandboxRecord, writeRecord } from "./sandbox-record.ts";
 
@@ -46,61 +47,79 @@ export function startHarness(ctx: RuntimeContext, sandboxId: string, signal: Abo
     signal.throwIfAborted();
     const { layout, record } = await ownedRecord(ctx, sandboxId);
     if (record.harness !== undefined) {
-      // Already started (maybe by an earlier service): no probe connection, it would replace the client.
+      // Already started (maybe by an earlier service, or ahead by the pool): no probe connection, it would replace the client.
       if ((await statusOf(record)) === "gone")
         throw new SwarmError("SANDBOX_GONE", `the harness of sandbox ${sandboxId} is gone`);
       return;
     }
-    const freezer = freezerOf(record);
-    const fail = (err: unknown) =>
-      new SwarmError("HARNESS_START_FAILED", `harness of sandbox ${sandboxId}: ${errorMessage(err)}`, { cause: err });
+    await launchHarness(ctx, layout, record, signal);
+  });
+}
 
-    const command = (() => {
-      try {
-        return harnessCommand({ record, layout, bwrap: ctx.bwrap });
-      } catch (err) {
-        throw fail(err);
-      }
-    })();
-    // Leftovers of a start interrupted before its pid was recorded would hold the socket.
-    if ((await freezer.members()).length > 0) await freezer.killAll(signal);
-    await rm(layout.socket, { force: true });
-    if (record.isolation === "none") await mkdir(layout.home, { recursive: true });
-    signal.throwIfAborted();
+/**
+ * Start the harness of the sandbox at `layout` and wait for its socket; returns the record naming
+ * it (written, too). `pooled`: a harness started ahead for the pool, which reads its spec when taken.
+ */
+export async function launchHarness(
+  ctx: RuntimeContext,
+  layout: SandboxLayout,
+  record: SandboxRecord,
+  signal: AbortSignal,
+  pooled = false,
+): Promise<SandboxRecord> {
+  const { sandboxId } = record;
+  const freezer = freezerOf(record);
+  const fail = (err: unknown) =>
+    new SwarmError("HARNESS_START_FAILED", `harness of sandbox ${sandboxId}: ${errorMessage(err)}`, { cause: err });
 
-    const procsFiles = await applyLimits(record.limitCgroups ?? [], record.limits ?? DEFAULT_SANDBOX_LIMITS).catch(
-      (err: unknown) => {
-        throw fail(new Error(`cannot set its resource limits: ${errorMessage(err)}`));
-      },
-    );
-    const prefix = [...joinPrefix(procsFiles), ...(await freezer.launchPrefix())];
-    const child = await spawnDetached(command, prefix, layout.output).catch((err: unknown) => {
-      throw fail(err);
-    });
-    if (child.pid === undefined) throw fail(new Error("the harness process has no pid"));
-    let started: SandboxRecord = {
-      ...record,
-      hibernatedAt: undefined,
-      harness: { pid: child.pid, startedAt: new Date().toISOString() },
-    };
-    await writeRecord(layout, started);
+  const command = (() => {
     try {
-      if (command.awaitsNetwork) {
-        started = { ...started, userNet: await connectSandboxNetwork(child, sandboxId, layout, signal) };
-        await writeRecord(layout, started);
-      }
-      await waitForHarness(layout.socket, {
-        exited: () => exitOf(child),
-        timeoutMs: ctx.harnessStartTimeoutMs,
-        signal,
-        outputFile: layout.output,
-      });
+      return harnessCommand({ record, layout, bwrap: ctx.bwrap, pooled });
     } catch (err) {
-      await freezerOf(started).killAll(UNABORTABLE);
-      if (record.network) await stopUserNet(sandboxId, started.userNet);
-      await writeRecord(layout, record);
-      if (signal.aborted) throw signal.reason;
       throw fail(err);
     }
+  })();
+  // Leftovers of a start interrupted before its pid was recorded would hold the socket.
+  if ((await freezer.members()).length > 0) await freezer.killAll(signal);
+  await rm(layout.socket, { force: true });
+  if (record.isolation === "none") await mkdir(layout.home, { recursive: true });
+  signal.throwIfAborted();
+
+  const procsFiles = await applyLimits(record.limitCgroups ?? [], record.limits ?? DEFAULT_SANDBOX_LIMITS).catch(
+    (err: unknown) => {
+      throw fail(new Error(`cannot set its resource limits: ${errorMessage(err)}`));
+    },
+  );
+  const prefix = [...joinPrefix(procsFiles), ...(await freezer.launchPrefix())];
+  const child = await spawnDetached(command, prefix, layout.output).catch((err: unknown) => {
+    throw fail(err);
   });
+  if (child.pid === undefined) throw fail(new Error("the harness process has no pid"));
+  // A woken harness carries its sandbox's own tag again, not the pool's (`tag`).
+  let started: SandboxRecord = {
+    ...record,
+    tag: undefined,
+    hibernatedAt: undefined,
+    harness: { pid: child.pid, startedAt: new Date().toISOString() },
+  };
+  await writeRecord(layout, started);
+  try {
+    if (command.awaitsNetwork) {
+      started = { ...started, userNet: await connectSandboxNetwork(child, sandboxId, layout, signal) };
+      await writeRecord(layout, started);
+    }
+    await waitForHarness(layout.socket, {
+      exited: () => exitOf(child),
+      timeoutMs: ctx.harnessStartTimeoutMs,
+      signal,
+      outputFile: layout.output,
+    });
+    return started;
+  } catch (err) {
+    await freezerOf(started).killAll(UNABORTABLE);
+    if (record.network) await stopUserNet(sandboxId, started.userNet);
+    await writeRecord(layout, record);
+    if (signal.aborted) throw signal.reason;
+    throw fail(err);
+  }
 }

@@ -9,7 +9,7 @@ import { assertInputNames } from "../input-names.ts";
 import { createKeyedLock } from "../keyed-lock.ts";
 import { localNode } from "../local-node.ts";
 import { stopUserNet } from "../network/user-net.ts";
-import { DEFAULT_SANDBOX_LIMITS, type SandboxInfo, type SandboxRuntime } from "../runtime.ts";
+import { DEFAULT_SANDBOX_LIMITS, type SandboxInfo, type SandboxLimits, type SandboxRuntime } from "../runtime.ts";
 import { connectSocket } from "../socket-connect.ts";
 import { bytesWritten, overDiskLimit } from "../work-tree.ts";
 import { findBubblewrap } from "./bubblewrap.ts";
@@ -28,8 +28,9 @@ import {
   statusOf,
   UNABORTABLE,
 } from "./runtime-context.ts";
-import { createSandbox, forkSandbox, whileFrozen } from "./sandbox-create.ts";
+import { copyParentWork, createSandbox, forkSandbox, whileFrozen } from "./sandbox-create.ts";
 import { sandboxesDir } from "./sandbox-layout.ts";
+import { closeLeftPool, createSandboxPool, type SandboxPool } from "./sandbox-pool.ts";
 import { type FreezerKind, isMissing, type SandboxRecord, writeRecord } from "./sandbox-record.ts";
 
 /** Where the runtime reports what it decided (pino and console both fit). */
@@ -55,6 +56,12 @@ export interface ProcessRuntimeOptions {
   diskWatchIntervalMs?: number;
   /** How long `startHarness` waits for the harness socket. Default 30 s. */
   harnessStartTimeoutMs?: number;
+  /**
+   * Sandboxes to keep made with their harness started, for agents to take (`SWARM_POOL_SIZE`,
+   * sandbox-pool.ts), made with `limits` (default `DEFAULT_SANDBOX_LIMITS`). Default 0: none. Only
+   * with bubblewrap: an unisolated harness is started with its sandbox's host paths.
+   */
+  pool?: { size: number; limits?: SandboxLimits };
 }
 
 /** The `process` runtime, telling what it chose for the sandboxes it makes. */
@@ -64,6 +71,9 @@ export interface ProcessRuntime extends SandboxRuntime {
   readonly freezer: FreezerKind;
   /** The disk quota watch of this runtime's sandboxes. */
   readonly diskWatch: DiskWatch;
+  /** The sandboxes made ahead for agents to take, when the runtime keeps any. */
+  readonly pool: SandboxPool | undefined;
+  dispose(): Promise<void>;
 }
 
 const stderrLogger: RuntimeLogger = {
@@ -126,6 +136,18 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
   if (ctx.freezer === "signal" && wanted === "auto")
     logger.warn("no writable cgroup freezer: sandboxes are paused with SIGSTOP/SIGCONT");
 
+  const poolSize = isolation === "bubblewrap" ? (options.pool?.size ?? 0) : 0;
+  const pool =
+    poolSize > 0
+      ? createSandboxPool(ctx, {
+          size: poolSize,
+          limits: options.pool?.limits ?? DEFAULT_SANDBOX_LIMITS,
+          log: (message) => logger.warn(message),
+        })
+      : undefined;
+  // A pool left by an earlier daemon is closed even when this one keeps none.
+  if (!pool) void closeLeftPool(ctx);
+
   const diskWatch = startDiskWatch({
     intervalMs: options.diskWatchIntervalMs,
     log: (message) => logger.warn(message),
@@ -172,15 +194,43 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
     return found.flatMap((f) => (f ? [f.record] : []));
   };
 
-  return {
+  /** An aborted call leaves nothing behind: a sandbox taken while the signal aborted is closed. */
+  const closeIfAborted = async (sandboxId: string, signal: AbortSignal) => {
+    if (!signal.aborted) return;
+    await runtime.close(sandboxId, UNABORTABLE);
+    throw signal.reason;
+  };
+
+  const runtime: ProcessRuntime = {
     kind: "process",
     harnessOutOfReach: ctx.separateUsers,
     diskWatch,
     isolation,
     freezer: ctx.freezer,
 
-    provision: (req, signal) => createSandbox(ctx, req, signal),
-    fork: (parentId, req, signal) => forkSandbox(ctx, parentId, req, signal),
+    pool,
+    provision: async (req, signal) => {
+      const taken = await pool?.take(req, signal);
+      if (!taken) return createSandbox(ctx, req, signal);
+      await closeIfAborted(req.sandboxId, signal);
+      return taken;
+    },
+    dispose: async () => {
+      await pool?.close();
+    },
+    async fork(parentId, req, signal) {
+      // A child copies its parent's files into a pooled sandbox as into a new one (a fork child's
+      // fork point is mounted at its start: it starts cold).
+      if (pool && !req.fork && pool.coldReason(req) === undefined) {
+        await liveRecord(ctx, parentId);
+        const taken = await pool.take(req, signal, copyParentWork(ctx, parentId, signal));
+        if (taken) {
+          await closeIfAborted(req.sandboxId, signal);
+          return taken;
+        }
+      }
+      return forkSandbox(ctx, parentId, req, signal);
+    },
 
     async writeInputs(sandboxId, files, signal) {
       signal.throwIfAborted();
@@ -308,4 +358,5 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
       return layout.control;
     },
   };
+  return runtime;
 }

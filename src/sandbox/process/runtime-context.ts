@@ -58,7 +58,7 @@ export async function ownedRecord(
 /** The freezer the sandbox was made with (a restarted service may have chosen differently since). */
 export function freezerOf(record: SandboxRecord): Freezer {
   if (record.freezer === "signal")
-    return createSignalFreezer({ sandboxId: record.sandboxId, rootPid: record.harness?.pid });
+    return createSignalFreezer({ sandboxId: record.sandboxId, poolTag: record.tag, rootPid: record.harness?.pid });
   if (record.cgroupDir === undefined) throw new Error(`sandbox ${record.sandboxId} has a cgroup freezer but no cgroup`);
   return createCgroupFreezer(record.freezer, record.cgroupDir);
 }

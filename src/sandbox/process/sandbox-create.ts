@@ -1,4 +1,4 @@
-import { mkdir, rm, writeFile } from "node:fs/promises";
+import { chmod, chown, mkdir, readdir, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { errorMessage, isSwarmError, SwarmError } from "../../errors.ts";
 import { copyTree } from "../copy-tree.ts";
@@ -118,9 +118,32 @@ export async function forkSandbox(
     });
   }
   await liveRecord(ctx, parentId);
-  return createSandbox(ctx, req, signal, (layout) =>
-    whileFrozen(ctx, parentId, signal, (parent) => copyTree(parent.layout.work, layout.work, signal)),
-  );
+  return createSandbox(ctx, req, signal, copyParentWork(ctx, parentId, signal));
+}
+
+/**
+ * Fill a new sandbox's `work/` with a copy of the live parent's, the parent frozen meanwhile. A
+ * parent whose `work/` is empty when looked at (a fan-out from a fresh root) has nothing to copy:
+ * the child's folder only takes its owner and mode, without freezing the parent or running `cp`.
+ */
+export function copyParentWork(
+  ctx: RuntimeContext,
+  parentId: string,
+  signal: AbortSignal,
+): (layout: SandboxLayout) => Promise<void> {
+  return async (layout) => {
+    const copiedEmpty = await ctx.lock(parentId, async () => {
+      const { layout: parent } = await liveRecord(ctx, parentId);
+      const names = await readdir(parent.work);
+      if (names.length > 0) return false;
+      const folder = await stat(parent.work);
+      await chown(layout.work, folder.uid, folder.gid);
+      await chmod(layout.work, folder.mode & 0o7777);
+      return true;
+    });
+    if (!copiedEmpty)
+      await whileFrozen(ctx, parentId, signal, (parent) => copyTree(parent.layout.work, layout.work, signal));
+  };
 }
 
 /**

@@ -30,7 +30,16 @@ export function sandboxesDir(dataDir: string): string {
 }
 
 export function sandboxLayout(dataDir: string, sandboxId: string): SandboxLayout {
-  const root = join(sandboxesDir(dataDir), sandboxId);
+  return layoutAt(join(sandboxesDir(dataDir), sandboxId));
+}
+
+/** Where the pool keeps sandboxes no agent took yet (`sandbox-pool.ts`): moved into `sandboxes/` when taken. */
+export function poolDir(dataDir: string): string {
+  return join(dataDir, "pool");
+}
+
+/** The layout of a sandbox folder at `root`. */
+export function layoutAt(root: string): SandboxLayout {
   const control = join(root, "control");
   return {
     root,

@@ -25,6 +25,12 @@ const SandboxRecordSchema = z.object({
   /** Decided at provision and kept, so a restarted service treats the sandbox as it was made. */
   isolation: z.enum(["bubblewrap", "none"]),
   freezer: FreezerKindSchema,
+  /**
+   * A second `SWARMD_SANDBOX` its processes may carry: the harness of a sandbox taken from the pool
+   * keeps its pool id's until it is started again (its tools carry `sandboxId`). The signal freezer
+   * finds them by either.
+   */
+  tag: z.string().optional(),
   /** The sandbox's own cgroup (cgroup freezers only). */
   cgroupDir: z.string().optional(),
   /** Resource limits (absent in records made before limits existed: the defaults apply). */

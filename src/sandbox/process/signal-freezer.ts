@@ -6,6 +6,8 @@ import { sandboxTag } from "./sandbox-tag.ts";
 
 export interface SignalFreezerOptions {
   sandboxId: string;
+  /** A second tag its processes may carry: a pooled harness keeps its pool id's (`SandboxRecord.tag`). */
+  poolTag?: string;
   /** The harness's first process; started detached, so it leads its own session. */
   rootPid?: number;
 }
@@ -17,13 +19,15 @@ export interface SignalFreezerOptions {
  * while the signals were going out is caught by the next walk.
  */
 export function createSignalFreezer(options: SignalFreezerOptions): Freezer {
-  const tag = sandboxTag(options.sandboxId);
+  const tags = [options.sandboxId, ...(options.poolTag ? [options.poolTag] : [])].map(sandboxTag);
 
   const memberEntries = async (): Promise<ProcEntry[]> => {
     const live = (await listProcs()).filter((e) => isAliveProc(e) && e.pid !== process.pid);
     const tagged = await Promise.all(
       live.map(
-        async (e) => (options.rootPid !== undefined && e.sid === options.rootPid) || (await hasEnvEntry(e.pid, tag)),
+        async (e) =>
+          (options.rootPid !== undefined && e.sid === options.rootPid) ||
+          (await Promise.all(tags.map((tag) => hasEnvEntry(e.pid, tag)))).includes(true),
       ),
     );
     return live.filter((_, i) => tagged[i]);
