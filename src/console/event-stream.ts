@@ -62,6 +62,9 @@ export async function followRun(options: FollowOptions): Promise<void> {
   }
 }
 
+/** How long the page folds messages before it lets the browser draw (a frame is 16.7 ms). */
+const YIELD_AFTER_MS = 8;
+
 /** One connection, read to its end. Resolves with the refusal when the daemon answers 4xx. */
 async function readOnce(
   options: FollowOptions,
@@ -99,9 +102,16 @@ async function readOnce(
       .pipeThrough(new TextDecoderStream())
       .pipeThrough(new EventSourceParserStream({ onComment: listen }))
       .getReader();
+    let slice = performance.now();
     for (;;) {
       const { done, value } = await events.read();
       if (done) return null;
+      // A big chunk of the stream parses into thousands of messages without a macrotask between
+      // them: past a slice of the frame, give the browser its turn to draw.
+      if (performance.now() - slice > YIELD_AFTER_MS) {
+        await new Promise((resolve) => setTimeout(resolve, 0));
+        slice = performance.now();
+      }
       listen();
       try {
         options.onMessage({ id: value.id, event: value.event ?? "message", data: value.data });
