@@ -11,12 +11,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { createProcessRuntime, type ProcessRuntime } from "../../src/sandbox/process/process-runtime.ts";
-import { layoutAt, poolDir, sandboxLayout } from "../../src/sandbox/process/sandbox-layout.ts";
+import { poolDir, sandboxLayout } from "../../src/sandbox/process/sandbox-layout.ts";
 import { readRecord } from "../../src/sandbox/process/sandbox-record.ts";
 import { asleep, settledWith } from "../support/agent-view.ts";
 import { type Daemon, type Json, startDaemon } from "../support/daemon.ts";
 import { spawnDaemon, waitState } from "../support/daemon-process.ts";
 import { pollUntil } from "../support/poll.ts";
+import { alive, pooledPids } from "../support/pool.ts";
 
 const quiet = { info: () => undefined, warn: () => undefined };
 /** A spec whose first turn runs `command` and answers with its output. */
@@ -25,23 +26,6 @@ const running = (command: string, env: Record<string, string> = {}): Json => ({
   env,
   script: [{ tool: "bash", args: { command } }, { text: "{{lastToolResult}}" }, { text: "again" }],
 });
-
-/** Harness pids of the sandboxes waiting in the pool of `dataDir`. */
-async function pooledPids(dataDir: string): Promise<number[]> {
-  const dir = poolDir(dataDir);
-  const names = existsSync(dir) ? readdirSync(dir) : [];
-  const records = await Promise.all(names.map((name) => readRecord(layoutAt(join(dir, name)))));
-  return records.flatMap((r) => (r?.harness ? [r.harness.pid] : []));
-}
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 describe("sandbox pool over HTTP (process runtime)", () => {
   let d: Daemon;

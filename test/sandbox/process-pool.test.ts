@@ -13,11 +13,12 @@ import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createProcessRuntime, type ProcessRuntime } from "../../src/sandbox/process/process-runtime.ts";
-import { layoutAt, poolDir, sandboxLayout } from "../../src/sandbox/process/sandbox-layout.ts";
+import { poolDir, sandboxLayout } from "../../src/sandbox/process/sandbox-layout.ts";
 import { readRecord } from "../../src/sandbox/process/sandbox-record.ts";
 import { usersForRun } from "../../src/sandbox/process/sandbox-users.ts";
 import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits } from "../../src/sandbox/runtime.ts";
 import { createTestHarnessClient } from "../support/harness-client.ts";
+import { alive, pooledPids } from "../support/pool.ts";
 import { scriptGateway } from "../support/script-gateway.ts";
 
 const quiet = { info: () => undefined, warn: () => undefined };
@@ -37,22 +38,6 @@ function pooledRuntime(t: TestContext, size = 1): { rt: ProcessRuntime; dataDir:
   });
   return { rt, dataDir };
 }
-
-/** The harness pids of the sandboxes ready in the pool now. */
-async function pooledPids(dataDir: string): Promise<number[]> {
-  const dir = poolDir(dataDir);
-  const records = await Promise.all(readdirSync(dir).map((name) => readRecord(layoutAt(join(dir, name)))));
-  return records.flatMap((r) => (r?.harness ? [r.harness.pid] : []));
-}
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
