@@ -1,4 +1,4 @@
-import { readFileSync, rmSync } from "node:fs";
+import { chmodSync, chownSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import type { AgentUser } from "./agent-user.ts";
@@ -36,5 +36,11 @@ export function applyPoolTake(controlDir: string): { agentUser?: AgentUser } {
   }
   // Read once: the control folder is now this user's, and a fork point copied from it need not carry the file.
   rmSync(path, { force: true });
+  // Then the folder is as a cold sandbox's: this user's alone. Its group was the pool user's, whose
+  // id is a hash slot another run's users could one day share.
+  if (take.harness) {
+    chownSync(controlDir, take.harness.uid, take.harness.gid);
+    chmodSync(controlDir, 0o700);
+  }
   return take.agent ? { agentUser: take.agent } : {};
 }

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -137,6 +137,10 @@ describe("process runtime: a pool of sandboxes started ahead", () => {
       false,
       "read once and removed",
     );
+    // The control folder ends as a cold sandbox's: the run's harness user's alone, no group access.
+    const control = statSync(sandboxLayout(setup.dataDir, record.sandboxId).control);
+    assert.equal(control.mode & 0o777, 0o700);
+    assert.equal(control.gid, control.uid, "its group is the run's harness user's, not the pool user's");
   });
 
   it("what the pool's sandboxes cannot be given afterwards starts cold, and the pool keeps its sandbox", async (t) => {
