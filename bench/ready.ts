@@ -122,6 +122,8 @@ interface FanOut {
   each: number[];
   failed: number;
   errors: string[];
+  /** CPU time of the daemon's process (all its threads, not its sandboxes') from the first spawn request to the last child running, ms. */
+  daemonCpuMs: number;
 }
 
 /** A root, then `count` children spawned at once (one request each, all in flight), until every one is `running`. */
@@ -137,6 +139,7 @@ async function fanOut(d: Daemon, count: number, prompted: boolean): Promise<FanO
     await watch.of(rootAgentId);
     const errors: string[] = [];
     const started = Date.now();
+    const cpuBefore = process.cpuUsage();
     const children = await Promise.all(
       Array.from({ length: count }, async (_, i) => {
         const spec = { name: `child-${i}`, script: prompted ? [{ text: `child ${i} done` }] : [] };
@@ -161,7 +164,14 @@ async function fanOut(d: Daemon, count: number, prompted: boolean): Promise<FanO
       ),
     );
     const each = children.filter((ms): ms is number => ms !== undefined);
-    return { allRunningMs: Math.max(...each), each, failed: count - each.length, errors };
+    const cpu = process.cpuUsage(cpuBefore);
+    return {
+      allRunningMs: Math.max(...each),
+      each,
+      failed: count - each.length,
+      errors,
+      daemonCpuMs: (cpu.user + cpu.system) / 1000,
+    };
   } finally {
     watch.stop();
     await d.call("DELETE", `/runs/${runId}`);
@@ -221,6 +231,9 @@ async function main(): Promise<void> {
             const after = await bareNodeBatch(FANOUT, 2);
             const baseline = (before + after) / 2;
             for (const error of ours.errors.slice(0, 5)) console.log(`fan-out: a child failed: ${error}`);
+            notes.push(
+              `fan-out${named}${prompted ? ", prompted" : ", idle"}: the daemon's CPU ${fmtMs(ours.daemonCpuMs)} (${fmtMs(ours.daemonCpuMs / FANOUT)} per child; its harness launcher's and sandboxes' not counted)`,
+            );
             fanOutRows.push([
               `${prompted ? `${FANOUT} children, each with a one-step scripted prompt` : `${FANOUT} idle children (no prompt)`}${named}`,
               fmtMs(ours.allRunningMs),

@@ -2,8 +2,8 @@
  * What node runs in every sandbox (`dist/harness/boot.cjs`, built by harness-build.ts): the harness's two
  * scripts, each compiled with the V8 code cache made for it at build time, so V8 neither parses
  * nor compiles what it already did once. main.cjs runs at once and serves the socket; pi.cjs (pi
- * and its packages, most of the code) only when main.cjs first asks for one of `PI_PACKAGES`: when
- * the agent is made. Both files are opened now, so a rebuild that renames new ones over them
+ * and its packages, and the agent's side of the harness: most of the code) only when main.cjs
+ * first asks for one of `FROM_PI`: when the agent is made. Both files are opened now, so a rebuild that renames new ones over them
  * meanwhile does not mix two builds in one harness. A cache V8 refuses (another node binary, other
  * flags) or that belongs to another build is ignored: the script is then compiled from source.
  *
@@ -15,7 +15,7 @@ import { closeSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { Script } from "node:vm";
-import { HARNESS_FILES, HASH_LENGTH, HASH_LINE_PREFIX, PI_PACKAGES } from "./harness-files.ts";
+import { AGENT_ENTRY, FROM_PI, HARNESS_FILES, HASH_LENGTH, HASH_LINE_PREFIX } from "./harness-files.ts";
 
 type Exports = Record<string, unknown>;
 type CacheStatus = "accepted" | "rejected" | "none";
@@ -102,10 +102,10 @@ const loadPi = () => {
   return pi;
 };
 const mainRequire = createRequire(mainFile.path);
-// What main.cjs does not hold itself: pi's packages (and undici) from pi.cjs, node's own modules as usual.
+// What main.cjs does not hold itself: pi's packages (and undici) and the agent's side from pi.cjs, node's own modules as usual.
 const piPackage = (id: string) => (loadPi().exports.packages as Record<string, () => unknown>)[id]!();
 const requireForMain = Object.assign(
-  (id: string) => ((PI_PACKAGES as readonly string[]).includes(id) ? piPackage(id) : mainRequire(id)),
+  (id: string) => ((FROM_PI as readonly string[]).includes(id) ? piPackage(id) : mainRequire(id)),
   mainRequire,
 );
 const main = compile(mainFile);
@@ -114,7 +114,8 @@ if (mode === "--code-cache-status") {
   process.stdout.write(`${JSON.stringify({ main: main.cache, pi: compile(piFile).cache })}\n`);
 } else if (mode === "--write-code-cache") {
   run(main, mainFile.path, requireForMain);
-  for (const id of PI_PACKAGES) piPackage(id); // their code compiled, so it is in the cache
+  for (const id of FROM_PI) piPackage(id); // their code compiled, so it is in the cache
+  (piPackage(AGENT_ENTRY) as { warmCodeCache(): void }).warmCodeCache();
   const { compiled } = loadPi();
   for (const [made, path] of [
     [main, mainFile.cachePath],

@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type BuildOptions, buildSync, type Metafile } from "esbuild";
-import { HARNESS_FILES, HASH_LINE_PREFIX, PI_PACKAGES } from "./harness-files.ts";
+import { AGENT_ENTRY, HARNESS_FILES, HASH_LINE_PREFIX, PI_PACKAGES } from "./harness-files.ts";
 
 /** What a build was made from and with; the build is stale when any of it changed. */
 export interface HarnessBuildRecord {
@@ -78,7 +78,8 @@ export function buildHarness(root: string, flags: readonly string[]): HarnessBui
       ...COMMON,
       absWorkingDir: root,
       entryPoints: ["src/harness/main.ts"],
-      external: [...PI_PACKAGES],
+      // main.ts's `import("./agent-entry.ts")` stays a require of that name, which the boot serves from pi.cjs.
+      external: [...PI_PACKAGES, AGENT_ENTRY],
     });
     const pi = bundle({
       ...COMMON,
@@ -154,7 +155,7 @@ export function buildHarness(root: string, flags: readonly string[]): HarnessBui
 export const nodeIdentity = () => `node ${process.version} v8 ${process.versions.v8} ${process.arch}`;
 
 /**
- * pi.cjs's entry: `packages`, a function per name of `PI_PACKAGES`. pi's packages (ES modules) are
+ * pi.cjs's entry: `packages`, a function per name of `PI_PACKAGES`, and agent-entry.ts under `AGENT_ENTRY`. pi's packages (ES modules) are
  * set up when pi.cjs runs, at the agent's making; CommonJS ones (undici) at their first call.
  */
 function piEntry(): string {
@@ -163,6 +164,10 @@ function piEntry(): string {
       ? { imports: "", entry: `${JSON.stringify(name)}: () => require(${JSON.stringify(name)})` }
       : { imports: `import * as p${i} from ${JSON.stringify(name)};`, entry: `${JSON.stringify(name)}: () => p${i}` },
   );
+  lines.push({
+    imports: 'import * as agentEntry from "./src/harness/agent-entry.ts";',
+    entry: `${JSON.stringify(AGENT_ENTRY)}: () => agentEntry`,
+  });
   return `${lines.map((l) => l.imports).join("\n")}\nexport const packages = { ${lines.map((l) => l.entry).join(", ")} };\n`;
 }
 

@@ -26,6 +26,12 @@ export const HARNESS_FILES = {
  */
 export const PI_PACKAGES = ["@mariozechner/pi-coding-agent", "@mariozechner/pi-ai", "undici"] as const;
 
+/** How main.ts imports agent-entry.ts, left as it is in main.cjs: pi.cjs holds it, beside pi's packages. */
+export const AGENT_ENTRY = "./agent-entry.ts";
+
+/** What main.cjs takes from pi.cjs: pi's packages and the agent's side of the harness. */
+export const FROM_PI = [...PI_PACKAGES, AGENT_ENTRY] as const;
+
 /**
  * The first line of main.cjs and pi.cjs names the hash of the rest; a code cache starts with the
  * hash of the script it was made from. V8 checks a cache against its own version, its flags and the

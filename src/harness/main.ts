@@ -11,14 +11,11 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import { parseArgs } from "node:util";
-import { AgentSpecSchema } from "../spec/agent-spec.ts";
 import { openEventLog } from "./event-log.ts";
 import { createHostCalls } from "./host-calls.ts";
 import { lazyAgent } from "./lazy-agent.ts";
-import { applyPoolTake } from "./pool-take.ts";
 import { CONTROL_FILES } from "./protocol.ts";
 import { type HarnessServer, startHarnessServer } from "./server.ts";
-import { serveOverStdio } from "./stdio-mode.ts";
 
 export async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -42,21 +39,21 @@ export async function main(): Promise<void> {
     ? { uid: Number(values["agent-uid"]), gid: Number(values["agent-gid"] ?? values["agent-uid"]) }
     : undefined;
 
-  const readSpec = () => AgentSpecSchema.parse(JSON.parse(readFileSync(join(controlDir, CONTROL_FILES.spec), "utf8")));
-  // A pooled harness (sandbox-pool.ts) starts before any agent has it: its spec, users and env come
-  // with the take, read when its agent is made (the daemon writes them before it first connects).
-  const spec = values.pooled ? undefined : readSpec();
   const log = openEventLog(join(controlDir, CONTROL_FILES.eventLog));
   const host = createHostCalls();
   let server: HarnessServer | undefined;
   let dialModel: (() => Duplex) | undefined;
 
   const agent = lazyAgent(() =>
-    import("./agent.ts")
-      .then(({ createHarnessAgent }) => {
+    import("./agent-entry.ts")
+      .then(({ AgentSpecSchema, createHarnessAgent, applyPoolTake }) => {
+        // A pooled harness (sandbox-pool.ts) starts before any agent has it: its spec, users and env
+        // come with the take, written before the daemon first connects. Any harness reads its spec
+        // here, as it loads pi: an idle one never builds the spec's schema. The daemon wrote the
+        // file after validating it, in a folder only the harness can write.
         if (values.pooled) agentUser = applyPoolTake(controlDir).agentUser ?? agentUser;
         return createHarnessAgent({
-          spec: spec ?? readSpec(),
+          spec: AgentSpecSchema.parse(JSON.parse(readFileSync(join(controlDir, CONTROL_FILES.spec), "utf8"))),
           controlDir,
           workDir,
           agentDir: join(controlDir, "pi"),
@@ -88,6 +85,8 @@ export async function main(): Promise<void> {
   process.on("SIGTERM", () => void shutdown(0));
   process.on("SIGINT", () => void shutdown(0));
   if (values.stdio) {
+    // Only a cluster sandbox's harness serves over stdio: a socket's does not load its multiplexer.
+    const { serveOverStdio } = await import("./stdio-mode.ts");
     const stdio = serveOverStdio({
       log,
       agent,

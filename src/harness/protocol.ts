@@ -74,6 +74,19 @@ export class HarnessError extends Error {
   }
 }
 
+/**
+ * Whether `err` is a `HarnessError`, by its name and code rather than `instanceof`: the agent
+ * (agent.ts) is built into the harness's lazily loaded script with a copy of this module of its
+ * own (harness-build.ts), so its errors are not instances of the socket server's class.
+ */
+export function isHarnessError(err: unknown): err is HarnessError {
+  return (
+    err instanceof Error &&
+    err.name === "HarnessError" &&
+    (HARNESS_ERROR_CODES as readonly unknown[]).includes((err as { code?: unknown }).code)
+  );
+}
+
 /** Harness event names on the wire (see docs/design.md "Event names on the wire"). */
 export type HarnessEventType =
   | "agent_start"

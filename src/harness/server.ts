@@ -6,7 +6,7 @@ import { parseClientLine } from "./commands.ts";
 import type { EventLog } from "./event-log.ts";
 import type { HostCalls } from "./host-calls.ts";
 import { jsonLine, readJsonLines } from "./jsonl.ts";
-import { type HarnessCommand, HarnessError, MAX_LINE_BYTES, type ResponseMessage } from "./protocol.ts";
+import { type HarnessCommand, isHarnessError, MAX_LINE_BYTES, type ResponseMessage } from "./protocol.ts";
 
 type MaybeAsync<T> = T | Promise<T>;
 
@@ -146,7 +146,7 @@ export function createHarnessEndpoint(options: HarnessEndpointOptions): HarnessE
             command: message.type,
             success: false,
             error: err instanceof Error ? err.message : String(err),
-            ...(err instanceof HarnessError ? { code: err.code } : {}),
+            ...(isHarnessError(err) ? { code: err.code } : {}),
           }),
       );
     });

@@ -89,11 +89,16 @@ describe("harness", () => {
     const h = await startHarness({ name: "t", script: [{ text: "done" }] });
     t.after(() => h.stop());
     const c = await h.connect();
-    await assert.rejects(c.client.request({ type: "steer", message: "too early" }), (err: unknown) => {
+    const refusedWithCode = (err: unknown) => {
       assert.ok(err instanceof HarnessRejected, String(err));
       assert.equal(err.harnessCode, "NO_TURN_RUNNING");
       return true;
-    });
+    };
+    // Before the agent is made, and once it is (its side is built into pi.cjs, apart from the socket's).
+    await assert.rejects(c.client.request({ type: "steer", message: "too early" }), refusedWithCode);
+    await c.client.request({ type: "prompt", message: "go" });
+    await c.waitFor(isSettled);
+    await assert.rejects(c.client.request({ type: "steer", message: "too late" }), refusedWithCode);
   });
 
   it("abort ends a running turn promptly and kills the tool's process", async (t) => {

@@ -89,11 +89,14 @@ describe("the supervisor over its stdio", () => {
       error: 'input name "../x" is not a plain file name',
     });
 
-    // A harness that ends before it serves: its output's tail is the answer.
-    await stream.request({ op: "init", spec: { script: "not a spec" }, model: "{}", env: {} }, signal());
+    // A harness that ends before it serves: its output's tail is the answer. (Its event log cannot
+    // be opened: a folder stands where the file goes.)
+    const eventLog = join(s.dirs.control, CONTROL_FILES.eventLog);
+    mkdirSync(eventLog);
     const failed = await stream.request({ op: "start" }, signal());
     assert.equal(failed.ok, false);
-    assert.match((failed as { error: string }).error, /the harness exited \(code 1\) before it served: .*name/s);
+    assert.match((failed as { error: string }).error, /the harness exited \(code 1\) before it served: .*EISDIR/s);
+    rmSync(eventLog, { recursive: true });
     assert.deepEqual(await stream.request({ op: "status" }, signal()), {
       ok: true,
       harness: "stopped",

@@ -5,7 +5,7 @@ import { DEFAULT_SANDBOX_LIMITS } from "../runtime.ts";
 import { waitForHarness } from "../wait-for-harness.ts";
 import { applyLimits, joinPrefix } from "./cgroup-limits.ts";
 import { harnessCommand } from "./harness-command.ts";
-import { exitOf, spawnDetached } from "./harness-launcher.ts";
+import { startDetached } from "./harness-launcher.ts";
 import { freezerOf, ownedRecord, type RuntimeContext, statusOf, UNABORTABLE } from "./runtime-context.ts";
 import type { SandboxLayout } from "./sandbox-layout.ts";
 import { connectSandboxNetwork } from "./sandbox-network.ts";
@@ -91,10 +91,9 @@ export async function launchHarness(
     },
   );
   const prefix = [...joinPrefix(procsFiles), ...(await freezer.launchPrefix())];
-  const child = await spawnDetached(command, prefix, layout.output).catch((err: unknown) => {
+  const child = await startDetached(command, prefix, layout.output, ctx.launcher).catch((err: unknown) => {
     throw fail(err);
   });
-  if (child.pid === undefined) throw fail(new Error("the harness process has no pid"));
   // A woken harness carries its sandbox's own tag again, not the pool's (`tag`).
   let started: SandboxRecord = {
     ...record,
@@ -105,11 +104,12 @@ export async function launchHarness(
   await writeRecord(layout, started);
   try {
     if (command.awaitsNetwork) {
-      started = { ...started, userNet: await connectSandboxNetwork(child, sandboxId, layout, signal) };
+      if (!child.child) throw new Error("a networked sandbox's launch has no pipes to set its network up over");
+      started = { ...started, userNet: await connectSandboxNetwork(child.child, sandboxId, layout, signal) };
       await writeRecord(layout, started);
     }
     await waitForHarness(layout.socket, {
-      exited: () => exitOf(child),
+      exited: () => child.exited(),
       timeoutMs: ctx.harnessStartTimeoutMs,
       signal,
       outputFile: layout.output,

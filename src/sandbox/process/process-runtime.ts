@@ -17,6 +17,7 @@ import { detectCgroupHierarchy } from "./cgroup-freezer.ts";
 import { detectLimitControllers, LIMIT_CONTROLLERS, releaseLimits } from "./cgroup-limits.ts";
 import { hibernateHarness, startHarness } from "./harness-start.ts";
 import { writeInputFiles } from "./input-files.ts";
+import { createLauncher } from "./launcher.ts";
 import {
   findRecord,
   freezerOf,
@@ -125,6 +126,7 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
     limitHomes,
     harnessStartTimeoutMs: options.harnessStartTimeoutMs ?? 30_000,
     lock: createKeyedLock(),
+    launcher: createLauncher(),
   };
   logger.info(
     `process runtime on ${dataDir}: isolation ${isolation}${bwrap ? ` (${bwrap})` : ""}, freezer ${ctx.freezer}${hierarchy ? ` (${hierarchy.base})` : ""}, limits ${limitHomes.map((h) => `${h.controller} v${h.version}`).join(", ") || "none"}`,
@@ -217,6 +219,7 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
     },
     dispose: async () => {
       await pool?.close();
+      ctx.launcher?.close();
     },
     async fork(parentId, req, signal) {
       // A child copies its parent's files into a pooled sandbox as into a new one (a fork child's

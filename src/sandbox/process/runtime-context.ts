@@ -5,6 +5,7 @@ import { LOCAL_NODE_ID, type SandboxInfo } from "../runtime.ts";
 import { type CgroupHierarchy, createCgroupFreezer } from "./cgroup-freezer.ts";
 import { type ControllerHome, limitEvents } from "./cgroup-limits.ts";
 import type { Freezer } from "./freezer.ts";
+import type { Launcher } from "./launcher.ts";
 import { isValidSandboxId, type SandboxLayout, sandboxLayout } from "./sandbox-layout.ts";
 import { type FreezerKind, readRecord, type SandboxRecord } from "./sandbox-record.ts";
 import { createSignalFreezer } from "./signal-freezer.ts";
@@ -29,6 +30,8 @@ export interface RuntimeContext {
   lock: KeyedLock;
   /** Fork points and fork children's layers under `<dataDir>/forks/`. */
   forks: HostForks;
+  /** Starts harnesses from a small process instead of the daemon's (launcher.ts); none: the daemon spawns them. */
+  launcher?: Launcher;
 }
 
 /** The layout of an id that may name a sandbox, or `undefined` for one that cannot. */
