@@ -1,7 +1,7 @@
 import { Console } from "node:console";
 import type { Duplex } from "node:stream";
 import { Writable } from "node:stream";
-import { CHANNELS } from "./mux/control.ts";
+import { CHANNELS } from "./mux/channels.ts";
 import { createMux } from "./mux/mux.ts";
 import { createHarnessEndpoint, type HarnessEndpointOptions, type HarnessServer } from "./server.ts";
 

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { CHANNELS } from "./mux/control.ts";
+import { CHANNELS } from "./mux/channels.ts";
 import { createMux, type MuxChannel } from "./mux/mux.ts";
 
 /** How long a harness has to end after SIGTERM before it is killed. */

@@ -50,5 +50,4 @@ export const MAX_INLINE_REQUEST_CHARS = 512 * 1024;
 /** The longest request body a supervisor reads from a `request` channel. */
 export const MAX_REQUEST_BODY_BYTES = 64 * 1024 * 1024;
 
-/** Channel names. */
-export const CHANNELS = { harness: "harness", model: "model", request: "request" } as const;
+export { CHANNELS } from "./channels.ts";
