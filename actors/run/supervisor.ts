@@ -46,7 +46,10 @@ export class Supervisor {
     this.#actor.subscribe({ error: (err) => deps.log(`run ${deps.runId}: supervisor failed: ${String(err)}`) });
     // The rest of a big wave goes out once other runs' requests, and this wave's answers, had their turn.
     this.#actor.on("control.yield", ({ requestId }) =>
-      setImmediate(() => this.#actor.send({ type: "control.continue", requestId })),
+      setImmediate(() => {
+        // The run may have closed meanwhile: a stopped actor takes no more events.
+        if (this.#actor.getSnapshot().status === "active") this.#actor.send({ type: "control.continue", requestId });
+      }),
     );
     this.#actor.start();
   }
