@@ -1,5 +1,6 @@
 import PQueue from "p-queue";
 import { DEFAULT_START_CONCURRENCY } from "../src/config.ts";
+import { bulkTurn } from "./bulk-turn.ts";
 
 /** Run a sandbox or harness start once the start line admits it: `StartQueue.run`, as the effects get it. */
 export type Admit = <T>(agentId: string, signal: AbortSignal, start: () => Promise<T>) => Promise<T>;
@@ -26,8 +27,11 @@ export class StartQueue {
     this.#waiting.add(agentId);
     try {
       return await this.#queue.add(
-        () => {
+        async () => {
+          // A start is bulk work too: a control that arrived meanwhile goes first.
+          await bulkTurn();
           this.#waiting.delete(agentId);
+          signal.throwIfAborted();
           return start();
         },
         { signal },

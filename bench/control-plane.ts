@@ -10,6 +10,9 @@
  * Not a test: nothing is asserted. `npx tsx bench/control-plane.ts`.
  * BENCH_CONTROL_AGENTS (1000), BENCH_CONTROL_CONCURRENCY (32 spawn requests in flight),
  * BENCH_CONTROL_REPS (3, a fresh daemon each), BENCH_CONTROL_PROBES (200 controls of the probe at rest).
+ * BENCH_CONTROL_NODE_OPTIONS: extra node flags for the daemon (e.g. `--cpu-prof --cpu-prof-dir=/tmp/p`);
+ * it is then ended with SIGTERM so a profile gets written.
+ * The daemon's CPU time (utime + stime) per phase is printed to stderr: it holds up under load.
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
@@ -25,6 +28,7 @@ const AGENTS = Number(process.env.BENCH_CONTROL_AGENTS ?? 1000);
 const CONCURRENCY = Number(process.env.BENCH_CONTROL_CONCURRENCY ?? 32);
 const REPS = Number(process.env.BENCH_CONTROL_REPS ?? 3);
 const PROBES = Number(process.env.BENCH_CONTROL_PROBES ?? 200);
+const NODE_OPTIONS = process.env.BENCH_CONTROL_NODE_OPTIONS;
 /** The pause between two controls of the probe: it is one agent's operator, not a load generator. */
 const PROBE_GAP_MS = 20;
 const IDLE = { name: "idle", script: [] };
@@ -37,6 +41,8 @@ interface DaemonTimings {
   pauseMs: number;
   resumeMs: number;
   stopMs: number;
+  /** Daemon CPU time (user + system) per phase, ms. */
+  cpu: Record<"spawn" | "pause" | "resume" | "stop", number>;
   /** Daemon RSS growth per agent once all run, bytes. */
   rssPerAgent: number;
   /** Pause or resume of the probe, to its 202, while the other agents are spawned and start. */
@@ -64,7 +70,7 @@ async function main(): Promise<void> {
     children.push(timeBareXState(AGENTS, true));
     const last = daemon.at(-1)!;
     process.stderr.write(
-      `rep ${rep + 1}/${REPS}: spawn ${fmtMs(last.spawnMs)}, pause ${fmtMs(last.pauseMs)}, resume ${fmtMs(last.resumeMs)}, stop ${fmtMs(last.stopMs)}\n`,
+      `rep ${rep + 1}/${REPS}: spawn ${fmtMs(last.spawnMs)}, pause ${fmtMs(last.pauseMs)}, resume ${fmtMs(last.resumeMs)}, stop ${fmtMs(last.stopMs)}; daemon CPU spawn ${fmtMs(last.cpu.spawn)} (${(last.cpu.spawn / AGENTS).toFixed(2)} ms/agent), pause ${fmtMs(last.cpu.pause)}, resume ${fmtMs(last.cpu.resume)}, stop ${fmtMs(last.cpu.stop)}\n`,
     );
   }
   console.log(`\n${render(daemon, bare, children)}`);
@@ -78,9 +84,11 @@ async function timeDaemon(): Promise<DaemonTimings> {
     SWARM_RUNTIME: "simulated",
     SWARM_HIBERNATE_AFTER_MS: "0",
     SWARM_LOG_LEVEL: "warn",
+    ...(NODE_OPTIONS ? { NODE_OPTIONS } : {}),
   });
   try {
     const rssBefore = rssOf(d);
+    const cpu0 = cpuMsOf(d);
     const start = performance.now();
     const created = await d.call("POST", "/runs", {
       spec: IDLE,
@@ -117,6 +125,7 @@ async function timeDaemon(): Promise<DaemonTimings> {
       const spawnMs = since(start);
       const rssPerAgent = (rssOf(d) - rssBefore) / AGENTS;
       const probeStarting = await starting;
+      const cpu1 = cpuMsOf(d);
       let left = PROBES;
       const probeAtRest = await probe(d, probeId, () => left-- > 0);
       const control = async (op: string) => {
@@ -128,16 +137,21 @@ async function timeDaemon(): Promise<DaemonTimings> {
           throw new Error(`subtree ${op} answered ${reply.status} with ${applied} of ${AGENTS} applied`);
         return ms;
       };
+      const cpu2 = cpuMsOf(d);
       const pauseMs = await control("pause");
+      const cpu3 = cpuMsOf(d);
       const resumeMs = await control("resume");
+      const cpu4 = cpuMsOf(d);
       const stopMs = await control("stop");
-      return { spawnMs, acceptMs, pauseMs, resumeMs, stopMs, rssPerAgent, probeStarting, probeAtRest };
+      const cpu5 = cpuMsOf(d);
+      const cpu = { spawn: cpu1 - cpu0, pause: cpu3 - cpu2, resume: cpu4 - cpu3, stop: cpu5 - cpu4 };
+      return { spawnMs, acceptMs, pauseMs, resumeMs, stopMs, cpu, rssPerAgent, probeStarting, probeAtRest };
     } finally {
       events.close();
     }
   } finally {
     // Nothing of a simulated daemon outlives it; its shutdown is not what is measured.
-    await d.kill("SIGKILL");
+    await d.kill(NODE_OPTIONS ? "SIGTERM" : "SIGKILL");
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
@@ -171,6 +185,13 @@ function countRunning(events: SseConnection): () => number {
     }
     return running.size;
   };
+}
+
+/** The daemon's user + system CPU time so far, ms (/proc/<pid>/stat, in clock ticks of 10 ms). */
+function cpuMsOf(d: DaemonProcess): number {
+  const stat = readFileSync(`/proc/${d.child.pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 function rssOf(d: DaemonProcess): number {

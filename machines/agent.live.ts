@@ -16,9 +16,9 @@ export const live = agentSetup.createStateConfig({
     id: "harness",
     src: "harness",
     input: ({ context }) => ({
-      agentId: context.agentId,
-      runId: context.runId,
-      sandboxId: context.sandboxId,
+      agentId: context.input.agentId,
+      runId: context.input.runId,
+      sandboxId: context.input.sandboxId,
       asleep: context.asleep,
     }),
   },
@@ -74,8 +74,8 @@ export const live = agentSetup.createStateConfig({
       invoke: {
         src: "reattach",
         input: ({ context }) => ({
-          agentId: context.agentId,
-          sandboxId: context.sandboxId,
+          agentId: context.input.agentId,
+          sandboxId: context.input.sandboxId,
           paused: context.pausedBy !== null,
         }),
         onDone: [
@@ -128,7 +128,7 @@ export const live = agentSetup.createStateConfig({
       entry: sendTo("harness", { type: "harness.hold" }),
       invoke: {
         src: "freeze",
-        input: ({ context }) => ({ agentId: context.agentId, sandboxId: context.sandboxId }),
+        input: ({ context }) => ({ agentId: context.input.agentId, sandboxId: context.input.sandboxId }),
         onDone: [
           {
             guard: "resumeAfterPause",
@@ -199,7 +199,7 @@ export const live = agentSetup.createStateConfig({
       tags: ["paused"],
       invoke: {
         src: "thaw",
-        input: ({ context }) => ({ agentId: context.agentId, sandboxId: context.sandboxId }),
+        input: ({ context }) => ({ agentId: context.input.agentId, sandboxId: context.input.sandboxId }),
         onDone: {
           target: "running",
           actions: [

@@ -36,23 +36,33 @@ export const agentMachine = agentSetup.createMachine({
     "control.steer": { actions: reply("noop") },
     "child.spawned": { actions: assign({ liveChildren: ({ context }) => context.liveChildren + 1 }) },
     "child.ended": { actions: assign({ liveChildren: ({ context }) => Math.max(0, context.liveChildren - 1) }) },
-    "gateway.hold": { actions: assign({ gatewayHolds: ({ context }) => context.gatewayHolds + 1 }) },
-    "gateway.release": { actions: assign({ gatewayHolds: ({ context }) => Math.max(0, context.gatewayHolds - 1) }) },
-    "node.unreachable": { actions: assign({ unreachable: true }) },
-    "node.reachable": { actions: assign({ unreachable: false }) },
-    "approval.hold": { actions: assign({ approvalHolds: ({ context }) => context.approvalHolds + 1 }) },
+    "gateway.hold": {
+      actions: assign({ holds: ({ context }) => ({ ...context.holds, gateway: context.holds.gateway + 1 }) }),
+    },
+    "gateway.release": {
+      actions: assign({
+        holds: ({ context }) => ({ ...context.holds, gateway: Math.max(0, context.holds.gateway - 1) }),
+      }),
+    },
+    "node.unreachable": { actions: assign({ holds: ({ context }) => ({ ...context.holds, unreachable: true }) }) },
+    "node.reachable": { actions: assign({ holds: ({ context }) => ({ ...context.holds, unreachable: false }) }) },
+    "approval.hold": {
+      actions: assign({ holds: ({ context }) => ({ ...context.holds, approvals: context.holds.approvals + 1 }) }),
+    },
     "approval.release": {
-      actions: assign({ approvalHolds: ({ context }) => Math.max(0, context.approvalHolds - 1) }),
+      actions: assign({
+        holds: ({ context }) => ({ ...context.holds, approvals: Math.max(0, context.holds.approvals - 1) }),
+      }),
     },
   },
   states: {
     // New agents start in spawning or provisioning; restored ones where the ledger left them.
     init: {
       always: [
-        { guard: ({ context }) => context.start.state === "spawning", target: "unforked.spawning" },
-        { guard: ({ context }) => context.start.state === "provisioning", target: "unforked.provisioning" },
+        { guard: ({ context }) => context.input.start.state === "spawning", target: "unforked.spawning" },
+        { guard: ({ context }) => context.input.start.state === "provisioning", target: "unforked.provisioning" },
         // Ending when the daemon stopped: it closes as recorded, and ends with the recorded outcome.
-        { guard: ({ context }) => context.start.state === "ending", target: "finishing" },
+        { guard: ({ context }) => context.input.start.state === "ending", target: "finishing" },
         { guard: ({ context }) => context.pausedBy !== null, target: "live.reattaching.paused" },
         { target: "live.reattaching.running" },
       ],
@@ -117,10 +127,10 @@ export const agentMachine = agentSetup.createMachine({
           invoke: {
             src: "provision",
             input: ({ context }) => ({
-              agentId: context.agentId,
-              runId: context.runId,
-              sandboxId: context.sandboxId,
-              again: context.start.state === "provisioning" && context.start.again === true,
+              agentId: context.input.agentId,
+              runId: context.input.runId,
+              sandboxId: context.input.sandboxId,
+              again: context.input.start.state === "provisioning" && context.input.start.again === true,
             }),
             onDone: {
               target: "#agent.live",
@@ -129,7 +139,7 @@ export const agentMachine = agentSetup.createMachine({
                   type: "fact",
                   params: ({ context, event }) => ({
                     kind: "provisioned",
-                    sandboxId: context.sandboxId,
+                    sandboxId: context.input.sandboxId,
                     // A runtime that names no node (or a test's stand-in with no output) is one host.
                     node: event.output?.node ?? "local",
                   }),
@@ -168,8 +178,8 @@ export const agentMachine = agentSetup.createMachine({
       invoke: {
         src: "close",
         input: ({ context }) => ({
-          agentId: context.agentId,
-          sandboxId: context.sandboxId,
+          agentId: context.input.agentId,
+          sandboxId: context.input.sandboxId,
           ending: { outcome: "aborted" as const, ...(context.stopReason ? { reason: context.stopReason } : {}) },
         }),
         // Its node was declared down before it answered again: lost, not aborted. The end is
@@ -210,7 +220,11 @@ export const agentMachine = agentSetup.createMachine({
       },
       invoke: {
         src: "close",
-        input: ({ context }) => ({ agentId: context.agentId, sandboxId: context.sandboxId, ending: context.end }),
+        input: ({ context }) => ({
+          agentId: context.input.agentId,
+          sandboxId: context.input.sandboxId,
+          ending: context.end,
+        }),
         onDone: [{ guard: ({ context }) => context.end.outcome === "aborted", target: "aborted" }, { target: "done" }],
         onError: [{ guard: ({ context }) => context.end.outcome === "aborted", target: "aborted" }, { target: "done" }],
       },

@@ -17,7 +17,7 @@ export const agentSetup = setup({
   },
   actors: effectSlots,
   delays: {
-    quietLimit: ({ context }) => context.turnMaxMs,
+    quietLimit: ({ context }) => context.input.turnMaxMs,
   },
   guards: {
     hasPendingPause: ({ context }) => context.pendingPause !== null,
@@ -30,7 +30,7 @@ export const agentSetup = setup({
     /** A control was deferred until a wake or a reattach ends. */
     hasRequest: ({ context }) => context.request !== null,
     /** A model call the gateway holds, an approval that waits or an unreachable node: the quiet-turn clock stands still. */
-    holding: ({ context }) => context.gatewayHolds > 0 || context.approvalHolds > 0 || context.unreachable,
+    holding: ({ context }) => context.holds.gateway > 0 || context.holds.approvals > 0 || context.holds.unreachable,
     /** A draining agent whose accepted work is done (and, in a subtree drain, whose children ended). */
     drained: ({ context }) =>
       context.draining !== null &&
@@ -44,7 +44,7 @@ export const agentSetup = setup({
       context.turns > 0 &&
       context.inflight === 0 &&
       context.liveChildren === 0 &&
-      !context.keepAlive &&
+      !context.input.keepAlive &&
       context.prompts.length === 0 &&
       context.steers.length === 0 &&
       context.steering.length === 0,
@@ -56,23 +56,28 @@ export const agentSetup = setup({
      * supervisor (for `waitFor` and the parent's count of live children).
      */
     fact: enqueueActions(({ context, enqueue }, fact: Fact) => {
-      enqueue.emit({ type: "fact", agentId: context.agentId, fact });
-      if (fact.kind === "settled") enqueue.sendParent({ type: "agent.settled", agentId: context.agentId });
+      enqueue.emit({ type: "fact", agentId: context.input.agentId, fact });
+      if (fact.kind === "settled") enqueue.sendParent({ type: "agent.settled", agentId: context.input.agentId });
       if (fact.kind === "ended")
-        enqueue.sendParent({ type: "agent.ended", agentId: context.agentId, parentAgentId: context.parentAgentId });
+        enqueue.sendParent({
+          type: "agent.ended",
+          agentId: context.input.agentId,
+          parentAgentId: context.input.parentAgentId,
+        });
     }),
     // An empty requestId marks work the machine started itself (a deferred pause, a queued steer): nobody waits for it.
     reply: enqueueActions(({ context, enqueue }, params: ReplyParams) => {
-      if (params.requestId !== "") enqueue.sendParent({ type: "member.reply", agentId: context.agentId, ...params });
+      if (params.requestId !== "")
+        enqueue.sendParent({ type: "member.reply", agentId: context.input.agentId, ...params });
     }),
     /** A stop of an agent whose node swarmd cannot reach is answered at once; it ends when the node answers. */
     /** A stop of an agent whose node swarmd cannot reach is answered at once; it ends when the node answers. */
     replyIfUnreachable: enqueueActions(({ context, enqueue }) => {
-      if (!context.unreachable || !context.request) return;
+      if (!context.holds.unreachable || !context.request) return;
       if (context.request.requestId !== "")
         enqueue.sendParent({
           type: "member.reply",
-          agentId: context.agentId,
+          agentId: context.input.agentId,
           requestId: context.request.requestId,
           outcome: "applied",
         });
@@ -82,7 +87,7 @@ export const agentSetup = setup({
       if (context.request && context.request.requestId !== "") {
         enqueue.sendParent({
           type: "member.reply",
-          agentId: context.agentId,
+          agentId: context.input.agentId,
           requestId: context.request.requestId,
           ...params,
         });
@@ -119,10 +124,10 @@ export const agentSetup = setup({
       const outcome = event.outcome === "aborted" ? (event.text ? "success" : "failed") : event.outcome;
       enqueue.emit({
         type: "fact",
-        agentId: context.agentId,
+        agentId: context.input.agentId,
         fact: { kind: "settled", outcome, text: event.text, hseq: event.hseq },
       });
-      enqueue.sendParent({ type: "agent.settled", agentId: context.agentId });
+      enqueue.sendParent({ type: "agent.settled", agentId: context.input.agentId });
       const reason =
         event.error ?? (context.quietAbort ? "the turn went quiet past the quiet-turn limit" : "the turn failed");
       enqueue.assign({
@@ -140,7 +145,12 @@ export const agentSetup = setup({
       // A queued steer handed over on resume (empty requestId) has been answered already.
       const reply = (answer: { outcome: ControlOutcome; error?: string; delivery?: Delivery }) => {
         if (event.requestId !== "")
-          enqueue.sendParent({ type: "member.reply", agentId: context.agentId, requestId: event.requestId, ...answer });
+          enqueue.sendParent({
+            type: "member.reply",
+            agentId: context.input.agentId,
+            requestId: event.requestId,
+            ...answer,
+          });
       };
       if (!event.ok && !event.idle) {
         reply({ outcome: "failed", error: event.error ?? "the harness did not accept the message" });
@@ -151,7 +161,7 @@ export const agentSetup = setup({
         enqueue.sendTo("harness", { type: "harness.prompt", text: event.message });
         enqueue.assign({ inflight: context.inflight + 1, turns: context.turns + 1 });
       }
-      enqueue.emit({ type: "fact", agentId: context.agentId, fact: { kind: "steered", message: event.message } });
+      enqueue.emit({ type: "fact", agentId: context.input.agentId, fact: { kind: "steered", message: event.message } });
       reply({ outcome: "applied", delivery: event.ok ? "steer" : "turn" });
     }),
     /** The freeze finished: the agent is paused by whom its request says. */
@@ -159,7 +169,7 @@ export const agentSetup = setup({
       const by = context.request?.by ?? "operator";
       enqueue.emit({
         type: "fact",
-        agentId: context.agentId,
+        agentId: context.input.agentId,
         fact: { kind: "state", from: "running", to: "paused", reason: by },
       });
       enqueue.assign({ pausedBy: by });
@@ -169,7 +179,7 @@ export const agentSetup = setup({
       if (event.type !== "harness.slept" || context.asleep) return;
       enqueue.emit({
         type: "fact",
-        agentId: context.agentId,
+        agentId: context.input.agentId,
         fact: { kind: "hibernated", sessionStats: event.sessionStats },
       });
       enqueue.assign({ asleep: true });
@@ -177,7 +187,7 @@ export const agentSetup = setup({
     /** The harness runs again. */
     markAwake: enqueueActions(({ context, enqueue }) => {
       if (!context.asleep) return;
-      enqueue.emit({ type: "fact", agentId: context.agentId, fact: { kind: "woke" } });
+      enqueue.emit({ type: "fact", agentId: context.input.agentId, fact: { kind: "woke" } });
       enqueue.assign({ asleep: false });
     }),
     /** Leaving `live` with steers unanswered: the harness that would answer them is gone. */
@@ -185,7 +195,7 @@ export const agentSetup = setup({
       for (const requestId of context.steering) {
         enqueue.sendParent({
           type: "member.reply",
-          agentId: context.agentId,
+          agentId: context.input.agentId,
           requestId,
           outcome: "failed",
           error: "the agent ended before the message reached it",
@@ -203,7 +213,7 @@ export const agentSetup = setup({
         if (requestId)
           enqueue.sendParent({
             type: "member.reply",
-            agentId: context.agentId,
+            agentId: context.input.agentId,
             requestId,
             outcome: "failed",
             error: params.error,
@@ -221,10 +231,10 @@ export const agentSetup = setup({
       const delivery = params?.delivery ?? "queued";
       if (delivery === "turn") enqueue.assign({ prompts: [...context.prompts, event.message] });
       else enqueue.assign({ steers: [...context.steers, event.message] });
-      enqueue.emit({ type: "fact", agentId: context.agentId, fact: { kind: "steered", message: event.message } });
+      enqueue.emit({ type: "fact", agentId: context.input.agentId, fact: { kind: "steered", message: event.message } });
       enqueue.sendParent({
         type: "member.reply",
-        agentId: context.agentId,
+        agentId: context.input.agentId,
         requestId: event.requestId,
         outcome: "applied",
         delivery,

@@ -41,16 +41,30 @@ export type RunEvent =
   | { type: "agent.settled"; agentId: string }
   | { type: "agent.ended"; agentId: string; parentAgentId: string | null }
   | { type: "control"; request: ControlRequest }
+  /** The answer to `control.yield`: send the wave's next chunk. */
+  | { type: "control.continue"; requestId: string }
   /** The run closes: every agent actor is stopped, as XState stops a parent's `children` (`stopRun`). */
   | { type: "run.close" }
   | MemberReply;
 
-export type RunEmitted = { type: "control.done"; requestId: string; results: MemberAnswer[] };
+export type RunEmitted =
+  | { type: "control.done"; requestId: string; results: MemberAnswer[] }
+  /**
+   * A chunk of a wave was sent and more of it is left: whoever runs the machine sends
+   * `control.continue` once other work had its turn (a 10,000-member wave sent in one step held the
+   * daemon's event loop for seconds, and every other run's requests with it).
+   */
+  | { type: "control.yield"; requestId: string };
+
+/** How many members of a wave are sent in one step unless told otherwise. */
+export const DEFAULT_WAVE_CHUNK = 100;
 
 interface RunContext {
   runId: string;
   /** How long one member may take to answer before it is recorded `failed` and the cascade moves on. */
   memberTimeoutMs: number;
+  /** How many members of a wave are sent in one step before the machine yields (`control.yield`). */
+  waveChunk: number;
   /**
    * The run's agent actors, by agentId. Agents restored already ended, or refused by a budget, have
    * none. Held here, not in XState's `children`: see `addAgent`.
@@ -67,8 +81,10 @@ interface RunContext {
 /** The request being carried out. Its fields change in place, one answer at a time (see `actors`). */
 interface Cascade {
   request: ControlRequest;
-  /** The next wave to send. */
+  /** The next wave to send (or the one being sent, while `sent` > 0). */
   wave: number;
+  /** How many members of the wave `wave` were sent so far. */
+  sent: number;
   /** Members of the wave sent last that have not answered yet: agentId → their place in `results`. */
   pending: Record<string, number>;
   /** How many those are (counted, as enumerating `pending` after each answer made a wave quadratic). */
@@ -77,7 +93,14 @@ interface Cascade {
   results: MemberAnswer[];
 }
 
-const cascade = (request: ControlRequest): Cascade => ({ request, wave: 0, pending: {}, unanswered: 0, results: [] });
+const cascade = (request: ControlRequest): Cascade => ({
+  request,
+  wave: 0,
+  sent: 0,
+  pending: {},
+  unanswered: 0,
+  results: [],
+});
 
 /** What the agent is sent for its part of the request. */
 function controlEvent(request: ControlRequest, member: ControlMember): AgentEvent {
@@ -107,7 +130,7 @@ function controlEvent(request: ControlRequest, member: ControlMember): AgentEven
 export const runMachine = setup({
   types: {
     context: {} as RunContext,
-    input: {} as { runId: string; memberTimeoutMs?: number },
+    input: {} as { runId: string; memberTimeoutMs?: number; waveChunk?: number },
     events: {} as RunEvent,
     emitted: {} as RunEmitted,
   },
@@ -116,7 +139,11 @@ export const runMachine = setup({
   },
   guards: {
     cascadeDone: ({ context }) => !context.current || context.current.wave >= context.current.request.waves.length,
-    waveAnswered: ({ context }) => !context.current || context.current.unanswered === 0,
+    waveAnswered: ({ context }) => !context.current || (context.current.sent === 0 && context.current.unanswered === 0),
+    continuesCurrent: ({ context, event }) =>
+      event.type === "control.continue" &&
+      event.requestId === context.current?.request.requestId &&
+      context.current.sent > 0,
     hasQueued: ({ context }) => context.queue.length > 0,
     answersCurrent: ({ context, event }) =>
       event.type === "member.reply" &&
@@ -124,11 +151,15 @@ export const runMachine = setup({
       context.current.pending[event.agentId] !== undefined,
   },
   actions: {
-    // A wave of 10,000 members is sent, and answered, without copying the cascade per member.
-    sendWave: enqueueActions(({ context, enqueue }) => {
+    // A wave of 10,000 members is sent, and answered, without copying the cascade per member. It
+    // is sent a chunk at a time; between two chunks the machine yields, and answers of the members
+    // sent so far are recorded meanwhile. The wave counts as answered only once all of it was sent.
+    sendChunk: enqueueActions(({ context, enqueue }) => {
       const current = context.current!;
       const { request } = current;
-      for (const member of request.waves[current.wave] ?? []) {
+      const wave = request.waves[current.wave] ?? [];
+      const end = Math.min(wave.length, current.sent + context.waveChunk);
+      for (const member of wave.slice(current.sent, end)) {
         const place = current.results.length;
         // An agent without an actor has ended: it answers like every ended agent, `noop`.
         current.results.push({ agentId: member.agentId, outcome: "noop" });
@@ -137,6 +168,12 @@ export const runMachine = setup({
         current.unanswered++;
         enqueue.sendTo(context.actors[member.agentId]!, controlEvent(request, member));
       }
+      if (end < wave.length) {
+        current.sent = end;
+        enqueue.emit({ type: "control.yield", requestId: request.requestId });
+        return;
+      }
+      current.sent = 0;
       current.wave++;
     }),
     recordAnswer: enqueueActions(({ context, event }) => {
@@ -179,6 +216,7 @@ export const runMachine = setup({
   context: ({ input }) => ({
     runId: input.runId,
     memberTimeoutMs: input.memberTimeoutMs ?? DEFAULT_MEMBER_TIMEOUT_MS,
+    waveChunk: Math.max(1, input.waveChunk ?? DEFAULT_WAVE_CHUNK),
     actors: {},
     settled: {},
     waiting: {},
@@ -244,14 +282,17 @@ export const runMachine = setup({
         next: {
           always: [
             { guard: "cascadeDone", target: "#run.finish" },
-            { target: "waiting", actions: "sendWave" },
+            { target: "waiting", actions: "sendChunk" },
           ],
         },
         // The timeout counts from when the wave was sent: each member has as long as it had alone.
         waiting: {
           always: { guard: "waveAnswered", target: "next" },
           after: { memberTimeout: { target: "next", actions: "failUnanswered" } },
-          on: { "member.reply": { guard: "answersCurrent", actions: "recordAnswer" } },
+          on: {
+            "member.reply": { guard: "answersCurrent", actions: "recordAnswer" },
+            "control.continue": { guard: "continuesCurrent", actions: "sendChunk" },
+          },
         },
       },
     },

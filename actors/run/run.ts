@@ -31,6 +31,7 @@ import {
   type WaitResponse,
 } from "../../src/swarm-api.ts";
 import { agentView, countStates, createRunView, foldEvent, runSnapshot, runSummary } from "../../src/views/run-view.ts";
+import { bulkTurn } from "../bulk-turn.ts";
 import type { HarnessEffect } from "../effects/harness.actor.ts";
 import { AgentTable } from "./agent-table.ts";
 import type { Controls } from "./controls.ts";
@@ -231,8 +232,12 @@ export class Run {
     return this.#spawner.start(root);
   }
 
-  /** A spawn by the operator (`body`) or by an agent's `spawn_agent` (`params`). */
-  spawn(request: SpawnRequest, root = "body"): Promise<SpawnResponse> {
+  /**
+   * A spawn by the operator (`body`) or by an agent's `spawn_agent` (`params`): bulk work, so it
+   * waits its turn when a burst of them has had its share of the event loop (`bulkTurn`).
+   */
+  async spawn(request: SpawnRequest, root = "body"): Promise<SpawnResponse> {
+    await bulkTurn();
     return this.#spawner.spawn(request, root);
   }
 

@@ -44,6 +44,13 @@ export class Supervisor {
     });
     // An actor error must never take the daemon down with it; it is logged with its run.
     this.#actor.subscribe({ error: (err) => deps.log(`run ${deps.runId}: supervisor failed: ${String(err)}`) });
+    // The rest of a big wave goes out once other runs' requests, and this wave's answers, had their turn.
+    this.#actor.on("control.yield", ({ requestId }) =>
+      setImmediate(() => {
+        // The run may have closed meanwhile: a stopped actor takes no more events.
+        if (this.#actor.getSnapshot().status === "active") this.#actor.send({ type: "control.continue", requestId });
+      }),
+    );
     this.#actor.start();
   }
 

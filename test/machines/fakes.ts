@@ -82,9 +82,10 @@ export function startRun(
   effects: ReturnType<typeof fakeEffects>,
   clock = new SimulatedClock(),
   memberTimeoutMs?: number,
+  waveChunk?: number,
 ) {
   const run = createActor(runMachine, {
-    input: { runId: "r_1", memberTimeoutMs },
+    input: { runId: "r_1", memberTimeoutMs, waveChunk },
     clock,
   });
   const facts: Array<{ agentId: string; fact: Fact }> = [];

@@ -17,7 +17,7 @@ describe("reply rule check (reply-check.ts)", () => {
             params: { requestId: string; outcome: ControlOutcome; error?: string; delivery?: Delivery },
           ) => {
             if (params.requestId !== "" && params.outcome !== "noop")
-              enqueue.sendParent({ type: "member.reply", agentId: context.agentId, ...params });
+              enqueue.sendParent({ type: "member.reply", agentId: context.input.agentId, ...params });
           },
         ),
       },
@@ -42,7 +42,7 @@ describe("reply rule check (reply-check.ts)", () => {
           for (let i = 0; i < 2; i++)
             enqueue.sendParent({
               type: "member.reply",
-              agentId: context.agentId,
+              agentId: context.input.agentId,
               requestId: event.requestId,
               outcome: "applied",
               delivery: "queued",

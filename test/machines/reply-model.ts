@@ -261,7 +261,7 @@ function serialize(w: World): string {
       w.problems,
     ]);
   }
-  const { start: _start, quietAbort: _quietAbort, ...rest } = c;
+  const { input: _input, quietAbort: _quietAbort, ...rest } = c;
   const ctx = {
     ...rest,
     prompts: Math.min(c.prompts.length, 1),
@@ -353,7 +353,7 @@ export function events(w: World, env: Environment): WorldEvent[] {
         { type: "drain", drain: { subtree: false, deadline: 1 } },
         { type: "drain", drain: { subtree: true, deadline: 1 } },
       );
-    out.push(ctx.approvalHolds < 1 ? { type: "approval.hold" } : { type: "approval.release" });
+    out.push(ctx.holds.approvals < 1 ? { type: "approval.hold" } : { type: "approval.release" });
   }
   if (env.discipline === "any" || w.open.length === 0) {
     // `any`: a control may come while others wait, but not one of the same op (keeps the graph finite).

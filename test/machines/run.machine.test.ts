@@ -50,6 +50,40 @@ describe("run machine", () => {
     );
   });
 
+  it("sends a big wave a chunk at a time, yielding between chunks, and the next wave only once all of it answered", async () => {
+    const fx = fakeEffects();
+    const r = startRun(fx, undefined, undefined, 2);
+    const kids = ["a", "b", "c", "d", "e"];
+    r.add({ agentId: "root" });
+    for (const id of kids) r.add({ agentId: id }, "root");
+    r.add({ agentId: "a1" }, "a");
+    await flush();
+    const yields: string[] = [];
+    r.run.on("control.yield", (e) => yields.push(e.requestId));
+    const waves = [["root"], kids, ["a1"]].map((level) =>
+      level.map((agentId) => ({ agentId, by: agentId === "root" ? ("operator" as const) : ("cascade" as const) })),
+    );
+    r.run.send({ type: "control", request: { requestId: "p", op: "pause", waves } });
+    for (let i = 0; i < 4; i += 1) await flush();
+    assert.deepEqual(fx.freezing, ["root", "a", "b"], "the wave stops after its first chunk until told to go on");
+    assert.deepEqual(yields, ["p"]);
+    // A continue for another request, or a stale one, sends nothing.
+    r.run.send({ type: "control.continue", requestId: "other" });
+    await flush();
+    assert.deepEqual(fx.freezing, ["root", "a", "b"]);
+    r.run.send({ type: "control.continue", requestId: "p" });
+    for (let i = 0; i < 4; i += 1) await flush();
+    assert.deepEqual(fx.freezing, ["root", "a", "b", "c", "d"], "a1 waits until the whole wave was sent");
+    r.run.send({ type: "control.continue", requestId: "p" });
+    for (let i = 0; i < 6; i += 1) await flush();
+    assert.deepEqual(fx.freezing, ["root", ...kids, "a1"]);
+    assert.deepEqual(yields, ["p", "p"]);
+    assert.deepEqual(
+      r.done[0]!.results.map((m) => [m.agentId, m.outcome]),
+      ["root", ...kids, "a1"].map((id) => [id, "applied"]),
+    );
+  });
+
   it("carries a cascade out wave by wave, in order, and queues requests behind it", async () => {
     const fx = fakeEffects();
     const r = startRun(fx);
