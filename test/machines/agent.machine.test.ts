@@ -385,3 +385,20 @@ describe("agent machine", () => {
     );
   });
 });
+
+describe("agent machine context", () => {
+  // XState copies the context on every assign; V8 makes a copy of more than 19 keys a slow
+  // dictionary-mode object (machines/agent.context.ts): a subtree control of 10,000 agents spent
+  // 15 % of its CPU there with 27. A 20th key brings that back without any test failing but this.
+  it("keeps at most 19 top-level keys while its turn runs and once it settled", async () => {
+    const fx = fakeEffects();
+    const r = startRun(fx);
+    r.add({ agentId: "a", prompt: "go", keepAlive: true });
+    await flush();
+    const keys = () => Object.keys(r.agent("a")!.getSnapshot().context);
+    assert.ok(keys().length <= 19, `${keys().length} keys: ${keys().join(", ")}`);
+    fx.harnesses.get("a")!.send({ type: "harness.settled", outcome: "success", text: "x", hseq: 1 });
+    await flush();
+    assert.ok(keys().length <= 19, `${keys().length} keys: ${keys().join(", ")}`);
+  });
+});
