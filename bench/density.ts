@@ -10,7 +10,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
-import { type Daemon, type Json, startDaemon } from "../test/support/daemon.ts";
+import { createRuntime, type Daemon, type Json, sandboxRuntime, startDaemon } from "../test/support/daemon.ts";
 import { sandboxProcesses, sum } from "./proc-memory.ts";
 import { fmtMiB, fmtMs, fmtRatio, markdownTable, median, quantile, since } from "./stats.ts";
 
@@ -67,7 +67,14 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs: num
 
 async function main(): Promise<void> {
   const bare = bareNodeStarts(Math.max(WAKES, 10));
-  const d = await startDaemon({ hibernateAfterMs: HIBERNATE_MS });
+  // A real runtime (process, or the one SWARM_E2E_RUNTIME names): the in-process test daemon's
+  // default is the simulated one, whose agents have no process to start, hibernate or wake.
+  const runtime = sandboxRuntime();
+  console.error(`density: ${runtime} runtime`);
+  const d = await startDaemon({
+    hibernateAfterMs: HIBERNATE_MS,
+    runtime: (dataDir) => createRuntime(runtime, dataDir),
+  });
   try {
     const created = (
       await d.call("POST", "/runs", {
