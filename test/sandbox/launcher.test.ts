@@ -3,9 +3,9 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { after, describe, it, type TestContext } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { createLauncher, type Launched } from "../../src/sandbox/process/launcher.ts";
+import { createLauncher, type Launched, type Launcher } from "../../src/sandbox/process/launcher.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "swarmd-launcher-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -28,27 +28,42 @@ async function endOf(launched: Launched): Promise<string> {
   throw new Error(`process ${launched.pid} did not end`);
 }
 
+/** A launcher closed when the test ends. */
+function launcherFor(t: TestContext): Launcher {
+  const launcher = createLauncher();
+  t.after(() => launcher.close());
+  return launcher;
+}
+
+/** `sh -c script` through `launcher`, its output in `output`. */
+function shell(launcher: Launcher, script: string, output: string, fdArgs?: string[]): Promise<Launched> {
+  const env = { PATH: "/usr/bin:/bin" };
+  return launcher.launch({
+    file: "/bin/sh",
+    args: ["-c", script],
+    env,
+    cwd: dir,
+    output,
+    ...(fdArgs ? { fdArgs } : {}),
+  });
+}
+
 describe("harness launcher", () => {
   it("starts a process with its output in a file, its arguments on descriptor 3, and tells how it ended", async (t) => {
-    const launcher = createLauncher();
-    t.after(() => launcher.close());
     const output = join(dir, "out-1");
-    const launched = await launcher.launch({
-      file: "/bin/sh",
-      args: ["-c", 'echo "pid $$"; tr "\\0" "," <&3; exit 3'],
-      env: { PATH: "/usr/bin:/bin" },
-      cwd: dir,
-      output,
-      fdArgs: ["--setenv", "A", "b c"],
-    });
+    const launched = await shell(launcherFor(t), 'echo "pid $$"; tr "\\0" "," <&3; exit 3', output, [
+      "--setenv",
+      "A",
+      "b c",
+    ]);
     assert.equal(await endOf(launched), "exited with code 3");
     assert.equal(readFileSync(output, "utf8"), `pid ${launched.pid}\n--setenv,A,b c,`);
   });
 
   it("refuses a program that cannot be started, and starts again after its helper was killed", async (t) => {
-    const launcher = createLauncher();
-    t.after(() => launcher.close());
-    const request = { args: ["-c", "exit 0"], env: { PATH: "/usr/bin:/bin" }, cwd: dir, output: join(dir, "out-2") };
+    const launcher = launcherFor(t);
+    const output = join(dir, "out-2");
+    const request = { args: [], env: { PATH: "/usr/bin:/bin" }, cwd: dir, output };
     await assert.rejects(launcher.launch({ ...request, file: join(dir, "no-such-program") }), /ENOENT/);
     const [helper] = helperPids();
     assert.ok(helper, "one helper runs");
@@ -56,22 +71,14 @@ describe("harness launcher", () => {
     // Until this process reaped it (and so saw it end): a start asked before that fails with its end.
     for (let i = 0; i < 500 && existsSync(`/proc/${helper}`); i++) await sleep(10);
     await sleep(0);
-    const launched = await launcher.launch({ ...request, file: "/bin/sh" });
+    const launched = await shell(launcher, "exit 0", output);
     assert.equal(await endOf(launched), "exited with code 0");
     assert.notDeepEqual(helperPids(), [helper], "a new helper took over");
   });
 
   it("leaves its channel to the daemon out of what it starts: no sandbox can send it a start", async (t) => {
-    const launcher = createLauncher();
-    t.after(() => launcher.close());
     const output = join(dir, "out-4");
-    const launched = await launcher.launch({
-      file: "/bin/sh",
-      args: ["-c", "for fd in /proc/self/fd/*; do readlink $fd; done"],
-      env: { PATH: "/usr/bin:/bin" },
-      cwd: dir,
-      output,
-    });
+    const launched = await shell(launcherFor(t), "for fd in /proc/self/fd/*; do readlink $fd; done", output);
     await endOf(launched);
     const held = readFileSync(output, "utf8").split("\n").filter(Boolean);
     assert.ok(held.includes(output), `it holds its output: ${held.join(" ")}`);
@@ -85,8 +92,7 @@ describe("harness launcher", () => {
   it("hands its helper and what it starts nothing of the daemon's environment", async (t) => {
     process.env.SWARMD_TEST_SECRET = "sk-daemon-only";
     t.after(() => delete process.env.SWARMD_TEST_SECRET);
-    const launcher = createLauncher();
-    t.after(() => launcher.close());
+    const launcher = launcherFor(t);
     const output = join(dir, "out-3");
     const launched = await launcher.launch({ file: "/usr/bin/env", args: [], env: { ONLY: "this" }, cwd: dir, output });
     await endOf(launched);

@@ -2,6 +2,7 @@ import { spawnSync } from "node:child_process";
 import { accessSync, constants, lstatSync, readlinkSync } from "node:fs";
 import { basename, delimiter, dirname, join } from "node:path";
 import { HARNESS_DIR } from "../../harness/launch.ts";
+import { ARGS_FD } from "./detached-spawn.ts";
 import type { SandboxUsers } from "./sandbox-users.ts";
 
 /** Mount points the sandbox owns; nothing of the host may be mounted over or under them. */
@@ -129,9 +130,6 @@ export interface BubblewrapCommand {
   swarmdRoot: string;
   nodePath: string;
 }
-
-/** The descriptor the launcher hands bwrap its `fdArgs` on. */
-export const ARGS_FD = 3;
 
 /**
  * A networked sandbox's descriptors: bwrap writes its child's pid to NET_INFO_FD, and the sandbox

@@ -1,7 +1,5 @@
-import { type ChildProcess, type StdioOptions, spawn } from "node:child_process";
-import { closeSync, openSync } from "node:fs";
-import type { Writable } from "node:stream";
-import { ARGS_FD } from "./bubblewrap.ts";
+import type { ChildProcess } from "node:child_process";
+import { type DetachedLaunch, howItEnded, spawnDetached } from "./detached-spawn.ts";
 import type { HarnessCommand } from "./harness-command.ts";
 import type { Launched, Launcher } from "./launcher.ts";
 
@@ -26,54 +24,29 @@ export async function startDetached(
 ): Promise<StartedHarness> {
   const [file, ...args] = [...prefix, ...command.argv];
   if (file === undefined) throw new Error("empty harness command");
-  if (launcher && !command.awaitsNetwork)
-    return launcher.launch({
-      file,
-      args,
-      env: command.hostEnv,
-      cwd: command.cwd,
-      output: outputFile,
-      ...(command.fdArgs ? { fdArgs: command.fdArgs } : {}),
-    });
-  const child = await spawnDetached(file, args, command, outputFile);
+  const launch: DetachedLaunch = {
+    file,
+    args,
+    env: command.hostEnv,
+    cwd: command.cwd,
+    output: outputFile,
+    ...(command.fdArgs ? { fdArgs: command.fdArgs } : {}),
+  };
+  if (launcher && !command.awaitsNetwork) return launcher.launch(launch);
+  // NET_INFO_FD, NET_BLOCK_FD and NET_HOLD_FD (4, 5, 6) follow ARGS_FD; sandbox-network.ts uses them.
+  const child = spawnDetached({ ...launch, extraPipes: command.awaitsNetwork ? 3 : 0 });
+  await new Promise<void>((resolve, reject) => {
+    child.once("spawn", resolve);
+    child.once("error", reject);
+  });
+  child.unref();
   if (child.pid === undefined) throw new Error("the harness process has no pid");
   return { pid: child.pid, exited: () => exitOf(child), child };
 }
 
-async function spawnDetached(
-  file: string,
-  args: string[],
-  command: HarnessCommand,
-  outputFile: string,
-): Promise<ChildProcess> {
-  const output = openSync(outputFile, "w", 0o600);
-  try {
-    const stdio: Extract<StdioOptions, unknown[]> = command.fdArgs
-      ? ["ignore", output, output, "pipe"]
-      : ["ignore", output, output];
-    // NET_INFO_FD, NET_BLOCK_FD and NET_HOLD_FD (4, 5, 6) follow ARGS_FD; sandbox-network.ts uses them.
-    if (command.awaitsNetwork && command.fdArgs) stdio.push("pipe", "pipe", "pipe");
-    const child = spawn(file, args, { detached: true, stdio, env: command.hostEnv, cwd: command.cwd });
-    await new Promise<void>((resolve, reject) => {
-      child.once("spawn", resolve);
-      child.once("error", reject);
-    });
-    const pipe = child.stdio[ARGS_FD] as Writable | null | undefined;
-    if (command.fdArgs && pipe) {
-      // A launch that dies before reading leaves the pipe broken: its exit is reported by the caller.
-      pipe.on("error", () => undefined);
-      pipe.end(command.fdArgs.map((arg) => `${arg}\0`).join(""));
-    }
-    child.unref();
-    return child;
-  } finally {
-    closeSync(output);
-  }
-}
-
 /** How the child ended (`exited with code 1`, `was killed by SIGKILL`), or `undefined` while it runs. */
 function exitOf(child: ChildProcess): string | undefined {
-  if (child.exitCode !== null) return `exited with code ${child.exitCode}`;
-  if (child.signalCode !== null) return `was killed by ${child.signalCode}`;
-  return undefined;
+  return child.exitCode === null && child.signalCode === null
+    ? undefined
+    : howItEnded(child.exitCode, child.signalCode);
 }

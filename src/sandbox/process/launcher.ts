@@ -1,5 +1,6 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { howItEnded } from "./detached-spawn.ts";
 import type { LaunchAnswer, LaunchRequest } from "./launcher-main.ts";
 
 const MAIN = fileURLToPath(new URL("./launcher-main.ts", import.meta.url));
@@ -53,11 +54,7 @@ export function createLauncher(): Launcher {
       if ("exit" in message) {
         const exit = exits.get(message.id);
         exits.delete(message.id);
-        if (exit)
-          exit.ended =
-            message.exit.signal !== null
-              ? `was killed by ${message.exit.signal}`
-              : `exited with code ${message.exit.code}`;
+        if (exit) exit.ended = howItEnded(message.exit.code, message.exit.signal);
         return;
       }
       const waiting = pending.get(message.id);
