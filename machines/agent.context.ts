@@ -64,17 +64,17 @@ export interface ReplyParams {
 
 export function initialContext(input: AgentInput): AgentContext {
   const restored = input.start.state === "live" ? input.start.restored : undefined;
-  const { agentId, runId, parentAgentId, sandboxId, keepAlive, turnMaxMs, start } = input;
+  const { prompt, pendingPause, ...identity } = input;
   return {
-    input: { agentId, runId, parentAgentId, sandboxId, keepAlive, turnMaxMs, start },
-    prompts: input.prompt === undefined ? [] : [input.prompt],
+    input: identity,
+    prompts: prompt === undefined ? [] : [prompt],
     steers: [],
     inflight: restored?.inflight ?? 0,
     turns: restored?.turns ?? 0,
     resend: restored?.resend ?? null,
     liveChildren: restored?.liveChildren ?? 0,
     pausedBy: restored?.pausedBy ?? null,
-    pendingPause: input.pendingPause ?? null,
+    pendingPause: pendingPause ?? null,
     request: null,
     steering: [],
     resumeAfterPause: null,

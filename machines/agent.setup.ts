@@ -71,7 +71,6 @@ export const agentSetup = setup({
         enqueue.sendParent({ type: "member.reply", agentId: context.input.agentId, ...params });
     }),
     /** A stop of an agent whose node swarmd cannot reach is answered at once; it ends when the node answers. */
-    /** A stop of an agent whose node swarmd cannot reach is answered at once; it ends when the node answers. */
     replyIfUnreachable: enqueueActions(({ context, enqueue }) => {
       if (!context.holds.unreachable || !context.request) return;
       if (context.request.requestId !== "")
