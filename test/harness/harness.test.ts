@@ -101,6 +101,24 @@ describe("harness", () => {
     await assert.rejects(c.client.request({ type: "steer", message: "too late" }), refusedWithCode);
   });
 
+  it("reads its spec when it makes its agent: a spec it refuses ends it then, with the reason in its output", async (t) => {
+    const h = await startHarness({ name: "not a valid name!", script: [] });
+    t.after(() => h.stop());
+    let output = "";
+    h.child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
+    const exited = new Promise<number | null>((resolve) => h.child.once("exit", resolve));
+    const c = await h.connect();
+    assert.deepEqual(await c.client.request({ type: "get_state" }), {
+      busy: false,
+      queued: 0,
+      loaded: false,
+      lastHseq: 0,
+    });
+    void c.client.request({ type: "prompt", message: "go" }).catch(() => undefined);
+    assert.equal(await exited, 1);
+    assert.match(output, /cannot make the agent: .*must be 1\.\.64 characters/s);
+  });
+
   it("abort ends a running turn promptly and kills the tool's process", async (t) => {
     const h = await startHarness({
       name: "t",
