@@ -118,6 +118,7 @@ bench: $(NODE_STAMP)
 	npx tsx bench/ready.ts
 	npx tsx bench/fork.ts
 	npx tsx bench/tracing.ts
+	npx tsx bench/console.ts
 	npx tsx bench/harness-start.ts
 	npx tsx bench/control-plane.ts
 	$(NODE) --expose-gc --import tsx bench/density.ts
