@@ -2,6 +2,7 @@ import { assign, sendTo } from "xstate";
 import { reply } from "./agent.replies.ts";
 import { running } from "./agent.running.ts";
 import { agentSetup } from "./agent.setup.ts";
+import type { AgentStart, RecordedHarness } from "./agent.types.ts";
 import { widenDrain } from "./drain.ts";
 import { errorMessage } from "./error-message.ts";
 
@@ -20,6 +21,7 @@ export const live = agentSetup.createStateConfig({
       runId: context.input.runId,
       sandboxId: context.input.sandboxId,
       asleep: context.asleep,
+      ...recordedHarness(context.input.start),
     }),
   },
   initial: "enter",
@@ -228,3 +230,15 @@ export const live = agentSetup.createStateConfig({
     },
   },
 });
+
+/**
+ * What the ledger records of the harness where the agent begins: nothing for a fresh spawn (only its
+ * harness actor writes those counts, and it has not run), the restart's own reading for a reattached
+ * agent; a half-made agent started again reads them.
+ */
+function recordedHarness(start: AgentStart): { recorded?: RecordedHarness } {
+  if (start.state === "live") return start.restored.recorded ? { recorded: start.restored.recorded } : {};
+  if ((start.state === "spawning" || start.state === "provisioning") && !start.again)
+    return { recorded: { hseq: 0, prompts: 0 } };
+  return {};
+}

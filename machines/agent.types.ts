@@ -48,6 +48,17 @@ export interface RestoredLive {
    * it was taken.
    */
   resend?: string | null;
+  /**
+   * The harness's progress as the ledger's index had it when the restart read it (`hseq!`,
+   * `prompts!`): where its harness actor takes up. Absent: the actor reads them itself.
+   */
+  recorded?: RecordedHarness;
+}
+
+/** An agent's harness as the ledger records it: the newest harness event handled, the prompts it took. */
+export interface RecordedHarness {
+  hseq: number;
+  prompts: number;
 }
 
 /**
@@ -220,6 +231,8 @@ export interface HarnessActorInput {
   sandboxId: string;
   /** The harness hibernates: nothing connects until `harness.wake`. */
   asleep: boolean;
+  /** What the ledger records of the harness, when the machine knows it; otherwise the actor reads it. */
+  recorded?: RecordedHarness;
 }
 
 export interface SandboxActorInput {

@@ -117,8 +117,11 @@ function harnessLogic(deps: HarnessActorDeps, connections: Map<string, HarnessCl
     };
     const abort = new AbortController();
     let client: HarnessClient | undefined;
-    let seen = -1; // newest hseq handled on any connection of this actor
-    let prompts = -1; // prompts the harness took over the agent's life, as recorded in the ledger
+    // Newest hseq handled on any connection of this actor, and the prompts the harness took over the
+    // agent's life, as recorded in the ledger: given by the machine when it knows them, else read
+    // at the first connect (-1).
+    let seen = input.recorded?.hseq ?? -1;
+    let prompts = input.recorded?.prompts ?? -1;
     let accepted = 0; // `prompt_accepted` events handled by this actor, replayed ones included
     // Host calls: 8 answered at once, 64 waiting in order; held while the agent is paused.
     const calls = createHostCallQueue();

@@ -89,6 +89,7 @@ export function restoredAgents(view: RunView, index: ReadonlyMap<string, Indexed
           draining: record.drain ?? null,
           approvals: record.pendingPermissions.length,
           asleep: record.hibernated === true,
+          recorded: { hseq: indexed.hseq, prompts: indexed.prompts },
         },
       },
       settled,

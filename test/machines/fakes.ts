@@ -15,7 +15,10 @@ export function fakeEffects() {
   const calls: string[] = [];
   /** Agents whose freeze began, in order (`calls` has those that finished). */
   const freezing: string[] = [];
-  const harnesses = new Map<string, { send: (e: HarnessReportEvent) => void; commands: HarnessCommandEvent[] }>();
+  const harnesses = new Map<
+    string,
+    { input: HarnessActorInput; send: (e: HarnessReportEvent) => void; commands: HarnessCommandEvent[] }
+  >();
   let failFreeze: string | undefined;
   let heldFreeze: Promise<void> | undefined;
   const agent = agentMachine.provide({
@@ -26,6 +29,7 @@ export function fakeEffects() {
       }),
       harness: fromCallback<HarnessCommandEvent, HarnessActorInput>(({ sendBack, receive, input }) => {
         const entry = {
+          input,
           send: (e: HarnessReportEvent) => sendBack(e as AnyEventObject),
           commands: [] as HarnessCommandEvent[],
         };

@@ -80,4 +80,25 @@ describe("a restored agent's machine", () => {
   });
 });
 
+describe("where an agent's harness actor takes up", () => {
+  it("a fresh agent's from nothing recorded, a restored one's from the restart's reading of the ledger, a half-made one's from its own reading", async () => {
+    const fx = fakeEffects();
+    const r = startRun(fx);
+    r.add({ agentId: "fresh" }, null, [], true);
+    const recorded = { hseq: 41, prompts: 2 };
+    r.add(
+      { agentId: "back", restored: { pausedBy: null, turns: 2, inflight: 0, liveChildren: 0, recorded } },
+      null,
+      [],
+      true,
+    );
+    r.add({ agentId: "older", restored: { pausedBy: null, turns: 2, inflight: 0, liveChildren: 0 } }, null, [], true);
+    await flush();
+    // Only its own harness actor writes those counts: a new agent's are 0 without a ledger read.
+    assert.deepEqual(fx.harnesses.get("fresh")?.input.recorded, { hseq: 0, prompts: 0 });
+    assert.deepEqual(fx.harnesses.get("back")?.input.recorded, recorded);
+    assert.equal(fx.harnesses.get("older")?.input.recorded, undefined, "no reading given: the actor reads the ledger");
+  });
+});
+
 const owed = { spawnPrompt: "go", acknowledged: 0, settled: 0, hseq: 0 };
