@@ -5,6 +5,7 @@ import type { InMemoryFs } from "just-bash";
 import { createHarnessAgent } from "../../harness/agent.ts";
 import type { EventLog } from "../../harness/event-log.ts";
 import { createHostCalls } from "../../harness/host-calls.ts";
+import { lazyAgent } from "../../harness/lazy-agent.ts";
 import { createHarnessEndpoint, type HarnessEndpoint } from "../../harness/server.ts";
 import { streamPair } from "../../harness/stream-pair.ts";
 import type { AgentSpec } from "../../spec/agent-spec.ts";
@@ -35,7 +36,8 @@ export interface MemoryHarness {
 }
 
 /**
- * `src/harness/main.ts` run in this process: the real pi agent session, host calls and connection
+ * `src/harness/main.ts` run in this process: the real pi agent session (made at the first command
+ * that needs it, as there: lazy-agent.ts), host calls and connection
  * server, with the model the spec names (the scripted one for `script`), its tools acting on the
  * in-memory files, its event log in memory and its connections made in-process, through the freeze
  * gate. Every event is logged and published only while the gate is open, so a frozen harness's log
@@ -46,18 +48,22 @@ export async function startMemoryHarness(options: MemoryHarnessOptions): Promise
   const { controlDir, gate, log } = options;
   const host = createHostCalls();
   let endpoint: HarnessEndpoint | undefined;
-  const agent = await createHarnessAgent({
-    spec: options.spec,
-    controlDir,
-    workDir: WORK_DIR,
-    agentDir: join(controlDir, "pi"), // pi is handed in-memory settings, auth and session: it writes nothing here
-    host,
-    tools: virtualTools(options.files, gate, options.env),
-    sessionManager: options.session,
-    emit(event, data) {
-      gate.defer(() => endpoint?.publish(log.append({ event, at: Date.now(), data })));
-    },
-  });
+  // Made at the first command that needs it, as the harness process makes its own: an agent never
+  // prompted costs no pi session.
+  const agent = lazyAgent(() =>
+    createHarnessAgent({
+      spec: options.spec,
+      controlDir,
+      workDir: WORK_DIR,
+      agentDir: join(controlDir, "pi"), // pi is handed in-memory settings, auth and session: it writes nothing here
+      host,
+      tools: virtualTools(options.files, gate, options.env),
+      sessionManager: options.session,
+      emit(event, data) {
+        gate.defer(() => endpoint?.publish(log.append({ event, at: Date.now(), data })));
+      },
+    }),
+  );
   const connections = new Set<Duplex>(); // both ends of every connection, for a kill
   // `shutdown` ends as src/harness/main.ts does: the abort is heard, then the connection closes. A
   // kill first cuts every connection off, then opens the gate so that what waits there sees its abort.
@@ -69,7 +75,7 @@ export async function startMemoryHarness(options: MemoryHarnessOptions): Promise
         gate.thaw();
       }
       await agent.abort().catch(() => undefined);
-      agent.dispose();
+      await agent.dispose();
       endpoint?.disconnect();
     })());
   endpoint = createHarnessEndpoint({ log, agent, host, onShutdown: () => void end(true).then(options.onExit) });
