@@ -60,6 +60,23 @@ describe("simulated runtime", () => {
   };
   const lastEvent = (client: TestHarnessClient) => client.events.at(-1)?.event;
 
+  it("makes its agent's pi session at the first command that needs it, as the harness process does", async () => {
+    const { client } = await started(script({ text: "made now" }));
+    assert.deepEqual((await client.request({ type: "get_state" })).data, {
+      busy: false,
+      queued: 0,
+      loaded: false,
+      lastHseq: 0,
+    });
+    await client.request({ type: "prompt", message: "go" });
+    const settled = (await client.waitFor(
+      (m) => m.type === "event" && m.event === "turn_settled",
+    )) as HarnessEventMessage;
+    assert.deepEqual(settled.data, { outcome: "success", text: "made now" });
+    assert.equal(((await client.request({ type: "get_state" })).data as { loaded: boolean }).loaded, true);
+    client.close();
+  });
+
   it("holds a frozen harness still: no answer, no event, no step of its tool, and goes on once thawed", async () => {
     const { sandboxId, client } = await started(
       script(
