@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { finished } from "node:stream/promises";
 import type { Dispatcher } from "undici";
 import { errorMessage } from "../errors.ts";
 import { callUsage } from "./call-usage.ts";
@@ -91,11 +92,19 @@ export async function handleModelCall(
     const sentAt = Date.now();
     try {
       if (scripted) {
-        const counts = await serveScriptStep(res, body, raw, caller, hungUp.signal);
+        const { counts, index } = await serveScriptStep(res, body, raw, caller, hungUp.signal);
         // A step cut off is answered again to the same request (see ScriptCursor): counted once, when delivered.
         if (hungUp.signal.aborted) return;
         await caller.record(callUsage(model, counts, callId, Date.now() - sentAt, sentAt - arrivedAt));
         res.end();
+        // Delivered only once its last byte is with the operating system: a daemon killed before
+        // that cuts the answer off, and the harness's retry of the same request must get this
+        // step again, not the next (a mid that never spawned its leaves, seen in the chaos test).
+        const sent = await finished(res).then(
+          () => true,
+          () => false,
+        );
+        if (sent) await caller.cursor.delivered(index);
         return;
       }
       const credentials = await deps.catalog.credentials(model).catch((err: unknown) => ({ error: errorMessage(err) }));

@@ -17,7 +17,8 @@ const ECHO_STEP: ScriptStep = { text: "{{lastUserMessage}}" };
 
 /**
  * Answer one call of a scripted agent as Anthropic's Messages API would, with the next step of its
- * script (durably: see `ScriptCursor`). Text may use `{{lastUserMessage}}`, `{{lastToolResult}}` and
+ * script (durably: see `ScriptCursor`), all but the response's end: the caller ends it and, once
+ * its last byte is with the operating system, marks the step delivered (`index`). Text may use `{{lastUserMessage}}`, `{{lastToolResult}}` and
  * `{{userMessages}}` (every user message of the conversation, oldest first, joined by a newline),
  * filled from the request. A step's `delayMs` spreads its answer, and the pace holds while the
  * agent is paused. Tokens are counted as about four characters each, in and out.
@@ -28,7 +29,7 @@ export async function serveScriptStep(
   raw: Buffer,
   caller: ModelCaller,
   signal: AbortSignal,
-): Promise<TokenCounts> {
+): Promise<{ counts: TokenCounts; index: number }> {
   const index = await caller.cursor.take(createHash("sha256").update(raw).digest("hex"));
   const step = caller.script?.[index] ?? ECHO_STEP;
   const facts = messagesRequestFacts(body);
@@ -49,8 +50,7 @@ export async function serveScriptStep(
     beforePiece: () => caller.whenRunning(signal),
     signal,
   }).catch(() => undefined); // the agent hung up mid-answer: the step is used and counts all the same
-  if (!signal.aborted) await caller.cursor.delivered(index);
-  return counts;
+  return { counts, index };
 }
 
 function scriptedReply(step: ScriptStep, facts: MessagesRequestFacts, index: number): ScriptedReply {
