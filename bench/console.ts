@@ -28,11 +28,10 @@ import {
   stopFrames,
   streamPosition,
 } from "../test/support/console-fleet.ts";
-import { spawnDaemon } from "../test/support/daemon-process.ts";
+import { type DaemonProcess, spawnDaemon } from "../test/support/daemon-process.ts";
 import { until } from "../test/support/poll.ts";
-import { fmtMs, fmtRatio, markdownTable, median, quantile } from "./stats.ts";
+import { env, fmtMs, fmtRatio, markdownTable, median, quantile } from "./stats.ts";
 
-const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const AGENTS = env("BENCH_CONSOLE_AGENTS", 1000);
 const OPENS = env("BENCH_CONSOLE_OPENS", 5);
 const BUSY = env("BENCH_CONSOLE_BUSY", 300);
@@ -40,7 +39,7 @@ const EVENTS = env("BENCH_CONSOLE_EVENTS", 5000);
 const OPEN_BUDGET_MS = 2_000;
 const FRAME_P95_BUDGET_MS = 50;
 
-type Daemon = Awaited<ReturnType<typeof spawnDaemon>>;
+type Daemon = DaemonProcess;
 
 async function main(): Promise<void> {
   if (!haveChromium()) throw new Error("chromium is not installed (scripts/setup-machine.sh --tests installs it)");

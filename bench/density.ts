@@ -12,9 +12,8 @@ import { spawnSync } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createRuntime, type Daemon, type Json, sandboxRuntime, startDaemon } from "../test/support/daemon.ts";
 import { sandboxProcesses, sum } from "./proc-memory.ts";
-import { fmtMiB, fmtMs, fmtRatio, markdownTable, median, quantile, since } from "./stats.ts";
+import { env, fmtMiB, fmtMs, fmtRatio, markdownTable, median, quantile, since } from "./stats.ts";
 
-const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const AGENTS = env("BENCH_DENSITY_AGENTS", 1000);
 const HIBERNATE_MS = env("BENCH_DENSITY_HIBERNATE_MS", 2000);
 const WAKES = env("BENCH_DENSITY_WAKES", 20);

@@ -29,9 +29,8 @@ import type { SandboxRuntime } from "../src/sandbox/runtime.ts";
 import { type Daemon, startDaemon } from "../test/support/daemon.ts";
 import { dockerUnusable } from "./docker-cli.ts";
 import { runningAt } from "./running-watch.ts";
-import { fmtMs, fmtRatio, markdownTable, median, since } from "./stats.ts";
+import { env, fmtMs, fmtRatio, markdownTable, median, since } from "./stats.ts";
 
-const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const only = new Set((process.env.BENCH_ONLY ?? "process,docker").split(","));
 /** Which parts run: `fork` (the daemon's forks), `files` (the file part alone), `adopt`. */
 const parts = new Set((process.env.BENCH_FORK_PARTS ?? "fork,files,adopt").split(","));

@@ -31,9 +31,8 @@ import { attachHarnessClient } from "../src/harness/client.ts";
 import { HARNESS_FILES, HASH_LENGTH, HASH_LINE_PREFIX, PI_PACKAGES } from "../src/harness/harness-files.ts";
 import { ensureHarnessBundle, HARNESS_NODE_FLAGS, SWARMD_ROOT } from "../src/harness/launch.ts";
 import { CONTROL_FILES } from "../src/harness/protocol.ts";
-import { fmtMiB, fmtMs, fmtRatio, markdownTable, median, p90, since } from "./stats.ts";
+import { env, fmtMiB, fmtMs, fmtRatio, markdownTable, median, p90, since } from "./stats.ts";
 
-const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const STARTS = env("BENCH_STARTS", 20);
 const WARMUP = env("BENCH_WARMUP", 2);
 

@@ -16,8 +16,8 @@ import { errorMessage } from "../src/errors.ts";
 import { createProcessRuntime } from "../src/sandbox/process/process-runtime.ts";
 import { sandboxLayout } from "../src/sandbox/process/sandbox-layout.ts";
 import { scriptGateway } from "../test/support/script-gateway.ts";
+import { env } from "./stats.ts";
 
-const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const STARTS = env("BENCH_STARTS", 400);
 const CONCURRENCY = env("BENCH_CONCURRENCY", 8);
 const quiet = { info: () => undefined, warn: () => undefined };

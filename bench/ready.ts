@@ -29,9 +29,8 @@ import { createProcessRuntime } from "../src/sandbox/process/process-runtime.ts"
 import { type Daemon, startDaemon } from "../test/support/daemon.ts";
 import { createDockerCli, dockerUnusable } from "./docker-cli.ts";
 import { runningAt } from "./running-watch.ts";
-import { fmtMs, fmtRatio, markdownTable, median, p90, since } from "./stats.ts";
+import { env, fmtMs, fmtRatio, markdownTable, median, p90, since } from "./stats.ts";
 
-const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const only = new Set((process.env.BENCH_ONLY ?? "ready,docker,fanout").split(","));
 const REPS = env("BENCH_READY_REPS", 20);
 const WARMUP = env("BENCH_WARMUP", 2);

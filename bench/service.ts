@@ -17,8 +17,8 @@ import { watchAgents } from "./agent-watch.ts";
 import { measureThroughput } from "./event-throughput.ts";
 import { measureIdleMemory } from "./idle-memory.ts";
 import { type DaemonReplay, fillRun, replayBaselines, replayThroughDaemon } from "./replay-speed.ts";
+import { env } from "./stats.ts";
 
-const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const only = new Set((process.env.BENCH_ONLY ?? "events,replay,memory").split(","));
 const reps = env("BENCH_SERVICE_REPS", 5);
 

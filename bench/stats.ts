@@ -51,3 +51,6 @@ export function markdownTable(header: readonly string[], rows: ReadonlyArray<rea
   const line = (cells: readonly string[]) => `| ${cells.join(" | ")} |`;
   return [line(header), line(header.map(() => "---")), ...rows.map(line)].join("\n");
 }
+
+/** A numeric knob from the environment (`BENCH_*`), or its default. */
+export const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
