@@ -1,7 +1,8 @@
 /**
  * The model gateway across a daemon SIGKILL in the middle of a model call: no `model_usage` lost or
- * counted twice, and the cut-off scripted step answered again in full by the restarted daemon. On
- * the process and docker runtimes (fault-runtimes.ts).
+ * counted twice, and the cut-off scripted step answered again in full by the restarted daemon, also
+ * when the daemon stays down longer than pi's own retries last. On the process and docker runtimes
+ * (fault-runtimes.ts).
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -31,6 +32,9 @@ await onFaultRuntimes("model gateway across a daemon SIGKILL in the middle of a 
       events.close();
       await new Promise((r) => setTimeout(r, 800)); // the second step is streaming now
       await d.kill("SIGKILL");
+      // Down for longer than pi retries a failed call (~14 s): the harness's call waits for its
+      // gateway socket to be served again instead of failing the turn.
+      await new Promise((r) => setTimeout(r, 16_000));
       d = await spawnDaemon(dataDir, rt.env);
       const result = await d.call("GET", `/agents/${created.rootAgentId}/result?wait=60`);
       assert.equal(
