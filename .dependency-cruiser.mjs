@@ -26,8 +26,8 @@ const HARNESS_ENTRIES = [
   "^src/harness/supervisor[.]ts$",
   "^src/harness/deferred/",
 ];
-/** The shared modules outside src/harness/ the harness program may reach: the agent spec and its approve rules. */
-const HARNESS_SHARED = ["^src/spec/agent-spec[.]ts$", "^src/spec/approve[.]ts$"];
+/** The shared modules outside src/harness/ the harness program may reach: the agent spec (its types), its tool names and its approve rules. */
+const HARNESS_SHARED = ["^src/spec/agent-spec[.]ts$", "^src/spec/tool-names[.]ts$", "^src/spec/approve[.]ts$"];
 
 /**
  * The pure rules of machines/ that the daemon's modules state nothing of their own for: the drain
@@ -98,7 +98,7 @@ export default {
     {
       name: "harness-program",
       comment:
-        "The in-sandbox harness program reaches only src/harness/, the shared modules listed in docs/design.md (agent-spec.ts, approve.ts), packages and node's modules.",
+        "The in-sandbox harness program reaches only src/harness/, the shared modules listed in docs/design.md (agent-spec.ts, tool-names.ts, approve.ts), packages and node's modules.",
       severity: "error",
       from: { path: HARNESS_ENTRIES },
       to: { reachable: true, pathNot: ["^src/harness/", ...HARNESS_SHARED, "^node_modules/", NODE_BUILTINS] },

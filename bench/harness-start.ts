@@ -112,7 +112,7 @@ const load = (file, cacheFile, req) => {
 let pi;
 const piPackage = (id) => (pi ??= load(${JSON.stringify(HARNESS_FILES.pi)}, ${JSON.stringify(HARNESS_FILES.piCache)}, (id) => runtimeRequire(id))).packages[id]();
 const harness = load(${JSON.stringify(HARNESS_FILES.main)}, ${JSON.stringify(HARNESS_FILES.mainCache)}, (id) => (PI_PACKAGES.includes(id) ? piPackage(id) : runtimeRequire(id)));
-if (${withPi}) for (const id of PI_PACKAGES) if (id !== "undici") piPackage(id);
+if (${withPi}) for (const id of PI_PACKAGES) piPackage(id);
 startupSnapshot.setDeserializeMainFunction(() => {
   built = true;
   runtimeRequire = require("node:module").createRequire(join(dir, ${JSON.stringify(HARNESS_FILES.main)}));

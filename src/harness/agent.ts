@@ -13,7 +13,8 @@ import {
   SettingsManager,
   type ToolDefinition,
 } from "@mariozechner/pi-coding-agent";
-import { type AgentSpec, TOOL_NAMES } from "../spec/agent-spec.ts";
+import type { AgentSpec } from "../spec/agent-spec.ts";
+import { TOOL_NAMES } from "../spec/tool-names.ts";
 import { type AgentUser, agentUserTools } from "./agent-user.ts";
 import { approvalGate } from "./approval-gate.ts";
 import { toWireEvent } from "./event-map.ts";

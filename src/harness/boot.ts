@@ -15,7 +15,7 @@ import { closeSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { Script } from "node:vm";
-import { AGENT_ENTRY, FROM_PI, HARNESS_FILES, HASH_LENGTH, HASH_LINE_PREFIX } from "./harness-files.ts";
+import { FROM_PI, HARNESS_FILES, HASH_LENGTH, HASH_LINE_PREFIX } from "./harness-files.ts";
 
 type Exports = Record<string, unknown>;
 type CacheStatus = "accepted" | "rejected" | "none";
@@ -102,7 +102,7 @@ const loadPi = () => {
   return pi;
 };
 const mainRequire = createRequire(mainFile.path);
-// What main.cjs does not hold itself: pi's packages (and undici) and the agent's side from pi.cjs, node's own modules as usual.
+// What main.cjs does not hold itself: pi's packages and the agent's side from pi.cjs, node's own modules as usual.
 const piPackage = (id: string) => (loadPi().exports.packages as Record<string, () => unknown>)[id]!();
 const requireForMain = Object.assign(
   (id: string) => ((FROM_PI as readonly string[]).includes(id) ? piPackage(id) : mainRequire(id)),
@@ -115,7 +115,6 @@ if (mode === "--code-cache-status") {
 } else if (mode === "--write-code-cache") {
   run(main, mainFile.path, requireForMain);
   for (const id of FROM_PI) piPackage(id); // their code compiled, so it is in the cache
-  (piPackage(AGENT_ENTRY) as { warmCodeCache(): void }).warmCodeCache();
   const { compiled } = loadPi();
   for (const [made, path] of [
     [main, mainFile.cachePath],

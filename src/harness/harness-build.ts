@@ -31,9 +31,6 @@ const FROM_NODE_MODULES = [
   "@google/genai",
 ];
 
-/** Packages of `PI_PACKAGES` that a harness may never use: undici carries model calls, so an agent that never ran a turn does not set it up. */
-const LOADED_AT_FIRST_USE = new Set<string>(["undici"]);
-
 /** Packages pi imports but a harness does not use, replaced in pi.cjs by stand-ins that load them from node_modules at their first use. */
 const DEFERRED: Record<string, string> = {
   "jiti/static": "./src/harness/deferred/jiti.ts",
@@ -155,15 +152,14 @@ export function buildHarness(root: string, flags: readonly string[]): HarnessBui
 export const nodeIdentity = () => `node ${process.version} v8 ${process.versions.v8} ${process.arch}`;
 
 /**
- * pi.cjs's entry: `packages`, a function per name of `PI_PACKAGES`, and agent-entry.ts under `AGENT_ENTRY`. pi's packages (ES modules) are
- * set up when pi.cjs runs, at the agent's making; CommonJS ones (undici) at their first call.
+ * pi.cjs's entry: `packages`, a function per name of `PI_PACKAGES`, and agent-entry.ts under `AGENT_ENTRY`,
+ * all set up when pi.cjs runs, at the agent's making.
  */
 function piEntry(): string {
-  const lines = PI_PACKAGES.map((name, i) =>
-    LOADED_AT_FIRST_USE.has(name)
-      ? { imports: "", entry: `${JSON.stringify(name)}: () => require(${JSON.stringify(name)})` }
-      : { imports: `import * as p${i} from ${JSON.stringify(name)};`, entry: `${JSON.stringify(name)}: () => p${i}` },
-  );
+  const lines = PI_PACKAGES.map((name, i) => ({
+    imports: `import * as p${i} from ${JSON.stringify(name)};`,
+    entry: `${JSON.stringify(name)}: () => p${i}`,
+  }));
   lines.push({
     imports: 'import * as agentEntry from "./src/harness/agent-entry.ts";',
     entry: `${JSON.stringify(AGENT_ENTRY)}: () => agentEntry`,

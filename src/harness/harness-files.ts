@@ -21,10 +21,9 @@ export const HARNESS_FILES = {
 
 /**
  * The packages main.cjs takes from pi.cjs (every other package main.cjs imports is in it). pi.cjs
- * exports `packages`, one function per name that initializes the package at its first call: undici
- * is loaded at an agent's first turn only.
+ * exports `packages`, one function per name that returns the package.
  */
-export const PI_PACKAGES = ["@mariozechner/pi-coding-agent", "@mariozechner/pi-ai", "undici"] as const;
+export const PI_PACKAGES = ["@mariozechner/pi-coding-agent", "@mariozechner/pi-ai"] as const;
 
 /** How main.ts imports agent-entry.ts, left as it is in main.cjs: pi.cjs holds it, beside pi's packages. */
 export const AGENT_ENTRY = "./agent-entry.ts";

@@ -11,6 +11,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Duplex } from "node:stream";
 import { parseArgs } from "node:util";
+import type { AgentSpec } from "../spec/agent-spec.ts";
 import { openEventLog } from "./event-log.ts";
 import { createHostCalls } from "./host-calls.ts";
 import { lazyAgent } from "./lazy-agent.ts";
@@ -46,14 +47,15 @@ export async function main(): Promise<void> {
 
   const agent = lazyAgent(() =>
     import("./agent-entry.ts")
-      .then(({ AgentSpecSchema, createHarnessAgent, applyPoolTake }) => {
+      .then(({ createHarnessAgent, applyPoolTake }) => {
         // A pooled harness (sandbox-pool.ts) starts before any agent has it: its spec, users and env
         // come with the take, written before the daemon first connects. Any harness reads its spec
-        // here, as it loads pi: an idle one never builds the spec's schema. The daemon wrote the
-        // file after validating it, in a folder only the harness can write.
+        // here, as it loads pi. It is taken as it is: the daemon wrote it after validating it with
+        // the spec's schema (which the harness does not carry: zod's full build cost every agent's
+        // making ~40 ms), in a folder only the harness can write.
         if (values.pooled) agentUser = applyPoolTake(controlDir).agentUser ?? agentUser;
         return createHarnessAgent({
-          spec: AgentSpecSchema.parse(JSON.parse(readFileSync(join(controlDir, CONTROL_FILES.spec), "utf8"))),
+          spec: JSON.parse(readFileSync(join(controlDir, CONTROL_FILES.spec), "utf8")) as AgentSpec,
           controlDir,
           workDir,
           agentDir: join(controlDir, "pi"),

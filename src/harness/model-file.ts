@@ -1,5 +1,5 @@
 import type { Api, Model } from "@mariozechner/pi-ai";
-import { z } from "zod";
+import * as z from "zod/mini";
 
 /** The host every harness's model calls name; the harness sends them to its sandbox's gateway socket. */
 export const GATEWAY_HOST = "gw.swarmd";

@@ -1,10 +1,11 @@
 import { chmodSync, chownSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { z } from "zod";
+import * as z from "zod/mini";
 import type { AgentUser } from "./agent-user.ts";
 import { CONTROL_FILES } from "./protocol.ts";
 
-const UserSchema = z.object({ uid: z.number().int().positive(), gid: z.number().int().positive() });
+const id = z.int().check(z.positive());
+const UserSchema = z.object({ uid: id, gid: id });
 
 /**
  * What the daemon hands a pooled harness when an agent takes its sandbox (`take.json`, written
@@ -12,8 +13,8 @@ const UserSchema = z.object({ uid: z.number().int().positive(), gid: z.number().
  * spec's env for the agent's tools. Absent users: the harness and tools run as the daemon's user.
  */
 export const PoolTakeSchema = z.object({
-  harness: UserSchema.optional(),
-  agent: UserSchema.optional(),
+  harness: z.optional(UserSchema),
+  agent: z.optional(UserSchema),
   env: z.record(z.string(), z.string()),
 });
 

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { approveRuleSchema, MAX_APPROVE_RULES } from "./approve.ts";
+import { TOOL_NAMES } from "./tool-names.ts";
 
 /** One tool call a scripted model makes. */
 const ScriptToolCallSchema = z.strictObject({
@@ -18,7 +19,7 @@ const ScriptStepSchema = z.union([
   z.strictObject({ tools: z.array(ScriptToolCallSchema).min(1), delayMs }),
 ]);
 
-export const TOOL_NAMES = ["bash", "read", "write", "edit", "spawn_agent", "await_result"] as const;
+export { TOOL_NAMES };
 
 /** The longest delay a Node timer takes (2^31 − 1 ms, about 24.8 days). */
 const MAX_TIMER_MS = 2 ** 31 - 1;

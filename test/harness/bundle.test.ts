@@ -74,13 +74,22 @@ describe("the built harness", () => {
     const { inputs } = record(dir);
     assert.ok(inputs.includes("src/harness/main.ts"));
     assert.ok(inputs.includes("src/harness/agent.ts"), "the agent, made later, is in the build too");
-    assert.ok(inputs.includes("src/spec/agent-spec.ts"), "the spec schema the harness imports is one of its inputs");
+    assert.ok(inputs.includes("src/spec/approve.ts"), "the approval rules the harness imports are one of its inputs");
     assert.ok(
       inputs.includes("node_modules/@mariozechner/pi-coding-agent/package.json"),
       "a bundled package is watched through its package.json",
     );
+    // Model calls go through node's own fetch (model-transport.ts): the undici package is not carried.
+    assert.ok(!inputs.includes("node_modules/undici/package.json"), "the harness carries no undici package");
+    // It takes the spec as the daemon validated it: zod's full build (for the spec's schema) is not carried, only its mini build.
+    const pi = readFileSync(join(dir, HARNESS_FILES.pi), "latin1");
+    assert.ok(
+      pi.includes("// node_modules/zod/v4/mini/"),
+      "zod's mini build is there, named as esbuild names a module",
+    );
+    assert.ok(!pi.includes("// node_modules/zod/v4/classic/"), "zod's full build is not in pi.cjs");
     // Mark an input as changed after the build started (its content stays as it is).
-    const input = join(SWARMD_ROOT, "src/spec/agent-spec.ts");
+    const input = join(SWARMD_ROOT, "src/spec/approve.ts");
     const later = new Date(built + 1);
     utimesSync(input, later, later);
     assert.ok(record(ensureHarnessBundle()).startedAt > built, "stale: rebuilt");

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -101,8 +101,8 @@ describe("harness", () => {
     await assert.rejects(c.client.request({ type: "steer", message: "too late" }), refusedWithCode);
   });
 
-  it("reads its spec when it makes its agent: a spec it refuses ends it then, with the reason in its output", async (t) => {
-    const h = await startHarness({ name: "not a valid name!", script: [] });
+  it("reads its spec when it makes its agent, not at start: a spec it cannot read ends it then, with the reason in its output", async (t) => {
+    const h = await startHarness({ name: "t", script: [] });
     t.after(() => h.stop());
     let output = "";
     h.child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
@@ -114,9 +114,11 @@ describe("harness", () => {
       loaded: false,
       lastHseq: 0,
     });
+    // Read at the first prompt: a file cut off after the harness started is what it finds.
+    writeFileSync(join(h.controlDir, CONTROL_FILES.spec), '{"name": "t", "scr');
     void c.client.request({ type: "prompt", message: "go" }).catch(() => undefined);
     assert.equal(await exited, 1);
-    assert.match(output, /cannot make the agent: .*must be 1\.\.64 characters/s);
+    assert.match(output, /cannot make the agent: SyntaxError/);
   });
 
   it("abort ends a running turn promptly and kills the tool's process", async (t) => {
