@@ -116,6 +116,7 @@ bench: $(NODE_STAMP)
 	npx tsx bench/sandbox.ts
 	$(NODE) --expose-gc --import tsx bench/service.ts
 	npx tsx bench/ready.ts
+	npx tsx bench/prompted-harness.ts
 	npx tsx bench/fork.ts
 	npx tsx bench/tracing.ts
 	npx tsx bench/console.ts
