@@ -28,7 +28,7 @@ import { join } from "node:path";
 import { harnessModelFile } from "../src/gateway/harness-model.ts";
 import { SCRIPTED_MODEL } from "../src/gateway/scripted-model.ts";
 import { attachHarnessClient } from "../src/harness/client.ts";
-import { HARNESS_FILES, HASH_LENGTH, HASH_LINE_PREFIX, PI_PACKAGES } from "../src/harness/harness-files.ts";
+import { FROM_PI, HARNESS_FILES, HASH_LENGTH, HASH_LINE_PREFIX } from "../src/harness/harness-files.ts";
 import { ensureHarnessBundle, HARNESS_NODE_FLAGS, SWARMD_ROOT } from "../src/harness/launch.ts";
 import { CONTROL_FILES } from "../src/harness/protocol.ts";
 import { env, fmtMiB, fmtMs, fmtRatio, markdownTable, median, p90, since } from "./stats.ts";
@@ -85,7 +85,7 @@ const { readFileSync } = require("node:fs");
 const { join } = require("node:path");
 const { startupSnapshot } = require("node:v8");
 const dir = ${JSON.stringify(dir)};
-const PI_PACKAGES = ${JSON.stringify(PI_PACKAGES)};
+const FROM_PI = ${JSON.stringify(FROM_PI)};
 const HASH_LENGTH = ${HASH_LENGTH};
 let runtimeRequire = require;
 let built = false;
@@ -111,8 +111,8 @@ const load = (file, cacheFile, req) => {
 };
 let pi;
 const piPackage = (id) => (pi ??= load(${JSON.stringify(HARNESS_FILES.pi)}, ${JSON.stringify(HARNESS_FILES.piCache)}, (id) => runtimeRequire(id))).packages[id]();
-const harness = load(${JSON.stringify(HARNESS_FILES.main)}, ${JSON.stringify(HARNESS_FILES.mainCache)}, (id) => (PI_PACKAGES.includes(id) ? piPackage(id) : runtimeRequire(id)));
-if (${withPi}) for (const id of PI_PACKAGES) piPackage(id);
+const harness = load(${JSON.stringify(HARNESS_FILES.main)}, ${JSON.stringify(HARNESS_FILES.mainCache)}, (id) => (FROM_PI.includes(id) ? piPackage(id) : runtimeRequire(id)));
+if (${withPi}) for (const id of FROM_PI) piPackage(id);
 startupSnapshot.setDeserializeMainFunction(() => {
   built = true;
   runtimeRequire = require("node:module").createRequire(join(dir, ${JSON.stringify(HARNESS_FILES.main)}));
@@ -133,11 +133,11 @@ function requireBoot(dir: string, root: string): string {
 const Module = require("node:module");
 const { join } = require("node:path");
 const dir = ${JSON.stringify(dir)};
-const PI_PACKAGES = ${JSON.stringify(PI_PACKAGES)};
+const FROM_PI = ${JSON.stringify(FROM_PI)};
 const load = Module._load;
 let pi;
 Module._load = function (request, parent, isMain) {
-  if (!PI_PACKAGES.includes(request)) return load.call(this, request, parent, isMain);
+  if (!FROM_PI.includes(request)) return load.call(this, request, parent, isMain);
   pi ??= load.call(this, join(dir, ${JSON.stringify(HARNESS_FILES.pi)}), parent, false);
   return pi.packages[request]();
 };
