@@ -12,11 +12,14 @@ export const SWARMD_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../
 export const HARNESS_DIR = "dist/harness";
 
 /**
- * Node's flags for every harness. An idle agent mostly waits on its model: a small young
- * generation costs it little time and saves ~10 MB of resident memory per agent. The code caches
- * are made under the same flags (V8 takes a cache only under the flags it was made with).
+ * Node's flags for every harness. The young generation is capped at 4 MB (node's default lets it
+ * grow to 16 MB): a harness never prompted stays at V8's smallest one anyway (49.5 MiB RSS at ready
+ * with a cap of 1 MB or 4), and a prompted one spends less of its turn collecting garbage (one
+ * prompted sandbox ~450 -> ~370 ms of CPU against a 1 MB cap, for ~3 MiB more RSS; 8 and 16 MB
+ * gained nothing more: bench/prompted-harness.ts, docs/benchmarks.md). The code caches are made
+ * under the same flags (V8 takes a cache only under the flags it was made with).
  */
-export const HARNESS_NODE_FLAGS = ["--max-semi-space-size=1"];
+export const HARNESS_NODE_FLAGS = ["--max-semi-space-size=4"];
 
 /** Where the harness expects its folders, as the harness process sees them. */
 export interface HarnessPaths {
