@@ -43,12 +43,20 @@ function install(): Promise<void> {
     installed = true;
     const fetchBefore = globalThis.fetch;
     globalThis.fetch = (input, init) => {
-      const url = new URL(input instanceof Request ? input.url : String(input));
-      const route = routes.get(url.hostname);
-      return route ? routedFetch(route, new Request(input, init)) : fetchBefore(input, init);
+      const route = routeOf(input);
+      return route ? routedFetch(route, input, init) : fetchBefore(input, init);
     };
   }
   return Promise.resolve();
+}
+
+/** The route of a fetch's URL; none for any other URL, or one fetch itself will refuse. */
+function routeOf(input: string | URL | Request): ModelRoute | undefined {
+  try {
+    return routes.get(new URL(input instanceof Request ? input.url : String(input)).hostname);
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -56,7 +64,8 @@ function install(): Promise<void> {
  * `TypeError("fetch failed")` with its cause, a body cut off as `TypeError("terminated")` (the
  * words pi's retry looks for), an abort as the signal's reason.
  */
-async function routedFetch(route: ModelRoute, req: Request): Promise<Response> {
+async function routedFetch(route: ModelRoute, input: string | URL | Request, init?: RequestInit): Promise<Response> {
+  const req = new Request(input, init);
   const { signal } = req;
   signal.throwIfAborted();
   const body = req.body ? Buffer.from(await req.arrayBuffer()) : undefined;

@@ -160,6 +160,9 @@ describe("harness model transport: fetch to a gateway socket", () => {
     try {
       assert.equal(await (await fetch(`http://${host}/x`)).text(), "routed");
       assert.equal(await (await fetch(`http://127.0.0.1:${port}/x`)).text(), "plain");
+      // A URL fetch refuses is refused as fetch refuses it: a rejection, not a throw.
+      const refused = fetch("not a url");
+      await assert.rejects(refused, TypeError);
     } finally {
       plain.closeAllConnections();
       await new Promise((resolve) => plain.close(resolve));
