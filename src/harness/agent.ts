@@ -72,7 +72,7 @@ export async function createHarnessAgent(options: HarnessAgentOptions): Promise<
   const { spec, workDir, emit } = options;
   const authStorage = AuthStorage.inMemory();
   const modelRegistry = ModelRegistry.inMemory(authStorage);
-  const { model, ready, release } = gatewayModel(options.controlDir, authStorage, options.dialModel);
+  const { model, release } = gatewayModel(options.controlDir, authStorage, options.dialModel);
   const sessionManager = options.sessionManager ?? fileSession(options.controlDir, options.agentDir, workDir);
   const { session } = await createAgentSession({
     cwd: workDir,
@@ -113,7 +113,6 @@ export async function createHarnessAgent(options: HarnessAgentOptions): Promise<
     const start = session.messages.length;
     let error: string | undefined;
     try {
-      await ready(); // model calls routed to the gateway before the first one
       await session.prompt(text);
       await untilIdle(session);
     } catch (err) {

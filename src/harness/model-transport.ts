@@ -20,34 +20,28 @@ export const GATEWAY_WAIT_MS = 120_000;
 
 /** gateway host → where its calls go. */
 const routes = new Map<string, ModelRoute>();
-let installed = false;
 let next = 0;
 
 /**
  * Send the model calls of one harness to its sandbox's gateway; returns the host its model's
- * `baseUrl` must name, and `ready`, to await before the first call. pi-ai's provider clients use
- * the global `fetch`, so it is wrapped once per process: hosts under `gw.swarmd` go to their route
+ * `baseUrl` must name. pi-ai's provider clients use the global `fetch`, so it is wrapped once per
+ * process, at the first route: hosts under `gw.swarmd` go to their route
  * over node:http with no timeouts (a call the gateway holds for a budget or a provider's back-off
  * may wait for hours), every other URL to the fetch there was. Several harnesses may share a process
  * (the simulated runtime's). Not undici's dispatcher: loading the undici package cost a harness's
  * first turn ~50 ms of CPU and ~8 MiB beside the copy of undici node's own fetch loads anyway.
  */
-export function routeModelCalls(route: ModelRoute): { host: string; ready(): Promise<void>; release(): void } {
-  const host = `h${++next}.${GATEWAY_HOST}`;
-  routes.set(host, route);
-  return { host, ready: install, release: () => routes.delete(host) };
-}
-
-function install(): Promise<void> {
-  if (!installed) {
-    installed = true;
+export function routeModelCalls(route: ModelRoute): { host: string; release(): void } {
+  if (next === 0) {
     const fetchBefore = globalThis.fetch;
     globalThis.fetch = (input, init) => {
       const route = routeOf(input);
       return route ? routedFetch(route, input, init) : fetchBefore(input, init);
     };
   }
-  return Promise.resolve();
+  const host = `h${++next}.${GATEWAY_HOST}`;
+  routes.set(host, route);
+  return { host, release: () => routes.delete(host) };
 }
 
 /** The route of a fetch's URL; none for any other URL, or one fetch itself will refuse. */
@@ -76,12 +70,18 @@ async function routedFetch(route: ModelRoute, input: string | URL | Request, ini
   });
   headers.host = url.host;
   if (body) headers["content-length"] = String(body.length);
+  const failed = (err: unknown) => (signal.aborted ? signal.reason : new TypeError("fetch failed", { cause: err }));
   const socket =
     "socketPath" in route
       ? await connectGateway(route.socketPath, route.waitMs ?? GATEWAY_WAIT_MS, signal).catch((err: unknown) => {
-          throw signal.aborted ? signal.reason : new TypeError("fetch failed", { cause: err });
+          throw failed(err);
         })
       : undefined;
+  // Aborted while it connected: the listener below would never hear of it.
+  if (signal.aborted) {
+    socket?.destroy();
+    throw signal.reason;
+  }
   return new Promise<Response>((resolve, reject) => {
     const call: ClientRequest = httpRequest(
       {
@@ -97,7 +97,7 @@ async function routedFetch(route: ModelRoute, input: string | URL | Request, ini
     const onAbort = () => call.destroy(signal.reason);
     signal.addEventListener("abort", onAbort, { once: true });
     call.once("close", () => signal.removeEventListener("abort", onAbort));
-    call.once("error", (err) => reject(signal.aborted ? signal.reason : new TypeError("fetch failed", { cause: err })));
+    call.once("error", (err) => reject(failed(err)));
     call.end(body);
   });
 }

@@ -19,7 +19,7 @@ export function gatewayModel(
   controlDir: string,
   auth: AuthStorage,
   dial?: () => Duplex,
-): { model: Model<Api>; ready(): Promise<void>; release(): void } {
+): { model: Model<Api>; release(): void } {
   const memory = memoryControl(controlDir);
   const text = memory
     ? memory.files.get(CONTROL_FILES.model)
@@ -41,5 +41,5 @@ export function gatewayModel(
   // The session refuses a model without credentials; the placeholder also keeps a process's own
   // environment (the memory runtime's harness shares the daemon's) from supplying a key.
   auth.setRuntimeApiKey(model.provider, file.apiKey);
-  return { model, ready: route.ready, release: route.release };
+  return { model, release: route.release };
 }

@@ -38,14 +38,10 @@ describe("harness model transport: fetch to a gateway socket", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const route = async () => {
-    const r = routeModelCalls({ socketPath });
-    await r.ready();
-    return r;
-  };
+  const route = () => routeModelCalls({ socketPath });
 
   it("sends the call's method, path, headers and body, and streams the answer back as it comes", async () => {
-    const { host, release } = await route();
+    const { host, release } = route();
     let seen: { method?: string; url?: string; host?: string; auth?: string; body?: string } = {};
     let second: () => void = () => undefined;
     handle = (req, body, res) => {
@@ -79,7 +75,7 @@ describe("harness model transport: fetch to a gateway socket", () => {
   });
 
   it("answers an error status with its body, as fetch does", async () => {
-    const { host, release } = await route();
+    const { host, release } = route();
     handle = (_req, _body, res) => {
       res.writeHead(429, { "retry-after": "1" });
       res.end('{"error":"slow down"}');
@@ -92,7 +88,7 @@ describe("harness model transport: fetch to a gateway socket", () => {
   });
 
   it("fails an answer cut off mid-body with 'terminated', and a socket nobody serves with 'fetch failed' (what pi's retry looks for)", async () => {
-    const { host, release } = await route();
+    const { host, release } = route();
     handle = (_req, _body, res) => {
       res.writeHead(200, { "content-type": "text/event-stream" });
       res.write("data: partial\n\n");
@@ -103,7 +99,6 @@ describe("harness model transport: fetch to a gateway socket", () => {
     release();
 
     const nobody = routeModelCalls({ socketPath: join(dir, "nobody.sock"), waitMs: 300 });
-    await nobody.ready();
     await assert.rejects(
       fetch(`http://${nobody.host}/v1/messages`, { method: "POST", body: "{}" }),
       (err: Error) => err instanceof TypeError && err.message === "fetch failed",
@@ -132,7 +127,7 @@ describe("harness model transport: fetch to a gateway socket", () => {
   });
 
   it("ends the call's connection when its signal aborts, before or during the answer", async () => {
-    const { host, release } = await route();
+    const { host, release } = route();
     handle = (_req, _body, res) => {
       res.writeHead(200, { "content-type": "text/event-stream" });
       res.write("data: held\n\n"); // and never ends
@@ -152,7 +147,7 @@ describe("harness model transport: fetch to a gateway socket", () => {
   });
 
   it("leaves every other URL to the fetch there was", async () => {
-    const { host, release } = await route();
+    const { host, release } = route();
     handle = (_req, _body, res) => res.end("routed");
     const plain = createServer((_req, res) => res.end("plain"));
     await new Promise<void>((resolve) => plain.listen(0, "127.0.0.1", resolve));
