@@ -6,14 +6,23 @@
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
+import {
+  existsSync,
+  linkSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it, type TestContext } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createProcessRuntime, type ProcessRuntime } from "../../src/sandbox/process/process-runtime.ts";
-import { poolDir, sandboxLayout } from "../../src/sandbox/process/sandbox-layout.ts";
+import { layoutAt, poolDir, sandboxLayout } from "../../src/sandbox/process/sandbox-layout.ts";
 import { readRecord } from "../../src/sandbox/process/sandbox-record.ts";
 import { usersForRun } from "../../src/sandbox/process/sandbox-users.ts";
 import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits } from "../../src/sandbox/runtime.ts";
@@ -37,6 +46,26 @@ function pooledRuntime(t: TestContext, size = 1): { rt: ProcessRuntime; dataDir:
     await rm(dataDir, { recursive: true, force: true });
   });
   return { rt, dataDir };
+}
+
+/** The control folder of the one sandbox waiting in the pool of `dataDir`. */
+function pooledControl(dataDir: string): string {
+  const [name] = readdirSync(poolDir(dataDir));
+  assert.ok(name, "a sandbox in the pool");
+  return layoutAt(join(poolDir(dataDir), name)).control;
+}
+
+/** Root's files on the host, one per name, each holding "host file" (under `dir` when given: a hard link needs the same file system). */
+function hostVictims<N extends string>(t: TestContext, names: N[], dir = tmpdir()): Record<N, string> {
+  const folder = mkdtempSync(join(dir, "victims-"));
+  t.after(() => rm(folder, { recursive: true, force: true }));
+  return Object.fromEntries(
+    names.map((name) => {
+      const path = join(folder, name);
+      writeFileSync(path, "host file", { mode: 0o644 });
+      return [name, path];
+    }),
+  ) as Record<N, string>;
 }
 
 async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
@@ -141,6 +170,45 @@ describe("process runtime: a pool of sandboxes started ahead", () => {
     const control = statSync(sandboxLayout(setup.dataDir, record.sandboxId).control);
     assert.equal(control.mode & 0o777, 0o700);
     assert.equal(control.gid, control.uid, "its group is the run's harness user's, not the pool user's");
+  });
+
+  it("links planted in a pooled control folder are replaced, never written through or handed over", async (t) => {
+    const setup = pooledRuntime(t);
+    await setup.rt.pool!.whenFull(signal());
+    const [pooled] = await pooledPids(setup.dataDir);
+    // What a pool user could leave in its control folder before the take: links to files of the host.
+    const control = pooledControl(setup.dataDir);
+    const victims = hostVictims(t, ["spec", "take", "other"]);
+    for (const [name, victim] of [
+      ["spec.json", victims.spec],
+      ["take.json", victims.take],
+      ["planted", victims.other],
+    ] as const) {
+      await rm(join(control, name), { force: true });
+      symlinkSync(victim, join(control, name));
+    }
+    const { record, output } = await runAgent(setup, "echo ran", { env: { SECRET: "s" } });
+    assert.equal(record?.harness?.pid, pooled, "taken from the pool all the same");
+    assert.match(output, /ran/);
+    for (const victim of Object.values(victims)) {
+      assert.equal(readFileSync(victim, "utf8"), "host file", `${victim} not written`);
+      assert.equal(statSync(victim).uid, 0, `${victim} still root's`);
+    }
+  });
+
+  it("a hard link planted in a pooled control folder fails the take: the agent starts cold and the host file keeps its owner", async (t) => {
+    const setup = pooledRuntime(t);
+    await setup.rt.pool!.whenFull(signal());
+    const [pooled] = await pooledPids(setup.dataDir);
+    const victims = hostVictims(t, ["linked"], setup.dataDir);
+    linkSync(victims.linked, join(pooledControl(setup.dataDir), "planted"));
+    const { record, output } = await runAgent(setup, "echo ran");
+    assert.notEqual(record?.harness?.pid, pooled, "not the pooled sandbox");
+    assert.equal(record?.tag, undefined, "a cold start");
+    assert.match(output, /ran/);
+    assert.equal(statSync(victims.linked).uid, 0, "the host file is still root's");
+    assert.equal(readFileSync(victims.linked, "utf8"), "host file");
+    await until("the refused sandbox closed", async () => !(await pooledPids(setup.dataDir)).includes(pooled!));
   });
 
   it("what the pool's sandboxes cannot be given afterwards starts cold, and the pool keeps its sandbox", async (t) => {

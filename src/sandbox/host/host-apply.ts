@@ -1,17 +1,8 @@
-import { randomUUID } from "node:crypto";
-import { constants } from "node:fs";
-import { chmod, chown, lchown, lstat, mkdir, open, rename, rm, symlink, unlink } from "node:fs/promises";
+import { chmod, chown, lchown, lstat, mkdir, rm, symlink } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { SwarmError } from "../../errors.ts";
+import { type FileOwner, replaceFile } from "../replace-file.ts";
 import { isPlainRelativePath, type WorkChange } from "../work-tree.ts";
-
-/** Who a sandbox's files belong to: what new entries are given (none: the daemon's own user). */
-export interface FileOwner {
-  uid: number;
-  gid: number;
-}
-
-const CREATE = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 
 /**
  * Apply changes to a host folder an agent owns (its `/work`), in order. The caller has the
@@ -78,19 +69,7 @@ async function applyOne(
       break;
     case "file": {
       if (now && !now.isFile()) await rm(full, { recursive: true, force: true });
-      const temporary = join(dirname(full), `.swarmd-adopt-${randomUUID()}`);
-      const handle = await open(temporary, CREATE, 0o600);
-      try {
-        await handle.writeFile(change.content);
-        if (owner) await handle.chown(owner.uid, owner.gid);
-        await handle.chmod(change.mode & 0o777);
-      } catch (err) {
-        await unlink(temporary).catch(() => undefined);
-        throw err;
-      } finally {
-        await handle.close();
-      }
-      await rename(temporary, full);
+      await replaceFile(full, change.content, change.mode, owner);
       break;
     }
   }

@@ -20,9 +20,9 @@ import { z } from "zod";
 import { errorMessage, isSwarmError, SwarmError } from "../../errors.ts";
 import { FORK_FILES, type ForkNote } from "../../harness/fork-session.ts";
 import { copyTree } from "../copy-tree.ts";
+import type { FileOwner } from "../replace-file.ts";
 import type { ForkSource } from "../runtime.ts";
 import { MAX_SESSION_BYTES, type TreeRef, type WorkTree } from "../work-tree.ts";
-import type { FileOwner } from "./host-apply.ts";
 import { hostTree } from "./host-tree.ts";
 import { mountOverlay, mountOverlays, unmount } from "./overlay.ts";
 

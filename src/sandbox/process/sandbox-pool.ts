@@ -1,10 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
-import { chmod, chown, mkdir, readdir, rename, rm, writeFile } from "node:fs/promises";
+import { chmod, chown, lchown, lstat, mkdir, readdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { errorMessage } from "../../errors.ts";
 import { CONTROL_FILES } from "../../harness/protocol.ts";
 import { AgentSpecSchema } from "../../spec/agent-spec.ts";
+import { replaceFile } from "../replace-file.ts";
 import {
   DEFAULT_SANDBOX_LIMITS,
   LOCAL_NODE_ID,
@@ -234,8 +235,9 @@ export function createSandboxPool(
         : {}),
     };
     const takePath = join(layout.control, CONTROL_FILES.take);
-    await writeFile(takePath, JSON.stringify(take), { mode: 0o600 });
-    await writeFile(layout.spec, JSON.stringify(req.spec), { mode: 0o600 });
+    // The control folder is its pool user's to write: nothing planted there is written through.
+    await replaceFile(takePath, JSON.stringify(take), 0o600);
+    await replaceFile(layout.spec, JSON.stringify(req.spec), 0o600);
     const wanted = req.limits ?? DEFAULT_SANDBOX_LIMITS;
     await applyLimits(record.limitCgroups ?? [], wanted);
     if (users && record.users) {
@@ -244,8 +246,8 @@ export function createSandboxPool(
       // pooled harness reads (as its pool user) before it becomes that user: the folder's group stays
       // the pool user's own, which no other process has, so it can reach the file until then.
       const names = (await readdir(layout.control)).filter((name) => name !== CONTROL_FILES.take);
-      await Promise.all(names.map((name) => chown(join(layout.control, name), users.harness, users.harness)));
-      await chown(takePath, record.users.harness, record.users.harness);
+      await Promise.all(names.map((name) => handOver(join(layout.control, name), users.harness)));
+      await lchown(takePath, record.users.harness, record.users.harness);
       await chown(layout.control, users.harness, record.users.harness);
       await chmod(layout.control, 0o750);
     }
@@ -293,6 +295,17 @@ async function closePooled(layout: SandboxLayout): Promise<void> {
     await releaseLimits(record.limitCgroups ?? []).catch(() => undefined);
   }
   await rm(layout.root, { recursive: true, force: true }).catch(() => undefined);
+}
+
+/**
+ * Give an entry of a pooled control folder to `uid`: the entry itself, never what a link names
+ * (`lchown`), and never a file with another name elsewhere (a hard link: its owner would change
+ * too), which fails the take.
+ */
+async function handOver(path: string, uid: number): Promise<void> {
+  const stat = await lstat(path);
+  if (!stat.isDirectory() && stat.nlink > 1) throw new Error(`${path} is a hard link`);
+  await lchown(path, uid, uid);
 }
 
 /** The caller's `fill` failed: its error, not the pool's. */
