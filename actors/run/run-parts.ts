@@ -1,4 +1,3 @@
-import type { InspectionEvent } from "xstate";
 import { agentMachine } from "../../machines/agent.machine.ts";
 import type { Fact } from "../../machines/agent.types.ts";
 import type { RunView } from "../../src/views/run-view.ts";
@@ -7,6 +6,7 @@ import type { AgentTable } from "./agent-table.ts";
 import { Controls } from "./controls.ts";
 import { Drains } from "./drain.ts";
 import { Forks } from "./forks.ts";
+import { loggedMachine } from "./machine-log.ts";
 import { Permissions } from "./permissions.ts";
 import type { Results } from "./results.ts";
 import type { RunDeps } from "./run-deps.ts";
@@ -27,8 +27,8 @@ export interface RunHooks {
   nextChange(signal: AbortSignal): Promise<unknown>;
   /** Every fact an agent machine states. */
   onFact(agentId: string, fact: Fact): void;
-  /** XState's inspection events of the run's actors. */
-  observe(event: InspectionEvent): void;
+  /** Each snapshot an agent's machine takes, with the event that led there: its machine log. */
+  transitioned(agentId: string, event: string, value: unknown): void;
   /** A timer the run clears when it closes. */
   timer(fire: () => void, delayMs: number): void;
   /** The run's log (its lines named with the run). */
@@ -89,20 +89,14 @@ export function assembleRun(runId: string, deps: RunDeps, hooks: RunHooks) {
   });
   const supervisor: Supervisor = new Supervisor({
     runId,
-    agent: agentMachine.provide({ actors }),
+    agent: loggedMachine(agentMachine.provide({ actors }), hooks.transitioned),
     memberTimeoutMs: deps.config.memberTimeoutMs,
     onFact: hooks.onFact,
     endedInLedger: (agentId) => {
       const state = view.agents.get(agentId)?.state;
       return state === "done" || state === "aborted" ? state : null;
     },
-    // Every machine's transitions, for `GET /agents/:agentId/machine`; and the inspector's, when one is attached.
-    inspect: (event) => {
-      hooks.observe(event);
-      const inspect = deps.inspect;
-      if (typeof inspect === "function") inspect(event);
-      else inspect?.next?.(event);
-    },
+    inspect: deps.inspect,
     log: deps.log,
   });
   const controls: Controls = new Controls({

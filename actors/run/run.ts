@@ -84,7 +84,7 @@ export class Run {
   readonly #refusals: ToolRefusals;
   readonly #forks: Forks;
   /** Recent transitions of each agent machine. */
-  readonly #machines = new MachineLog((actorId) => this.#table.has(actorId));
+  readonly #machines = new MachineLog();
   readonly #results: Results;
   /** Emits `change` once the ledger has a state change, a model call or new caps: what held model calls wait on. */
   readonly #changes = new EventEmitter().setMaxListeners(0);
@@ -110,7 +110,7 @@ export class Run {
       results: this.#results,
       nextChange: (signal) => once(this.#changes, "change", { signal }),
       onFact: (agentId, fact) => this.#record(agentId, fact),
-      observe: (event) => this.#machines.observe(event),
+      transitioned: (agentId, event, value) => this.#machines.record(agentId, event, value),
       timer: (fire, delayMs) => this.#timer(fire, delayMs),
       log,
     });

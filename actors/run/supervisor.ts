@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { createActor, type InspectionEvent } from "xstate";
+import { createActor, type InspectionEvent, type Observer } from "xstate";
 import type { agentMachine } from "../../machines/agent.machine.ts";
 import type { AgentEvent, AgentInput, ControlOp, Drain, EndReason, Fact } from "../../machines/agent.types.ts";
 import { holdsPendingPause, isBetweenTurns, statusOf } from "../../machines/agent-status.ts";
@@ -24,8 +24,8 @@ export interface SupervisorDeps {
   onFact(agentId: string, fact: Fact): void;
   /** An agent without an actor (ended before a restart, refused by a budget): its end as the ledger has it, or null. */
   endedInLedger(agentId: string): "done" | "aborted" | null;
-  /** XState's inspection events of the run's actors. */
-  inspect(event: InspectionEvent): void;
+  /** The Stately inspector (`SWARM_INSPECT=1`), when one is attached: every event of the run's actors. */
+  inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
   log(message: string): void;
 }
 
@@ -40,7 +40,7 @@ export class Supervisor {
   constructor(private readonly deps: SupervisorDeps) {
     this.#actor = createActor(runMachine, {
       input: { runId: deps.runId, memberTimeoutMs: deps.memberTimeoutMs },
-      inspect: deps.inspect,
+      ...(deps.inspect ? { inspect: deps.inspect } : {}),
     });
     // An actor error must never take the daemon down with it; it is logged with its run.
     this.#actor.subscribe({ error: (err) => deps.log(`run ${deps.runId}: supervisor failed: ${String(err)}`) });

@@ -64,14 +64,25 @@ describe("run list and machine view over HTTP", () => {
     assert.ok(values.includes(JSON.stringify({ unforked: "provisioning" })), values.join(" "));
     assert.equal(values.at(-1), JSON.stringify({ live: { running: { idle: "awake" } } }));
     assert.ok(machine.transitions.every((t: Json) => typeof t.at === "number" && typeof t.event === "string"));
+    assert.equal(machine.transitions[0].event, "xstate.init", "from its first snapshot");
+    for (let i = 1; i < values.length; i++) assert.notEqual(values[i], values[i - 1], "only changes of state value");
 
     await d.call("POST", `/agents/${agentId}/pause`, {});
     const paused = (await d.call("GET", `/agents/${agentId}/machine`)).body;
     assert.deepEqual(paused.value, { live: "paused" });
     assert.deepEqual(paused.tags, ["live", "paused"]);
+    // The pause's control took it to `pausing`; its sandbox's freeze, done, to `paused`.
+    assert.deepEqual(
+      paused.transitions.slice(-2).map((t: Json) => [t.event, t.value]),
+      [
+        ["control.pause", { live: "pausing" }],
+        ["xstate.done.actor.0.agent.live.pausing", { live: "paused" }],
+      ],
+    );
     await d.call("POST", `/agents/${agentId}/stop`, {});
     const ended = (await d.call("GET", `/agents/${agentId}/machine`)).body;
     assert.equal(ended.value, "aborted");
+    assert.deepEqual(ended.transitions.at(-1).value, "aborted");
     assert.equal((await d.call("GET", "/agents/a_00ff/machine")).status, 404);
   });
 });
