@@ -64,7 +64,11 @@ export const live = agentSetup.createStateConfig({
             pendingPause: null,
           }),
         },
-        { guard: ({ context }) => context.pausedBy !== null, target: "paused" },
+        {
+          guard: ({ context }) => context.pausedBy !== null,
+          target: "paused",
+          actions: sendTo("harness", { type: "harness.hold" }),
+        },
         { target: "running" },
       ],
     },
@@ -179,9 +183,9 @@ export const live = agentSetup.createStateConfig({
         "control.steer": { actions: "queueSteer" },
       },
     },
+    // Its harness holds its host calls since `pausing` (or `enter`) told it to; `running` releases them.
     paused: {
       tags: ["paused"],
-      entry: sendTo("harness", { type: "harness.hold" }),
       // Drained while paused with nothing left to run: it ends without being resumed.
       always: {
         guard: "drained",

@@ -44,7 +44,8 @@ export function loggedMachine<T extends AnyStateMachine>(
   };
   logged.transition = (snapshot, event, scope) => {
     const next = machine.transition(snapshot, event, scope);
-    log(scope.self.id, event.type, next.value);
+    // The same snapshot back: the event took no transition.
+    if (next !== snapshot) log(scope.self.id, event.type, next.value);
     return next;
   };
   return logged;

@@ -166,7 +166,7 @@ describe("agent machine", () => {
     assert.equal(r.stateOf("a"), '{"live":"paused"}');
     control("2", "resume");
     await flush();
-    assert.deepEqual(holds(), ["release", "hold", "hold", "release"], "released once running again");
+    assert.deepEqual(holds(), ["release", "hold", "release"], "told once to hold, released once running again");
     fx.failFreezeOf("a");
     control("3", "pause");
     await flush();
