@@ -28,7 +28,8 @@ CONSOLE_SOURCES := $(shell find src/console src/views -type f) src/swarm-api.ts 
 
 install: $(NODE_STAMP) $(CONSOLE)
 
-$(NODE_STAMP): package-lock.json package.json
+# scripts/patch-tsx.mjs is the install's `postinstall`: a change to it installs again.
+$(NODE_STAMP): package-lock.json package.json scripts/patch-tsx.mjs
 	npm ci --no-audit --no-fund
 	@touch $(NODE_STAMP)
 
