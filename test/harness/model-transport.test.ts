@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
+import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -143,6 +144,37 @@ describe("harness model transport: fetch to a gateway socket", () => {
     const early = new AbortController();
     early.abort(new Error("aborted before"));
     await assert.rejects(fetch(`http://${host}/early`, { method: "POST", signal: early.signal }), /aborted before/);
+    release();
+  });
+
+  it("closes the gateway connection and sends nothing when the abort lands while it is being made", async () => {
+    const { host, release } = route();
+    const requests: string[] = [];
+    handle = (req, _body, res) => {
+      requests.push(req.url ?? "");
+      res.end("should not be asked");
+    };
+    const serverSide: Promise<void>[] = [];
+    const onConnection = (socket: Socket) =>
+      serverSide.push(new Promise((resolve) => socket.once("close", () => resolve())));
+    server.on("connection", onConnection);
+    // The call's socket is made by net.connect: abort as it connects, before the request is written.
+    const abort = new AbortController();
+    const onSocket = ({ socket }: { socket: Socket }) =>
+      socket.once("connect", () => abort.abort(new Error("aborted as it connected")));
+    subscribe("net.client.socket", onSocket as (message: unknown) => void);
+    try {
+      await assert.rejects(
+        fetch(`http://${host}/during`, { method: "POST", body: "{}", signal: abort.signal }),
+        /aborted as it connected/,
+      );
+    } finally {
+      unsubscribe("net.client.socket", onSocket as (message: unknown) => void);
+      server.off("connection", onConnection);
+    }
+    await waitFor(() => serverSide.length === 1);
+    await serverSide[0];
+    assert.deepEqual(requests, [], "no request reached the gateway");
     release();
   });
 
