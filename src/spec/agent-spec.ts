@@ -19,8 +19,6 @@ const ScriptStepSchema = z.union([
   z.strictObject({ tools: z.array(ScriptToolCallSchema).min(1), delayMs }),
 ]);
 
-export { TOOL_NAMES };
-
 /** The longest delay a Node timer takes (2^31 − 1 ms, about 24.8 days). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 

@@ -1,6 +1,7 @@
 import { SwarmError } from "../errors.ts";
 import type { SandboxLimits } from "../sandbox/runtime.ts";
-import { type AgentSpec, type SpecLimits, TOOL_NAMES } from "./agent-spec.ts";
+import type { AgentSpec, SpecLimits } from "./agent-spec.ts";
+import { TOOL_NAMES } from "./tool-names.ts";
 
 type ToolName = (typeof TOOL_NAMES)[number];
 

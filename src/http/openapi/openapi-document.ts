@@ -23,8 +23,9 @@ import * as permissions from "../../api/permissions.ts";
 import * as runs from "../../api/runs.ts";
 import * as timeline from "../../api/timeline.ts";
 import { SWARMD_ROOT } from "../../harness/launch.ts";
-import { AgentSpecSchema, BudgetSchema, TOOL_NAMES } from "../../spec/agent-spec.ts";
+import { AgentSpecSchema, BudgetSchema } from "../../spec/agent-spec.ts";
 import { MAX_MATCH_LENGTH } from "../../spec/approve.ts";
+import { TOOL_NAMES } from "../../spec/tool-names.ts";
 import { DOCS_ASSET_NAMES } from "./docs-page.ts";
 
 /** A JSON Schema or OpenAPI object, as plain JSON. */
