@@ -1,12 +1,13 @@
 import assert from "node:assert/strict";
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { routeModelCalls } from "../../src/harness/model-transport.ts";
+import { SWARMD_ROOT } from "../../src/harness/launch.ts";
+import { GATEWAY_WAIT_MS, routeModelCalls } from "../../src/harness/model-transport.ts";
 
 type Handler = (req: IncomingMessage, body: string, res: ServerResponse) => void;
 
@@ -176,6 +177,12 @@ describe("harness model transport: fetch to a gateway socket", () => {
     await serverSide[0];
     assert.deepEqual(requests, [], "no request reached the gateway");
     release();
+  });
+
+  it("waits as long as the docs say: spec §3 rule 8, the design page and the guarantees state GATEWAY_WAIT_MS", () => {
+    const stated = `up to ${GATEWAY_WAIT_MS / 60_000} minutes`;
+    for (const page of ["docs/spec.md", "docs/design.md", "docs/guarantees.md"])
+      assert.ok(readFileSync(join(SWARMD_ROOT, page), "utf8").includes(stated), `${page} says "${stated}"`);
   });
 
   it("leaves every other URL to the fetch there was", async () => {
