@@ -28,8 +28,8 @@ CONSOLE_SOURCES := $(shell find src/console src/views -type f) src/swarm-api.ts 
 
 install: $(NODE_STAMP) $(CONSOLE)
 
-# scripts/patch-tsx.mjs is the install's `postinstall`: a change to it installs again.
-$(NODE_STAMP): package-lock.json package.json scripts/patch-tsx.mjs
+# scripts/patch-packages.mjs is the install's `postinstall`: a change to it installs again.
+$(NODE_STAMP): package-lock.json package.json scripts/patch-packages.mjs
 	npm ci --no-audit --no-fund
 	@touch $(NODE_STAMP)
 

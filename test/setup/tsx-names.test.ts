@@ -1,6 +1,6 @@
 /**
  * The daemon's TypeScript runs through tsx, whose esbuild transform wraps every named function in
- * `__name(fn, "name")` unless scripts/patch-tsx.mjs (the `postinstall`) turned that off: each
+ * `__name(fn, "name")` unless scripts/patch-packages.mjs (the `postinstall`) turned that off: each
  * closure the daemon makes would hold a dictionary of properties and cost a defineProperty. This
  * fails when the patch no longer applies (a tsx release that moved its options), and checks that
  * names stay as written without it.
