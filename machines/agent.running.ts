@@ -38,7 +38,9 @@ export const running = agentSetup.createStateConfig({
         { guard: "hasResend", target: "check", reenter: true, actions: "resend" },
         { guard: "hasQueued", target: "turn", actions: "flush" },
         { guard: "busy", target: "turn" },
-        { target: "idle" },
+        // Straight to idle's own state (one microstep, not two: every resume and turn ends here).
+        { guard: "asleep", target: "idle.asleep" },
+        { target: "idle.awake" },
       ],
     },
     // Idle between turns: ends when its work is done (`canFinish`, `drained`), awake or
@@ -54,9 +56,9 @@ export const running = agentSetup.createStateConfig({
         },
         { guard: "canFinish", target: "#agent.finishing", actions: assign({ end: { outcome: "success" } }) },
       ],
-      initial: "enter",
+      // Entered by `check`, which picks `asleep` or `awake`.
+      initial: "awake",
       states: {
-        enter: { always: [{ guard: "asleep", target: "asleep" }, { target: "awake" }] },
         awake: {
           entry: sendTo("harness", { type: "harness.idle" }),
           on: { "harness.idleElapsed": "hibernating" },
