@@ -1,23 +1,9 @@
 /**
  * Run after every install (`postinstall`): small changes to the built files of two packages the
- * daemon runs on, each an exact text replaced by another, described with its upstream form in
- * docs/design.md ("Patched packages"). Idempotent. A text a release no longer has is reported and
- * left alone: the package then works as shipped, only slower or larger, and the test named with
- * the patch fails (test/setup/patched-packages.test.ts checks that every patch is in place).
- *
- * - tsx: esbuild's `keepNames` off. tsx hard-codes it on, so esbuild wraps every named function,
- *   arrow function assigned to a name, and class in `__name(fn, "name")`, which redefines the
- *   function's own `name`: each closure the daemon makes then holds a dictionary of properties
- *   (256 bytes more, ~13 KiB per agent of the simulated runtime) and costs a defineProperty call.
- *   Transforming without minifying identifiers, esbuild renames nothing, so every name stays the
- *   one written (test/setup/tsx-names.test.ts).
- * - xstate: work a transition repeats for facts that cannot change. A snapshot made from another
- *   with the same state nodes (every `assign`, spawn and stop makes one) takes its state value and
- *   tags instead of computing them again; a state node's history children, its transition
- *   candidates per event type and the nodes whose eventless transitions an atomic node must check
- *   are computed once; stopping a child copies the children without it instead of deleting a key
- *   (which turns each snapshot's `children` into a dictionary). Same behaviour, ~15–20 % less of the
- *   daemon's CPU per member of a subtree pause or resume (docs/benchmarks.md).
+ * daemon runs on, each an exact text replaced by another. What each does, why, what it saved and
+ * its upstream form: docs/design.md, "Patched packages". Idempotent. A text a release no longer has
+ * is reported and left alone: the package then works as shipped, only slower or larger, and
+ * test/setup/patched-packages.test.ts fails until the patch is brought up to date.
  */
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -29,7 +15,7 @@ import { fileURLToPath } from "node:url";
  * `to` (every occurrence). An edit is in place where a file has `to`; a file gets all the edits
  * meant for it or none (when one of them finds neither its `from` nor its `to`).
  */
-const PATCHES = [
+export const PATCHES = [
   {
     package: "tsx",
     what: "esbuild's keepNames turned off",
@@ -47,7 +33,7 @@ const PATCHES = [
     edits: [
       // State.ts, createMachineSnapshot and cloneMachineSnapshot.
       {
-        files: /^raise-/,
+        files: /^raise-.*\.js$/,
         from: `function createMachineSnapshot(config, machine) {
   return {`,
         to: `function createMachineSnapshot(config, machine, previous) {
@@ -56,14 +42,14 @@ const PATCHES = [
   return {`,
       },
       {
-        files: /^raise-/,
+        files: /^raise-.*\.js$/,
         from: `    value: getStateValue(machine.root, config._nodes),
     tags: new Set(config._nodes.flatMap(sn => sn.tags)),`,
         to: `    value: sameNodes ? previous.value : getStateValue(machine.root, config._nodes),
     tags: sameNodes ? previous.tags : new Set(config._nodes.flatMap(sn => sn.tags)),`,
       },
       {
-        files: /^raise-/,
+        files: /^raise-.*\.js$/,
         from: `  return createMachineSnapshot({
     ...snapshot,
     ...config
@@ -75,7 +61,7 @@ const PATCHES = [
       },
       // stateUtils.ts, getHistoryNodes.
       {
-        files: /^raise-/,
+        files: /^raise-.*\.js$/,
         from: `function getHistoryNodes(stateNode) {
   return Object.keys(stateNode.states).map(key => stateNode.states[key]).filter(sn => sn.type === 'history');
 }`,
@@ -91,7 +77,7 @@ function getHistoryNodes(stateNode) {
       },
       // actions/stopChild.ts, resolveStop.
       {
-        files: /^raise-/,
+        files: /^raise-.*\.js$/,
         from: `    children = {
       ...children
     };
@@ -105,7 +91,7 @@ function getHistoryNodes(stateNode) {
       },
       // stateUtils.ts, selectEventlessTransitions.
       {
-        files: /^raise-/,
+        files: /^raise-.*\.js$/,
         from: `    loop: for (const s of [stateNode].concat(getProperAncestors(stateNode, undefined))) {
       if (!s.always) {
         continue;
@@ -113,7 +99,7 @@ function getHistoryNodes(stateNode) {
         to: `    loop: for (const s of getEventlessSources(stateNode)) {`,
       },
       {
-        files: /^raise-/,
+        files: /^raise-.*\.js$/,
         from: `  return removeConflictingTransitions(Array.from(enabledTransitionSet), new Set(nextState._nodes), nextState.historyValue);
 }`,
         to: `  if (enabledTransitionSet.size === 0) {
@@ -134,13 +120,13 @@ function getEventlessSources(stateNode) {
       },
       // StateNode.ts, next: the candidates cached by event type in a Map, not under a string key made per call.
       {
-        files: /^StateMachine-/,
+        files: /^StateMachine-.*\.js$/,
         // biome-ignore lint/suspicious/noTemplateCurlyInString: XState's own text, matched as written
         from: "const candidates = memo(this, `candidates-${eventType}`, () => ",
         to: "const candidates = memoCandidates(this, eventType, () => ",
       },
       {
-        files: /^StateMachine-/,
+        files: /^StateMachine-.*\.js$/,
         from: `const cache = new WeakMap();
 function memo(object, key, fn) {`,
         to: `const cache = new WeakMap();
@@ -174,20 +160,21 @@ function distOf(name) {
 }
 
 /**
- * Apply (or, with `write` false, only check) every patch. Per package: how many files each edit
- * changed now and found already changed; an edit found in no file did not apply.
+ * Apply (or, with `write` false, only check) every patch, in the installed packages or in the
+ * folders `dists` names (package → folder). Per package: how many files each edit changed now and
+ * found already changed; an edit found in no file did not apply.
  */
-function patchPackages({ write = true } = {}) {
+export function patchPackages({ write = true, dists = {} } = {}) {
   const report = [];
   for (const patch of PATCHES) {
-    const dist = distOf(patch.package);
+    const dist = dists[patch.package] ?? distOf(patch.package);
     if (!dist) continue;
-    const names = readdirSync(dist).filter((name) => /\.(c|m)?js$/.test(name));
     const edits = patch.edits.map(() => ({ applied: 0, already: 0 }));
-    for (const name of names) {
+    for (const name of readdirSync(dist)) {
+      const mine = patch.edits.flatMap((edit, i) => (edit.files.test(name) ? [i] : []));
+      if (mine.length === 0) continue;
       const file = join(dist, name);
       const original = readFileSync(file, "utf8");
-      const mine = patch.edits.flatMap((edit, i) => (edit.files.test(name) ? [i] : []));
       // All of a file's edits or none: one without the others could leave a name undefined.
       if (!mine.every((i) => original.includes(patch.edits[i].to) || original.includes(patch.edits[i].from))) continue;
       let text = original;
@@ -201,7 +188,7 @@ function patchPackages({ write = true } = {}) {
       }
       if (write && text !== original) writeFileSync(file, text);
     }
-    report.push({ package: patch.package, what: patch.what, dist, edits });
+    report.push({ package: patch.package, what: patch.what, edits });
   }
   return report;
 }
@@ -209,7 +196,7 @@ function patchPackages({ write = true } = {}) {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   // `--check`: change nothing, print the report as JSON (test/setup/patched-packages.test.ts).
   if (process.argv.includes("--check")) {
-    console.log(JSON.stringify(patchPackages({ write: false }).map(({ dist: _, ...rest }) => rest)));
+    console.log(JSON.stringify(patchPackages({ write: false })));
     process.exit(0);
   }
   for (const { package: name, what, edits } of patchPackages()) {

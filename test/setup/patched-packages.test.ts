@@ -1,13 +1,18 @@
 /**
  * The install's `postinstall` (scripts/patch-packages.mjs) changes tsx and xstate in place. These
- * tests fail when a patch is not in every build of its package (a release that moved the text), and
- * check that XState behaves as documented where its patch reuses what it computed before: state
+ * tests fail when a patch is not in every build of its package (a release that moved the text),
+ * check that patching is idempotent and leaves a file it cannot patch whole as shipped (a file half
+ * patched could name a function it lacks), and check that XState behaves as documented where its patch reuses what it computed before: state
  * values and tags, history, eventless transitions, stopped children and transitions per event.
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { join } from "node:path";
-import { describe, it } from "node:test";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { after, describe, it } from "node:test";
+import { pathToFileURL } from "node:url";
 import { assign, createActor, fromCallback, setup } from "xstate";
 
 interface PatchReport {
@@ -15,10 +20,20 @@ interface PatchReport {
   edits: { applied: number; already: number }[];
 }
 
+/** scripts/patch-packages.mjs, as the tests use it. */
+interface PatchScript {
+  PATCHES: { package: string; edits: { files: RegExp; from: string; to: string }[] }[];
+  patchPackages(options: { write?: boolean; dists?: Record<string, string> }): PatchReport[];
+}
+
+const SCRIPT = join(import.meta.dirname, "../../scripts/patch-packages.mjs");
+const script: PatchScript = await import(pathToFileURL(SCRIPT).href);
+const dir = mkdtempSync(join(tmpdir(), "swarmd-patches-"));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
 describe("the install's patches of tsx and xstate", () => {
   it("are in place in every build file they are meant for", () => {
-    const script = join(import.meta.dirname, "../../scripts/patch-packages.mjs");
-    const report: PatchReport[] = JSON.parse(execFileSync(process.execPath, [script, "--check"], { encoding: "utf8" }));
+    const report: PatchReport[] = JSON.parse(execFileSync(process.execPath, [SCRIPT, "--check"], { encoding: "utf8" }));
     assert.deepEqual(
       report.map((r) => r.package),
       ["tsx", "xstate"],
@@ -35,6 +50,46 @@ describe("the install's patches of tsx and xstate", () => {
       xstate.edits.map((e) => e.already),
       xstate.edits.map(() => 4),
     );
+  });
+});
+
+describe("patching a build file", () => {
+  // One of XState's build files as installed (patched), and as shipped: every edit undone, last first.
+  const xstateDist = join(dirname(createRequire(import.meta.url).resolve("xstate/package.json")), "dist");
+  const name = readdirSync(xstateDist).find((n) => /^raise-\w+\.cjs\.js$/.test(n))!;
+  const patched = readFileSync(join(xstateDist, name), "utf8");
+  const xstate = script.PATCHES.find((p) => p.package === "xstate")!;
+  const edits = xstate.edits.filter((e) => e.files.test(name));
+  const shipped = edits.toReversed().reduce((text, e) => text.split(e.to).join(e.from), patched);
+
+  /** Patch `text` as that file in a folder of its own: what the file then holds, and the report. */
+  function patch(text: string, folder: string): { text: string; report: PatchReport } {
+    const dist = join(dir, folder);
+    mkdirSync(dist, { recursive: true });
+    writeFileSync(join(dist, name), text);
+    const report = script.patchPackages({ dists: { xstate: dist, tsx: join(dir, "empty") } });
+    return { text: readFileSync(join(dist, name), "utf8"), report: report.find((r) => r.package === "xstate")! };
+  }
+  mkdirSync(join(dir, "empty"));
+
+  it("turns the shipped file into the installed one, and a second run changes nothing", () => {
+    assert.ok(edits.length > 1 && !shipped.includes(edits[0]!.to));
+    const first = patch(shipped, "fresh");
+    assert.equal(first.text, patched);
+    assert.deepEqual(
+      xstate.edits.flatMap((e, i) => (edits.includes(e) ? [first.report.edits[i]] : [])),
+      edits.map(() => ({ applied: 1, already: 0 })),
+    );
+    const again = patch(first.text, "fresh");
+    assert.equal(again.text, patched);
+    assert.ok(again.report.edits.every((e) => e.applied === 0));
+  });
+
+  it("leaves a file whose text one edit no longer finds as it is, every other edit too", () => {
+    const moved = shipped.replace(edits[0]!.from, "/* a release that moved this */");
+    const result = patch(moved, "moved");
+    assert.equal(result.text, moved);
+    assert.ok(result.report.edits.every((e) => e.applied === 0 && e.already === 0));
   });
 });
 
