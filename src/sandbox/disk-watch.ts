@@ -15,7 +15,28 @@ export interface DiskWatchOptions {
   log(message: string): void;
   /** Pause between two rounds. Default 2 s. */
   intervalMs?: number;
+  /**
+   * How `du` is run. Default: started by the daemon itself, which forks its whole process for each
+   * (20-40 ms of its thread at 1,000 agents); the process runtime passes its launcher's.
+   */
+  run?: CommandRunner;
 }
+
+/** Runs a command to its end: its stdout, and what failed if it did (`du` exits 1 when a file vanished mid-walk). */
+export type CommandRunner = (command: {
+  file: string;
+  args: string[];
+  timeoutMs: number;
+  maxBytes: number;
+}) => Promise<{ stdout: string; error?: Error }>;
+
+/** `CommandRunner` by the daemon's own `execFile`. */
+export const execCommand: CommandRunner = ({ file, args, timeoutMs, maxBytes }) =>
+  new Promise((resolve) =>
+    execFile(file, args, { timeout: timeoutMs, maxBuffer: maxBytes, encoding: "utf8" }, (err, stdout) =>
+      resolve({ stdout, ...(err ? { error: err } : {}) }),
+    ),
+  );
 
 export interface DiskWatch {
   /** Measure every sandbox once now (tests, and a round right after a start). */
@@ -32,6 +53,7 @@ export interface DiskWatch {
  */
 export function startDiskWatch(options: DiskWatchOptions): DiskWatch {
   const intervalMs = options.intervalMs ?? 2_000;
+  const run = options.run ?? execCommand;
   let closed = false;
   let running: Promise<void> | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -44,8 +66,8 @@ export function startDiskWatch(options: DiskWatchOptions): DiskWatch {
       const batch = sandboxes.slice(from, from + DIRS_PER_DU);
       const dirs = batch.flatMap((sandbox) => sandbox.dirs);
       const [used, files] = await Promise.all([
-        usedBytes(dirs).catch(() => undefined),
-        usedInodes(dirs).catch(() => undefined),
+        usedBytes(dirs, run).catch(() => undefined),
+        usedInodes(dirs, run).catch(() => undefined),
       ]);
       for (const sandbox of batch) {
         if (closed) return;
@@ -109,27 +131,29 @@ const DIRS_PER_DU = 256;
 
 /** Blocks used under all of `dirs` together, in bytes, as the watch counts them (`du -s -x`). */
 export async function measuredBytes(dirs: string[]): Promise<number> {
-  const sizes = await usedBytes(dirs);
+  const sizes = await usedBytes(dirs, execCommand);
   return dirs.reduce((sum, dir) => sum + (sizes.get(dir) ?? 0), 0);
 }
 
 /** Blocks used under each of `dirs`, in bytes, as `du` counts them (one file system, links once). */
-const usedBytes = (dirs: string[]) => duEach(["-B1", "--", ...dirs]);
+const usedBytes = (dirs: string[], run: CommandRunner) => duEach(["-B1", "--", ...dirs], run);
 /** Files and folders under each of `dirs` (inodes, links once). */
-const usedInodes = (dirs: string[]) => duEach(["--inodes", "--", ...dirs]);
+const usedInodes = (dirs: string[], run: CommandRunner) => duEach(["--inodes", "--", ...dirs], run);
 
 /** `du -s` of each folder named: its total by the path as given (NUL-ended lines, so any path reads back). */
-function duEach(args: string[]): Promise<Map<string, number>> {
-  return new Promise((resolve, reject) => {
-    execFile("du", ["-s", "-x", "-0", ...args], { timeout: 60_000, maxBuffer: 16 * 1024 * 1024 }, (err, stdout) => {
-      // du exits 1 when a file vanished mid-walk; its totals still count what it saw.
-      const sizes = new Map<string, number>();
-      for (const entry of stdout.split("\0")) {
-        const match = /^(\d+)\t(.*)$/s.exec(entry);
-        if (match?.[1] !== undefined && match[2] !== undefined) sizes.set(match[2], Number(match[1]));
-      }
-      if (sizes.size > 0) resolve(sizes);
-      else reject(err ?? new Error(`du printed no totals: ${stdout.slice(0, 200)}`));
-    });
+async function duEach(args: string[], run: CommandRunner): Promise<Map<string, number>> {
+  const { stdout, error } = await run({
+    file: "du",
+    args: ["-s", "-x", "-0", ...args],
+    timeoutMs: 60_000,
+    maxBytes: 16 * 1024 * 1024,
   });
+  // du exits 1 when a file vanished mid-walk; its totals still count what it saw.
+  const sizes = new Map<string, number>();
+  for (const entry of stdout.split("\0")) {
+    const match = /^(\d+)\t(.*)$/s.exec(entry);
+    if (match?.[1] !== undefined && match[2] !== undefined) sizes.set(match[2], Number(match[1]));
+  }
+  if (sizes.size > 0) return sizes;
+  throw error ?? new Error(`du printed no totals: ${stdout.slice(0, 200)}`);
 }

@@ -3,6 +3,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 export interface PollOptions {
   timeoutMs: number;
   intervalMs?: number;
+  /** The first pause, doubled at each look until it reaches `intervalMs` (default: `intervalMs` from the start). */
+  firstIntervalMs?: number;
   signal?: AbortSignal;
   /** Named in the timeout error. */
   what: string;
@@ -18,15 +20,16 @@ export async function pollUntil<T>(
   options: PollOptions,
 ): Promise<T> {
   const deadline = Date.now() + options.timeoutMs;
+  const intervalMs = options.intervalMs ?? 25;
+  let pause = Math.min(options.firstIntervalMs ?? intervalMs, intervalMs);
   for (;;) {
     options.signal?.throwIfAborted();
     const found = await probe();
     if (found !== undefined) return found;
     if (Date.now() > deadline) throw new Error(`timed out after ${options.timeoutMs} ms waiting for ${options.what}`);
-    await sleep(options.intervalMs ?? 25, undefined, options.signal ? { signal: options.signal } : undefined).catch(
-      (err: unknown) => {
-        throw options.signal?.aborted ? options.signal.reason : err;
-      },
-    );
+    await sleep(pause, undefined, options.signal ? { signal: options.signal } : undefined).catch((err: unknown) => {
+      throw options.signal?.aborted ? options.signal.reason : err;
+    });
+    pause = Math.min(pause * 2, intervalMs);
   }
 }

@@ -1,4 +1,4 @@
-import { constants } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
 
 /**
@@ -14,9 +14,32 @@ const FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 /** The whole file, when it is a regular file of at most `maxBytes`. */
 export async function readControlFile(path: string, maxBytes: number): Promise<Buffer> {
   return withRegularFile(path, async (handle, size) => {
-    if (size > maxBytes) throw refused("EFBIG", `${path} is ${size} bytes, more than ${maxBytes}`);
+    refuseOver(path, size, maxBytes);
     return readAt(handle, 0, size);
   });
+}
+
+/**
+ * `readControlFile` in one turn of the event loop, for a small file on a path that must not wait
+ * (a control's sandbox record): each await of a thread-pool read waits behind whatever else the
+ * daemon's loop and thread pool are doing, which under a burst of starts is tens of milliseconds.
+ */
+export function readControlFileSync(path: string, maxBytes: number): Buffer {
+  const fd = openSync(path, FLAGS);
+  try {
+    const { size } = regular(path, fstatSync(fd));
+    refuseOver(path, size, maxBytes);
+    const buffer = Buffer.alloc(size);
+    let done = 0;
+    while (done < size) {
+      const bytesRead = readSync(fd, buffer, done, size - done, done);
+      if (bytesRead === 0) break;
+      done += bytesRead;
+    }
+    return buffer.subarray(0, done);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** The last `maxBytes` (or fewer) of a regular file. */
@@ -30,9 +53,8 @@ export async function tailControlFile(path: string, maxBytes: number): Promise<B
 async function withRegularFile<T>(path: string, read: (handle: FileHandle, size: number) => Promise<T>): Promise<T> {
   const handle = await open(path, FLAGS);
   try {
-    const stat = await handle.stat();
-    if (!stat.isFile()) throw refused("ENOTREG", `${path} is not a regular file`);
-    return await read(handle, stat.size);
+    const { size } = regular(path, await handle.stat());
+    return await read(handle, size);
   } finally {
     await handle.close();
   }
@@ -48,6 +70,15 @@ async function readAt(handle: FileHandle, position: number, length: number): Pro
     done += bytesRead;
   }
   return buffer.subarray(0, done);
+}
+
+function regular(path: string, stat: Stats): Stats {
+  if (!stat.isFile()) throw refused("ENOTREG", `${path} is not a regular file`);
+  return stat;
+}
+
+function refuseOver(path: string, size: number, maxBytes: number): void {
+  if (size > maxBytes) throw refused("EFBIG", `${path} is ${size} bytes, more than ${maxBytes}`);
 }
 
 function refused(code: string, message: string): NodeJS.ErrnoException {

@@ -76,6 +76,35 @@ describe("harness launcher", () => {
     assert.notDeepEqual(helperPids(), [helper], "a new helper took over");
   });
 
+  it("runs a command to its end for its output (the disk watch's du), forked by the helper, not the daemon", async (t) => {
+    const launcher = launcherFor(t);
+    const ran = await launcher.run({
+      file: "/bin/sh",
+      args: ["-c", 'printf "%s\\0" "$PPID" "two words"'],
+      timeoutMs: 10_000,
+      maxBytes: 1024,
+    });
+    assert.equal(ran.error, undefined);
+    const [parent, second] = ran.stdout.split("\0");
+    assert.ok(helperPids().includes(Number(parent)), `its parent (${parent}) is a helper: ${helperPids().join(" ")}`);
+    assert.equal(second, "two words");
+    const failed = await launcher.run({
+      file: "/bin/sh",
+      args: ["-c", "echo partial; exit 1"],
+      timeoutMs: 10_000,
+      maxBytes: 1024,
+    });
+    assert.equal(failed.stdout, "partial\n", "what it printed before it failed");
+    assert.match(String(failed.error?.message), /Command failed/);
+    const missing = await launcher.run({
+      file: join(dir, "no-such-program"),
+      args: [],
+      timeoutMs: 10_000,
+      maxBytes: 1024,
+    });
+    assert.match(String(missing.error?.message), /ENOENT/);
+  });
+
   it("leaves its channel to the daemon out of what it starts: no sandbox can send it a start", async (t) => {
     const output = join(dir, "out-4");
     const launched = await shell(launcherFor(t), "for fd in /proc/self/fd/*; do readlink $fd; done", output);

@@ -191,6 +191,8 @@ describe("process runtime", () => {
           } catch (err) {
             failures.push(err);
           }
+          // The reads are synchronous: let the removal (in node's thread pool) be awaited meanwhile.
+          await new Promise((resolve) => setImmediate(resolve));
         } while (!removed);
       });
       await new Promise((resolve) => setImmediate(resolve));

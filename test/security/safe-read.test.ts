@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { readControlFile, tailControlFile } from "../../src/sandbox/safe-read.ts";
+import { readControlFile, readControlFileSync, tailControlFile } from "../../src/sandbox/safe-read.ts";
 import { waitForHarness } from "../../src/sandbox/wait-for-harness.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "swarmd-safe-read-"));
@@ -50,6 +50,19 @@ describe("reading files a sandbox can reach", () => {
     await assert.rejects(within(readControlFile("/dev/zero", 1 << 20)), { code: "ENOTREG" });
     await assert.rejects(within(readControlFile(dir, 1 << 20)), { code: "ENOTREG" });
     await assert.rejects(readControlFile(join(dir, "missing"), 10), { code: "ENOENT" });
+  });
+
+  it("reads the same way in one turn of the event loop (a control's record): no link, no FIFO, no more than the cap", () => {
+    const file = join(dir, "plain-sync");
+    writeFileSync(file, "0123456789");
+    assert.equal(readControlFileSync(file, 10).toString(), "0123456789");
+    assert.throws(() => readControlFileSync(file, 9), { code: "EFBIG" });
+    assert.throws(() => readControlFileSync(link, 1 << 20), { code: "ELOOP" });
+    // Would block this whole test process, not time out, if the open waited for a writer.
+    assert.throws(() => readControlFileSync(fifo, 1 << 20), { code: "ENOTREG" });
+    assert.throws(() => readControlFileSync("/dev/zero", 1 << 20), { code: "ENOTREG" });
+    assert.throws(() => readControlFileSync(dir, 1 << 20), { code: "ENOTREG" });
+    assert.throws(() => readControlFileSync(join(dir, "missing"), 10), { code: "ENOENT" });
   });
 
   it("a failed harness start quotes no symlinked host file and does not hang on a FIFO as its output", async () => {

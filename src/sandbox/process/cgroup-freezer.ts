@@ -1,10 +1,10 @@
-import { accessSync, constants, existsSync, mkdirSync } from "node:fs";
-import { mkdir, readFile, rmdir, writeFile } from "node:fs/promises";
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdir, rmdir } from "node:fs/promises";
 import { join } from "node:path";
 import { pollUntil } from "../poll.ts";
 import type { Freezer } from "./freezer.ts";
 import { FREEZER_DEADLINE_MS } from "./freezer.ts";
-import { isAliveProc, readProc, signalPid } from "./proc-table.ts";
+import { isAliveProc, readProcSync, signalPid } from "./proc-table.ts";
 import { isMissing } from "./sandbox-record.ts";
 
 export type CgroupKind = "cgroup-v2" | "cgroup-v1";
@@ -53,13 +53,18 @@ function isRemoved(err: unknown): boolean {
  * A sandbox's own cgroup `dir`. The harness joins it before it execs, so every tool process it
  * spawns (whatever its session or process group) is a member; the kernel then freezes, lists and
  * kills them as one.
+ *
+ * Its files (and /proc's) are read and written synchronously: the kernel answers them from memory,
+ * without a disk, so each is a few microseconds of the daemon's thread, where a thread-pool call is
+ * a round trip that waits behind the daemon's other work (a pause of one agent while 1,000 others
+ * started took up to 200 ms that way, in `bench/density.ts`).
  */
 export function createCgroupFreezer(kind: CgroupKind, dir: string): Freezer {
   const v2 = kind === "cgroup-v2";
   const file = (name: string) => join(dir, name);
-  const read = async (name: string): Promise<string | undefined> => {
+  const read = (name: string): string | undefined => {
     try {
-      return (await readFile(file(name), "utf8")).trim();
+      return readFileSync(file(name), "utf8").trim();
     } catch (err) {
       if (isRemoved(err)) return undefined;
       throw err;
@@ -67,26 +72,31 @@ export function createCgroupFreezer(kind: CgroupKind, dir: string): Freezer {
   };
   const requestState = (frozen: boolean) =>
     v2
-      ? writeFile(file("cgroup.freeze"), frozen ? "1" : "0")
-      : writeFile(file("freezer.state"), frozen ? "FROZEN" : "THAWED");
+      ? writeFileSync(file("cgroup.freeze"), frozen ? "1" : "0")
+      : writeFileSync(file("freezer.state"), frozen ? "FROZEN" : "THAWED");
   // v2 reports completion in cgroup.events; v1 shows FREEZING until every task is frozen.
-  const reached = async (frozen: boolean) =>
+  const reached = (frozen: boolean) =>
     v2
-      ? new RegExp(`^frozen ${frozen ? 1 : 0}$`, "m").test((await read("cgroup.events")) ?? "")
-      : (await read("freezer.state")) === (frozen ? "FROZEN" : "THAWED");
+      ? new RegExp(`^frozen ${frozen ? 1 : 0}$`, "m").test(read("cgroup.events") ?? "")
+      : read("freezer.state") === (frozen ? "FROZEN" : "THAWED");
   const settle = async (frozen: boolean, signal: AbortSignal) => {
-    await requestState(frozen);
-    await pollUntil(async () => ((await reached(frozen)) ? true : undefined), {
+    requestState(frozen);
+    // Freezing takes the kernel a moment (each task stops at its next return to user space): the
+    // first looks come soon after, then every 10 ms.
+    await pollUntil(() => (reached(frozen) ? true : undefined), {
       timeoutMs: FREEZER_DEADLINE_MS,
+      firstIntervalMs: 1,
       intervalMs: 10,
       signal,
       what: `cgroup ${dir} to be ${frozen ? "frozen" : "thawed"}`,
     });
   };
   const members = async (): Promise<number[]> => {
-    const pids = ((await read("cgroup.procs")) ?? "").split("\n").filter(Boolean).map(Number);
-    const entries = await Promise.all(pids.map(readProc));
-    return entries.filter(isAliveProc).map((e) => e.pid);
+    const pids = (read("cgroup.procs") ?? "").split("\n").filter(Boolean).map(Number);
+    return pids
+      .map(readProcSync)
+      .filter(isAliveProc)
+      .map((e) => e.pid);
   };
 
   return {
@@ -94,20 +104,20 @@ export function createCgroupFreezer(kind: CgroupKind, dir: string): Freezer {
     async launchPrefix() {
       await mkdir(dir, { recursive: true });
       // A cgroup left frozen (a crash mid-freeze) would freeze the new harness before it listens.
-      await requestState(false);
+      requestState(false);
       return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', file("cgroup.procs")];
     },
     members,
     async isFrozen() {
-      return v2 ? (await read("cgroup.freeze")) === "1" : ((await read("freezer.state")) ?? "THAWED") !== "THAWED";
+      return v2 ? read("cgroup.freeze") === "1" : (read("freezer.state") ?? "THAWED") !== "THAWED";
     },
     freeze: (signal) => settle(true, signal),
     thaw: (signal) => settle(false, signal),
     async killAll(signal) {
       if (!existsSync(dir)) return;
       // v1 holds a frozen task's SIGKILL until it is thawed; v2 can kill the whole cgroup at once.
-      await requestState(false);
-      if (v2 && existsSync(file("cgroup.kill"))) await writeFile(file("cgroup.kill"), "1");
+      requestState(false);
+      if (v2 && existsSync(file("cgroup.kill"))) writeFileSync(file("cgroup.kill"), "1");
       await pollUntil(
         async () => {
           const pids = await members();

@@ -6,18 +6,27 @@
  * daemon's loader. It takes requests over its IPC channel from the daemon alone, and ends with it.
  *
  * Request: `{ id, file, args, env, cwd, output, fdArgs? }`. Answers: `{ id, pid }` once the process
- * runs (or `{ id, error }`), then `{ id, exit: { code, signal } }` when it ends.
+ * runs (or `{ id, error }`), then `{ id, exit: { code, signal } }` when it ends. Or a command run
+ * to its end for its output (the disk watch's `du`): `{ id, run: { file, args, timeoutMs, maxBytes } }`,
+ * answered `{ id, ran: { stdout, error? } }`.
  */
+import { execFile } from "node:child_process";
 import { type DetachedLaunch, spawnDetached } from "./detached-spawn.ts";
 
 export interface LaunchRequest extends Omit<DetachedLaunch, "extraPipes"> {
   id: number;
 }
 
+export interface RunRequest {
+  id: number;
+  run: { file: string; args: string[]; timeoutMs: number; maxBytes: number };
+}
+
 export type LaunchAnswer =
   | { id: number; pid: number }
   | { id: number; error: string }
-  | { id: number; exit: { code: number | null; signal: string | null } };
+  | { id: number; exit: { code: number | null; signal: string | null } }
+  | { id: number; ran: { stdout: string; error?: string } };
 
 function answer(message: LaunchAnswer): void {
   process.send?.(message);
@@ -34,6 +43,15 @@ function launch(req: LaunchRequest): void {
   }
 }
 
-process.on("message", (message) => launch(message as LaunchRequest));
+function run({ id, run: { file, args, timeoutMs, maxBytes } }: RunRequest): void {
+  execFile(file, args, { timeout: timeoutMs, maxBuffer: maxBytes, encoding: "utf8" }, (err, stdout) =>
+    answer({ id, ran: { stdout, ...(err ? { error: err.message } : {}) } }),
+  );
+}
+
+process.on("message", (message: LaunchRequest | RunRequest) => {
+  if ("run" in message) run(message);
+  else launch(message);
+});
 // The daemon is gone (or closed the channel): what was started lives on, as the daemon's own starts would.
 process.on("disconnect", () => process.exit(0));

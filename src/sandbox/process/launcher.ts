@@ -1,7 +1,7 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { howItEnded } from "./detached-spawn.ts";
-import type { LaunchAnswer, LaunchRequest } from "./launcher-main.ts";
+import type { LaunchAnswer, LaunchRequest, RunRequest } from "./launcher-main.ts";
 
 const MAIN = fileURLToPath(new URL("./launcher-main.ts", import.meta.url));
 
@@ -19,11 +19,14 @@ export interface Launched {
  */
 export interface Launcher {
   launch(request: Omit<LaunchRequest, "id">): Promise<Launched>;
+  /** Run a command to its end (the disk watch's `du`): its stdout, and what failed if it did. */
+  run(command: RunRequest["run"]): Promise<{ stdout: string; error?: Error }>;
   close(): void;
 }
 
+/** A request waiting for its first answer. */
 interface Pending {
-  resolve(launched: Launched): void;
+  answer(message: LaunchAnswer): void;
   reject(err: Error): void;
 }
 
@@ -59,15 +62,9 @@ export function createLauncher(): Launcher {
       }
       const waiting = pending.get(message.id);
       pending.delete(message.id);
+      if ("error" in message) exits.delete(message.id);
       refWhileWaiting();
-      if (!waiting) return;
-      if ("error" in message) {
-        exits.delete(message.id);
-        waiting.reject(new Error(message.error));
-        return;
-      }
-      const exit = exits.get(message.id) ?? {};
-      waiting.resolve({ pid: message.pid, exited: () => exit.ended });
+      waiting?.answer(message);
     });
     child.once("exit", (code, signal) => {
       if (helper === child) helper = undefined;
@@ -81,15 +78,21 @@ export function createLauncher(): Launcher {
     return child;
   };
 
-  const send = (request: Omit<LaunchRequest, "id">, retry: boolean): Promise<Launched> => {
+  /** Send `request` with a new id: its first answer, and where a launch's end will be told. */
+  const send = (
+    request: Omit<LaunchRequest, "id"> | Omit<RunRequest, "id">,
+    retry: boolean,
+  ): Promise<{ message: LaunchAnswer; exit: Exit }> => {
     if (!helper?.connected) helper = start();
     const to = helper;
     const id = ++next;
-    return new Promise<Launched>((resolve, reject) => {
-      pending.set(id, { resolve, reject });
-      exits.set(id, {});
+    const exit: Exit = {};
+    return new Promise((resolve, reject) => {
+      pending.set(id, { answer: (message) => resolve({ message, exit }), reject });
+      // Registered now: a process that ends at once has its end told right after its pid.
+      if (!("run" in request)) exits.set(id, exit);
       refWhileWaiting();
-      to.send({ ...request, id } satisfies LaunchRequest, (err) => {
+      to.send({ ...request, id }, (err) => {
         if (!err || !pending.has(id)) return;
         pending.delete(id);
         exits.delete(id);
@@ -103,8 +106,21 @@ export function createLauncher(): Launcher {
     });
   };
 
+  const launch = async (request: Omit<LaunchRequest, "id">): Promise<Launched> => {
+    const { message, exit } = await send(request, true);
+    if ("pid" in message) return { pid: message.pid, exited: () => exit.ended };
+    throw new Error("error" in message ? message.error : "the launcher answered a start out of turn");
+  };
+
+  const run = async (command: RunRequest["run"]): Promise<{ stdout: string; error?: Error }> => {
+    const { message } = await send({ run: command }, true);
+    if (!("ran" in message)) throw new Error("the launcher answered a command out of turn");
+    return { stdout: message.ran.stdout, ...(message.ran.error ? { error: new Error(message.ran.error) } : {}) };
+  };
+
   return {
-    launch: (request) => send(request, true),
+    launch,
+    run,
     close() {
       helper?.disconnect();
       helper = undefined;

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 
 /** One line of the kernel's process table, from `/proc/<pid>/stat`. */
@@ -19,6 +20,21 @@ export async function readProc(pid: number): Promise<ProcEntry | undefined> {
   } catch {
     return undefined;
   }
+  return procEntry(pid, stat);
+}
+
+/** `readProc` in one turn of the event loop: /proc is answered from memory (see cgroup-freezer.ts). */
+export function readProcSync(pid: number): ProcEntry | undefined {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return undefined;
+  }
+  return procEntry(pid, stat);
+}
+
+function procEntry(pid: number, stat: string): ProcEntry {
   // The command name is in parentheses and may itself contain spaces or parentheses.
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return {

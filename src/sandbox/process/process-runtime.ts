@@ -77,6 +77,9 @@ export interface ProcessRuntime extends SandboxRuntime {
   dispose(): Promise<void>;
 }
 
+/** Sandbox records the disk watch reads at once in each round. */
+const LIST_READS = 8;
+
 const stderrLogger: RuntimeLogger = {
   info: () => undefined,
   warn: (message) => process.stderr.write(`swarmd: ${message}\n`),
@@ -153,8 +156,14 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
   const diskWatch = startDiskWatch({
     intervalMs: options.diskWatchIntervalMs,
     log: (message) => logger.warn(message),
+    ...(ctx.launcher ? { run: ctx.launcher.run } : {}),
     list: async () => {
-      const found = await Promise.all((await readdir(sandboxesDir(dataDir))).map((name) => findRecord(ctx, name)));
+      // A few records at a time: 1,000 reads at once would queue every other file operation of the
+      // daemon (a start's, a control's) behind them in node's thread pool, for each round.
+      const names = await readdir(sandboxesDir(dataDir));
+      const found: Awaited<ReturnType<typeof findRecord>>[] = [];
+      for (let from = 0; from < names.length; from += LIST_READS)
+        found.push(...(await Promise.all(names.slice(from, from + LIST_READS).map((name) => findRecord(ctx, name)))));
       return found.flatMap((f) =>
         f?.record.harness && !f.record.stoppedFor
           ? [

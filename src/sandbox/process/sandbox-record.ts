@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { rename, writeFile } from "node:fs/promises";
 import { z } from "zod";
 import { UserNetProcessSchema } from "../network/user-net.ts";
-import { isRefusedControlFile, readControlFile } from "../safe-read.ts";
+import { isRefusedControlFile, readControlFile, readControlFileSync } from "../safe-read.ts";
 import type { SandboxLayout } from "./sandbox-layout.ts";
 
 /** Far above any record written here (the spec's env is the only part of any size). */
@@ -67,15 +67,34 @@ export type SandboxRecord = z.infer<typeof SandboxRecordSchema>;
 
 /** The record, or `undefined` when the folder holds none (not owned, or half-made). */
 export async function readRecord(layout: SandboxLayout): Promise<SandboxRecord | undefined> {
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = (await readControlFile(layout.record, MAX_RECORD_BYTES)).toString("utf8");
+    bytes = await readControlFile(layout.record, MAX_RECORD_BYTES);
   } catch (err) {
-    // A symlink, FIFO or oversized file is not a record this service wrote.
-    if (isMissing(err) || isRefusedControlFile(err)) return undefined;
-    throw err;
+    return notARecord(err);
   }
-  const parsed = SandboxRecordSchema.safeParse(JSON.parse(text));
+  return parseRecord(bytes);
+}
+
+/** `readRecord` in one turn of the event loop, for a control's path (see `readControlFileSync`). */
+export function readRecordSync(layout: SandboxLayout): SandboxRecord | undefined {
+  let bytes: Buffer;
+  try {
+    bytes = readControlFileSync(layout.record, MAX_RECORD_BYTES);
+  } catch (err) {
+    return notARecord(err);
+  }
+  return parseRecord(bytes);
+}
+
+function notARecord(err: unknown): undefined {
+  // A symlink, FIFO or oversized file is not a record this service wrote.
+  if (isMissing(err) || isRefusedControlFile(err)) return undefined;
+  throw err;
+}
+
+function parseRecord(bytes: Buffer): SandboxRecord | undefined {
+  const parsed = SandboxRecordSchema.safeParse(JSON.parse(bytes.toString("utf8")));
   return parsed.success ? parsed.data : undefined;
 }
 
