@@ -22,13 +22,16 @@ export interface DiskWatchOptions {
   run?: CommandRunner;
 }
 
-/** Runs a command to its end: its stdout, and what failed if it did (`du` exits 1 when a file vanished mid-walk). */
-export type CommandRunner = (command: {
+/** A command run to its end, with a deadline and a cap on its output. */
+export interface Command {
   file: string;
   args: string[];
   timeoutMs: number;
   maxBytes: number;
-}) => Promise<{ stdout: string; error?: Error }>;
+}
+
+/** Runs a command to its end: its stdout, and what failed if it did (`du` exits 1 when a file vanished mid-walk). */
+export type CommandRunner = (command: Command) => Promise<{ stdout: string; error?: Error }>;
 
 /** `CommandRunner` by the daemon's own `execFile`. */
 export const execCommand: CommandRunner = ({ file, args, timeoutMs, maxBytes }) =>

@@ -11,6 +11,7 @@
  * answered `{ id, ran: { stdout, error? } }`.
  */
 import { execFile } from "node:child_process";
+import type { Command } from "../disk-watch.ts";
 import { type DetachedLaunch, spawnDetached } from "./detached-spawn.ts";
 
 export interface LaunchRequest extends Omit<DetachedLaunch, "extraPipes"> {
@@ -19,7 +20,7 @@ export interface LaunchRequest extends Omit<DetachedLaunch, "extraPipes"> {
 
 export interface RunRequest {
   id: number;
-  run: { file: string; args: string[]; timeoutMs: number; maxBytes: number };
+  run: Command;
 }
 
 export type LaunchAnswer =

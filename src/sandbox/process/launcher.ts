@@ -1,5 +1,6 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import type { CommandRunner } from "../disk-watch.ts";
 import { howItEnded } from "./detached-spawn.ts";
 import type { LaunchAnswer, LaunchRequest, RunRequest } from "./launcher-main.ts";
 
@@ -20,7 +21,7 @@ export interface Launched {
 export interface Launcher {
   launch(request: Omit<LaunchRequest, "id">): Promise<Launched>;
   /** Run a command to its end (the disk watch's `du`): its stdout, and what failed if it did. */
-  run(command: RunRequest["run"]): Promise<{ stdout: string; error?: Error }>;
+  run: CommandRunner;
   close(): void;
 }
 
@@ -112,7 +113,7 @@ export function createLauncher(): Launcher {
     throw new Error("error" in message ? message.error : "the launcher answered a start out of turn");
   };
 
-  const run = async (command: RunRequest["run"]): Promise<{ stdout: string; error?: Error }> => {
+  const run: CommandRunner = async (command) => {
     const { message } = await send({ run: command }, true);
     if (!("ran" in message)) throw new Error("the launcher answered a command out of turn");
     return { stdout: message.ran.stdout, ...(message.ran.error ? { error: new Error(message.ran.error) } : {}) };
