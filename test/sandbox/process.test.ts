@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { mkdir, readFile, rm, rmdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -97,8 +97,10 @@ describe("process runtime", () => {
       "echo caps=$(awk '/CapEff/ {print $2}' /proc/self/status)",
       "echo procs=$(ls /proc | grep -c '^[0-9]')",
       "[ -e /etc/shadow ] && echo shadow=visible || echo shadow=hidden",
+      "[ -e /etc/ssl/private ] && echo ssl-private=visible || echo ssl-private=hidden",
+      "echo passwd=$(sha256sum < /etc/passwd | cut -c1-16)",
       "root=$(tr '\\0' '\\n' < /proc/$PPID/cmdline | grep 'dist/harness/boot.cjs' | sed 's#/dist/harness/boot.cjs##')",
-      "for f in $root/probe $root/dist/probe $root/dist/harness/probe $root/node_modules/probe /probe /usr/probe; do touch $f 2>/dev/null && echo writable=$f; done",
+      "for f in $root/probe $root/dist/probe $root/dist/harness/probe $root/node_modules/probe /probe /usr/probe /etc/probe /etc/passwd; do touch $f 2>/dev/null && echo writable=$f; done",
       "[ -e $root/src ] || [ -e $root/data ] && echo checkout=visible || echo checkout=hidden",
       // The harness's node (the daemon's: under .node/ of the installation when fetched there): runs, and takes no writes.
       "node=$(tr '\\0' '\\n' < /proc/$PPID/cmdline | head -n 1)",
@@ -118,7 +120,10 @@ describe("process runtime", () => {
     const procs = Number(/^procs=(\d+)$/m.exec(output)?.[1]);
     assert.ok(procs > 0 && procs < 10, `own pid namespace: ${procs} processes visible`);
     assert.match(output, /^shadow=hidden$/m);
-    assert.doesNotMatch(output, /^writable=/m, "the installation, its node and the root are read-only");
+    assert.match(output, /^ssl-private=hidden$/m);
+    const hostPasswd = createHash("sha256").update(readFileSync("/etc/passwd")).digest("hex").slice(0, 16);
+    assert.match(output, new RegExp(`^passwd=${hostPasswd}$`, "m"), "the host's /etc/passwd, as it is");
+    assert.doesNotMatch(output, /^writable=/m, "the installation, its node, /etc and the root are read-only");
     assert.match(output, new RegExp(`^node-version=${process.version}$`, "m"), "the harness runs the daemon's node");
     assert.match(output, /^checkout=hidden$/m);
     const env = output

@@ -136,12 +136,15 @@ describe("security: process sandboxes (bubblewrap)", () => {
     const command = [
       "head -c 40M /dev/zero > /tmp/big 2>/dev/null; echo tmp=$(( $(stat -c %s /tmp/big) / 1048576 ))",
       "(head -c 40M /dev/zero > /work/big) 2>/dev/null; echo work=$(( $(stat -c %s /work/big) / 1048576 ))",
+      'grep "Max file size" /proc/self/limits',
     ].join("; ");
     const { sandboxId, client } = await runInSandbox(rt, command, { limits: limited({ tmpMiB: 16, diskMiB: 24 }) });
     const [output = ""] = (await client.prompt("go")).toolOutputs;
     client.close();
     assert.ok(Number(/tmp=(\d+)/.exec(output)?.[1]) <= 16, output);
-    assert.ok(Number(/work=(\d+)/.exec(output)?.[1]) <= 24, output);
+    // The write stops at the quota exactly: the agent's processes inherit it, soft and hard, as RLIMIT_FSIZE.
+    assert.equal(Number(/work=(\d+)/.exec(output)?.[1]), 24, output);
+    assert.match(output, new RegExp(`Max file size\\s+${24 * 1024 * 1024}\\s+${24 * 1024 * 1024}\\s+bytes`), output);
     assert.ok(existsSync(join(sandboxLayout(dataDir, sandboxId).work, "big")));
   });
 

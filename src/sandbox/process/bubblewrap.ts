@@ -11,35 +11,6 @@ const SANDBOX_MOUNTS = ["/work", "/inputs", "/control", "/tmp", "/proc", "/dev"]
 /** System folders bound read-only (or recreated as the same symlink, on merged-/usr systems). */
 const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
 
-/**
- * What of /etc programs need (loader cache, users, name resolution, certificates, time zone),
- * and no more: the agent has no business reading the host's /etc/shadow or ssh keys.
- */
-const ETC_FILES = [
-  "ld.so.cache",
-  "ld.so.conf",
-  "ld.so.conf.d",
-  "alternatives",
-  "passwd",
-  "group",
-  "hosts",
-  "host.conf",
-  "resolv.conf",
-  "nsswitch.conf",
-  "gai.conf",
-  "ssl",
-  "ca-certificates",
-  "pki",
-  "localtime",
-  "timezone",
-  "os-release",
-  "mime.types",
-  "bash.bashrc",
-  "profile",
-  "inputrc",
-  "gitconfig",
-].map((f) => `/etc/${f}`);
-
 const under = (path: string, dir: string) => path === dir || path.startsWith(`${dir}/`);
 
 /**
@@ -110,6 +81,8 @@ export interface BubblewrapPlan {
   /** Host path of the swarmd installation and of the node binary. */
   swarmdRoot: string;
   nodePath: string;
+  /** The host folder bound read-only as /etc: the few host files programs need (sandbox-etc.ts). */
+  etc: string;
   /** Size of the sandbox's /tmp (a tmpfs). */
   tmpBytes: number;
   /** The sandbox's whole environment. Set inside only: no host-side process ever carries it. */
@@ -150,7 +123,7 @@ const HARNESS_FILES = [HARNESS_DIR, "node_modules", "package.json"];
 /**
  * The bwrap command line for a harness: new pid, ipc and net namespaces, its
  * own session, no capabilities, an empty environment but the sandbox's own, read-only system
- * folders and harness files, a sized /tmp, and the three sandbox folders.
+ * folders, its /etc and harness files, a sized /tmp, and the three sandbox folders.
  * Deliberately no `--die-with-parent`: the harness must outlive the service.
  */
 export function bubblewrapCommand(plan: BubblewrapPlan): BubblewrapCommand {
@@ -178,7 +151,7 @@ export function bubblewrapCommand(plan: BubblewrapPlan): BubblewrapCommand {
   const openParents = (dest: string) => {
     for (let dir = dirname(dest); dir !== "/" && !made.has(dir); dir = dirname(dir)) made.add(dir);
   };
-  const mounts: string[][] = ETC_FILES.map((file) => ["--ro-bind-try", file, file]);
+  const mounts: string[][] = [["--ro-bind", plan.etc, "/etc"]];
   const { swarmdRoot, nodePath } = insidePaths(plan.swarmdRoot, plan.nodePath);
   for (const name of HARNESS_FILES) mounts.push(["--ro-bind-try", join(plan.swarmdRoot, name), join(swarmdRoot, name)]);
   if (!SYSTEM_DIRS.some((d) => under(plan.nodePath, d))) mounts.push(["--ro-bind", plan.nodePath, nodePath]);

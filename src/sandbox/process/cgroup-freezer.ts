@@ -101,11 +101,11 @@ export function createCgroupFreezer(kind: CgroupKind, dir: string): Freezer {
 
   return {
     kind,
-    async launchPrefix() {
+    async prepareLaunch() {
       await mkdir(dir, { recursive: true });
       // A cgroup left frozen (a crash mid-freeze) would freeze the new harness before it listens.
       requestState(false);
-      return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', file("cgroup.procs")];
+      return [file("cgroup.procs")];
     },
     members,
     async isFrozen() {

@@ -138,7 +138,8 @@ function limitFiles(cgroup: LimitCgroup, limits: SandboxLimits): Array<[string, 
 
 /**
  * Make the sandbox's limit cgroups and write its limits into them. Returns the `cgroup.procs`
- * files the harness must join before it execs: every process it ever starts is then bounded.
+ * files the harness's launch joins before it execs (launch-shell.ts): every process it ever starts
+ * is then bounded.
  */
 export async function applyLimits(cgroups: readonly LimitCgroup[], limits: SandboxLimits): Promise<string[]> {
   for (const cgroup of cgroups) {
@@ -146,23 +147,6 @@ export async function applyLimits(cgroups: readonly LimitCgroup[], limits: Sandb
     for (const [file, value] of limitFiles(cgroup, limits)) await writeFile(join(cgroup.dir, file), value);
   }
   return [...new Set(cgroups.map((c) => join(c.dir, "cgroup.procs")))];
-}
-
-/**
- * Words before the harness argv that move the starting process into every one of `procsFiles`
- * and then exec the rest. A write that fails stops the start (exit 111): a harness is never run
- * outside its limits.
- */
-export function joinPrefix(procsFiles: readonly string[]): string[] {
-  if (procsFiles.length === 0) return [];
-  return [
-    "/bin/sh",
-    "-c",
-    'while [ "$1" != -- ]; do echo $$ > "$1" || exit 111; shift; done; shift; exec "$@"',
-    "swarmd-limits",
-    ...procsFiles,
-    "--",
-  ];
 }
 
 /** The kernel's count of OOM kills and refused forks for the sandbox (what a limit stopped). */

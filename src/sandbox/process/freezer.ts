@@ -8,10 +8,11 @@ import type { FreezerKind } from "./sandbox-record.ts";
 export interface Freezer {
   readonly kind: FreezerKind;
   /**
-   * Words to put before the harness argv so the process joins the sandbox before it execs
-   * (every process it ever spawns is then a member). Creates what membership needs.
+   * Create what membership needs; returns the `cgroup.procs` files the harness's launch joins
+   * before it execs (every process it ever spawns is then a member), none when membership is
+   * by the sandbox's tag.
    */
-  launchPrefix(): Promise<string[]>;
+  prepareLaunch(): Promise<string[]>;
   /** Pids of the sandbox's live processes (zombies excluded). */
   members(): Promise<number[]>;
   /** True when frozen (or freezing). False when there is nothing to freeze. */
@@ -22,7 +23,7 @@ export interface Freezer {
   thaw(signal: AbortSignal): Promise<void>;
   /** SIGKILL every member (frozen ones too) and resolve when none is alive. */
   killAll(signal: AbortSignal): Promise<void>;
-  /** Remove what `launchPrefix` created. Call after `killAll`. */
+  /** Remove what `prepareLaunch` created. Call after `killAll`. */
   release(): Promise<void>;
 }
 

@@ -3,9 +3,10 @@ import { errorMessage, SwarmError } from "../../errors.ts";
 import { stopUserNet } from "../network/user-net.ts";
 import { DEFAULT_SANDBOX_LIMITS } from "../runtime.ts";
 import { waitForHarness } from "../wait-for-harness.ts";
-import { applyLimits, joinPrefix } from "./cgroup-limits.ts";
+import { applyLimits } from "./cgroup-limits.ts";
 import { harnessCommand } from "./harness-command.ts";
 import { startDetached } from "./harness-launcher.ts";
+import { launchShell } from "./launch-shell.ts";
 import { freezerOf, ownedRecord, type RuntimeContext, statusOf, UNABORTABLE } from "./runtime-context.ts";
 import type { SandboxLayout } from "./sandbox-layout.ts";
 import { connectSandboxNetwork } from "./sandbox-network.ts";
@@ -74,7 +75,7 @@ export async function launchHarness(
 
   const command = (() => {
     try {
-      return harnessCommand({ record, layout, bwrap: ctx.bwrap, pooled });
+      return harnessCommand({ record, layout, bwrap: ctx.bwrap, etc: ctx.etc, pooled });
     } catch (err) {
       throw fail(err);
     }
@@ -90,7 +91,8 @@ export async function launchHarness(
       throw fail(new Error(`cannot set its resource limits: ${errorMessage(err)}`));
     },
   );
-  const prefix = [...joinPrefix(procsFiles), ...(await freezer.launchPrefix())];
+  const join = [...procsFiles, ...(await freezer.prepareLaunch())];
+  const prefix = launchShell({ fileSizeBytes: command.fileSizeBytes, join });
   const child = await startDetached(command, prefix, layout.output, ctx.launcher).catch((err: unknown) => {
     throw fail(err);
   });

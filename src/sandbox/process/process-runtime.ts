@@ -1,6 +1,6 @@
 import { mkdirSync, realpathSync } from "node:fs";
 import { readdir, rm } from "node:fs/promises";
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { errorMessage, isSwarmError, SwarmError } from "../../errors.ts";
 import { type DiskWatch, measuredBytes, startDiskWatch } from "../disk-watch.ts";
 import { applyHostChanges } from "../host/host-apply.ts";
@@ -30,6 +30,7 @@ import {
   UNABORTABLE,
 } from "./runtime-context.ts";
 import { copyParentWork, createSandbox, forkSandbox, whileFrozen } from "./sandbox-create.ts";
+import { createSandboxEtc } from "./sandbox-etc.ts";
 import { sandboxesDir } from "./sandbox-layout.ts";
 import { closeLeftPool, createSandboxPool, type SandboxPool } from "./sandbox-pool.ts";
 import { type FreezerKind, isMissing, type SandboxRecord, writeRecord } from "./sandbox-record.ts";
@@ -122,6 +123,7 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
     forks: new HostForks(dataDir, (message) => logger.warn(message)),
     dataDir,
     bwrap,
+    etc: bwrap === undefined ? undefined : createSandboxEtc({ dir: join(dataDir, "etc") }),
     isolation,
     separateUsers: isolation === "bubblewrap" && process.getuid?.() === 0,
     freezer: hierarchy?.kind ?? "signal",

@@ -6,6 +6,7 @@ import { type CgroupHierarchy, createCgroupFreezer } from "./cgroup-freezer.ts";
 import { type ControllerHome, limitEvents } from "./cgroup-limits.ts";
 import type { Freezer } from "./freezer.ts";
 import type { Launcher } from "./launcher.ts";
+import type { SandboxEtc } from "./sandbox-etc.ts";
 import { isValidSandboxId, type SandboxLayout, sandboxLayout } from "./sandbox-layout.ts";
 import { type FreezerKind, readRecord, readRecordSync, type SandboxRecord } from "./sandbox-record.ts";
 import { createSignalFreezer } from "./signal-freezer.ts";
@@ -16,6 +17,8 @@ export interface RuntimeContext {
   dataDir: string;
   /** The bwrap binary when it works here (also serves sandboxes made by an earlier service). */
   bwrap: string | undefined;
+  /** The /etc bubblewrap sandboxes see, kept under `<dataDir>/etc` (made whenever bwrap works here). */
+  etc: SandboxEtc | undefined;
   /** Isolation for new sandboxes. */
   isolation: "bubblewrap" | "none";
   /** Whether new sandboxes get users of their own (bubblewrap started by root: see sandbox-users.ts). */

@@ -47,7 +47,7 @@ export function createSignalFreezer(options: SignalFreezerOptions): Freezer {
 
   return {
     kind: "signal",
-    launchPrefix: async () => [],
+    prepareLaunch: async () => [],
     members: async () => (await memberEntries()).map((e) => e.pid),
     async isFrozen() {
       const entries = await memberEntries();
