@@ -1,6 +1,6 @@
 import { totalmem } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
-import { type Daemon, startDaemon } from "../test/support/daemon.ts";
+import { createRuntime, type Daemon, sandboxRuntime, startDaemon } from "../test/support/daemon.ts";
 import { type AgentWatch, watchAgents } from "./agent-watch.ts";
 import { type BaselineMemory, startBaselines } from "./memory-baselines.ts";
 import { memAvailable, type ProcMemory, sandboxProcesses, sum } from "./proc-memory.ts";
@@ -24,6 +24,8 @@ const RUNNING_TIMEOUT_MS = 180_000;
 /** Assumed cost of an agent until one has been measured: keeps the first spawns from overshooting. */
 const FIRST_ESTIMATE = 320 * 1024 ** 2;
 
+const RUNTIME = sandboxRuntime();
+
 const gc = () => (globalThis as { gc?: () => void }).gc?.();
 
 /**
@@ -34,7 +36,9 @@ const gc = () => (globalThis as { gc?: () => void }).gc?.();
 export async function measureIdleMemory(o: IdleMemoryOptions): Promise<string> {
   const baselines = await startBaselines(3);
   gc();
-  const d = await startDaemon();
+  // A real runtime (process, or the one SWARM_E2E_RUNTIME names), hibernation off: the in-process
+  // test daemon's default is the simulated one, whose agents hold no process at all.
+  const d = await startDaemon({ runtime: (dataDir) => createRuntime(RUNTIME, dataDir) });
   let tornDown: Promise<number> | undefined;
   const tearDown = () => (tornDown ??= tearDownDaemon(d));
   const onSigint = () => void tearDown().then(() => process.exit(130));
@@ -175,7 +179,8 @@ function render(o: IdleMemoryOptions, spawned: Spawned, m: Measured): string {
   const per = (bytes: number) => bytes / n;
   const b = m.baseline;
   const byName = (name: string) => m.procs.filter((p) => p.name === name);
-  const harness = byName("node");
+  // Node 24 names its main thread, so /proc's comm of a harness says `MainThread` (Node 20: `node`).
+  const harness = m.procs.filter((p) => p.name === "node" || p.name === "MainThread");
   const daemonGrowth = m.after.rss - m.before.rss;
   const sandboxRss = sum(m.procs, "rss");
   const lines = [
@@ -187,7 +192,7 @@ function render(o: IdleMemoryOptions, spawned: Spawned, m: Measured): string {
     "",
   ];
   return `${lines.join("\n")}\n${markdownTable(
-    [`per idle agent (${n} agents, process runtime)`, "swarmd", "baseline", "swarmd / baseline"],
+    [`per idle agent (${n} agents, ${RUNTIME} runtime)`, "swarmd", "baseline", "swarmd / baseline"],
     [
       [
         "sandbox processes, VmRSS (all)",
