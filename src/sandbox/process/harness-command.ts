@@ -37,10 +37,10 @@ export interface HarnessCommandOptions {
 /**
  * The harness command for a sandbox. Inside bubblewrap the harness gets `--control /control
  * --work /work` and an environment built from nothing inside the sandbox (a minimal PATH and
- * HOME, the spec's env, the sandbox tag); the host-side processes that start it (the launch shell that
- * sets its file size limit and joins its cgroups, bwrap) get a fixed environment, so no spec variable such as
- * `LD_PRELOAD` ever reaches a host-side process. Unisolated, the harness gets the host folders and
- * its environment through `env -i`, the last host-side step.
+ * HOME, the spec's env, the sandbox tag); the host-side processes that start it (the launch
+ * shell that sets its file size limit and joins its cgroups, bwrap) get a fixed environment, so
+ * no spec variable such as `LD_PRELOAD` ever reaches a host-side process. Unisolated, the harness
+ * gets the host folders and its environment through `env -i`, the last host-side step.
  */
 export function harnessCommand(options: HarnessCommandOptions): HarnessCommand {
   const { record, layout } = options;
