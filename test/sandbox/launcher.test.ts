@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it, type TestContext } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { createLauncher, type Launched, type Launcher } from "../../src/sandbox/process/launcher.ts";
+import { createLauncher, ENDED_UNTOLD, type Launched, type Launcher } from "../../src/sandbox/process/launcher.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "swarmd-launcher-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -74,6 +74,25 @@ describe("harness launcher", () => {
     const launched = await shell(launcher, "exit 0", output);
     assert.equal(await endOf(launched), "exited with code 0");
     assert.notDeepEqual(helperPids(), [helper], "a new helper took over");
+  });
+
+  it("tells that a process ended after its helper died, from /proc, so a start does not wait out its deadline", async (t) => {
+    const launcher = launcherFor(t);
+    const output = join(dir, "out-5");
+    const launched = await shell(launcher, "sleep 30", output);
+    t.after(() => {
+      try {
+        process.kill(launched.pid, "SIGKILL");
+      } catch {}
+    });
+    const [helper] = helperPids();
+    assert.ok(helper, "one helper runs");
+    process.kill(helper, "SIGKILL");
+    for (let i = 0; i < 500 && existsSync(`/proc/${helper}`); i++) await sleep(10);
+    await sleep(50);
+    assert.equal(launched.exited(), undefined, "it still runs: no end is made up");
+    process.kill(launched.pid, "SIGKILL");
+    assert.equal(await endOf(launched), ENDED_UNTOLD);
   });
 
   it("runs a command to its end for its output (the disk watch's du), forked by the helper, not the daemon", async (t) => {

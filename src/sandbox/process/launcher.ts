@@ -3,6 +3,7 @@ import { fileURLToPath } from "node:url";
 import type { CommandRunner } from "../disk-watch.ts";
 import { howItEnded } from "./detached-spawn.ts";
 import type { LaunchAnswer, LaunchRequest, RunRequest } from "./launcher-main.ts";
+import { isAliveProc, readProcSync } from "./proc-table.ts";
 
 const MAIN = fileURLToPath(new URL("./launcher-main.ts", import.meta.url));
 
@@ -33,6 +34,24 @@ interface Pending {
 
 interface Exit {
   ended?: string;
+  pid?: number;
+  /**
+   * Set once its helper ended without telling this end: the process's start time as /proc had it
+   * then (it and the pid name this process and no later one), or null when it was gone already.
+   */
+  orphan?: string | null;
+}
+
+/** How a process ended when its helper ended first: that it did is seen in /proc, how is not. */
+export const ENDED_UNTOLD = "ended after its launcher did (how is not known)";
+
+/** `exit`'s end: as its helper told it, or, once the helper ended, whether /proc still has the process. */
+function endOf(exit: Exit): string | undefined {
+  if (exit.ended !== undefined || exit.orphan === undefined || exit.pid === undefined) return exit.ended;
+  const entry = exit.orphan === null ? undefined : readProcSync(exit.pid);
+  if (isAliveProc(entry) && entry.startTime === exit.orphan) return undefined;
+  exit.ended = ENDED_UNTOLD;
+  return exit.ended;
 }
 
 export function createLauncher(): Launcher {
@@ -72,7 +91,14 @@ export function createLauncher(): Launcher {
       const why = new Error(`the harness launcher ended (${signal ?? `code ${code}`})`);
       for (const waiting of pending.values()) waiting.reject(why);
       pending.clear();
-      // Its children live on, but their ends can no longer be told: taken as unknown, not as ended.
+      // Its children live on, but their ends can no longer be told: from now on /proc says whether
+      // each still runs (the same pid and start time), so a start does not wait out its deadline
+      // for a harness that already died.
+      for (const exit of exits.values()) {
+        if (exit.pid === undefined) continue;
+        const entry = readProcSync(exit.pid);
+        exit.orphan = isAliveProc(entry) ? entry.startTime : null;
+      }
       exits.clear();
     });
     child.unref();
@@ -109,7 +135,10 @@ export function createLauncher(): Launcher {
 
   const launch = async (request: Omit<LaunchRequest, "id">): Promise<Launched> => {
     const { message, exit } = await send(request, true);
-    if ("pid" in message) return { pid: message.pid, exited: () => exit.ended };
+    if ("pid" in message) {
+      exit.pid = message.pid;
+      return { pid: message.pid, exited: () => endOf(exit) };
+    }
     throw new Error("error" in message ? message.error : "the launcher answered a start out of turn");
   };
 
