@@ -1,4 +1,4 @@
-import { execFile } from "node:child_process";
+import { type CommandRunner, execCommand } from "./command.ts";
 
 /** One sandbox the watch measures: the host folders that count against its quota. */
 export interface WatchedSandbox {
@@ -21,25 +21,6 @@ export interface DiskWatchOptions {
    */
   run?: CommandRunner;
 }
-
-/** A command run to its end, with a deadline and a cap on its output. */
-export interface Command {
-  file: string;
-  args: string[];
-  timeoutMs: number;
-  maxBytes: number;
-}
-
-/** Runs a command to its end: its stdout, and what failed if it did (`du` exits 1 when a file vanished mid-walk). */
-export type CommandRunner = (command: Command) => Promise<{ stdout: string; error?: Error }>;
-
-/** `CommandRunner` by the daemon's own `execFile`. */
-export const execCommand: CommandRunner = ({ file, args, timeoutMs, maxBytes }) =>
-  new Promise((resolve) =>
-    execFile(file, args, { timeout: timeoutMs, maxBuffer: maxBytes, encoding: "utf8" }, (err, stdout) =>
-      resolve({ stdout, ...(err ? { error: err } : {}) }),
-    ),
-  );
 
 export interface DiskWatch {
   /** Measure every sandbox once now (tests, and a round right after a start). */

@@ -10,8 +10,7 @@
  * to its end for its output (the disk watch's `du`): `{ id, run: { file, args, timeoutMs, maxBytes } }`,
  * answered `{ id, ran: { stdout, error? } }`.
  */
-import { execFile } from "node:child_process";
-import type { Command } from "../disk-watch.ts";
+import { type Command, execCommand } from "../command.ts";
 import { type DetachedLaunch, spawnDetached } from "./detached-spawn.ts";
 
 export interface LaunchRequest extends Omit<DetachedLaunch, "extraPipes"> {
@@ -44,9 +43,9 @@ function launch(req: LaunchRequest): void {
   }
 }
 
-function run({ id, run: { file, args, timeoutMs, maxBytes } }: RunRequest): void {
-  execFile(file, args, { timeout: timeoutMs, maxBuffer: maxBytes, encoding: "utf8" }, (err, stdout) =>
-    answer({ id, ran: { stdout, ...(err ? { error: err.message } : {}) } }),
+function run({ id, run: command }: RunRequest): void {
+  void execCommand(command).then(({ stdout, error }) =>
+    answer({ id, ran: { stdout, ...(error ? { error: error.message } : {}) } }),
   );
 }
 

@@ -1,6 +1,6 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import type { CommandRunner } from "../disk-watch.ts";
+import type { CommandRunner } from "../command.ts";
 import { howItEnded } from "./detached-spawn.ts";
 import type { LaunchAnswer, LaunchRequest, RunRequest } from "./launcher-main.ts";
 import { isAliveProc, readProcSync } from "./proc-table.ts";

@@ -1,6 +1,7 @@
 import { mkdirSync, realpathSync } from "node:fs";
 import { readdir, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
+import PQueue from "p-queue";
 import { errorMessage, isSwarmError, SwarmError } from "../../errors.ts";
 import { type DiskWatch, measuredBytes, startDiskWatch } from "../disk-watch.ts";
 import { applyHostChanges } from "../host/host-apply.ts";
@@ -163,9 +164,8 @@ export function createProcessRuntime(options: ProcessRuntimeOptions): ProcessRun
       // A few records at a time: 1,000 reads at once would queue every other file operation of the
       // daemon (a start's, a control's) behind them in node's thread pool, for each round.
       const names = await readdir(sandboxesDir(dataDir));
-      const found: Awaited<ReturnType<typeof findRecord>>[] = [];
-      for (let from = 0; from < names.length; from += LIST_READS)
-        found.push(...(await Promise.all(names.slice(from, from + LIST_READS).map((name) => findRecord(ctx, name)))));
+      const reads = new PQueue({ concurrency: LIST_READS });
+      const found = await reads.addAll(names.map((name) => () => findRecord(ctx, name)));
       return found.flatMap((f) =>
         f?.record.harness && !f.record.stoppedFor
           ? [
